@@ -1,0 +1,515 @@
+/*
+ * tslock.h - mutual exclusion over Redis, in every dialect deployed.
+ *
+ * The one public header of libtslock.  Concepts, ownership and thread rules
+ * are stated once in tslock(7); each call has its own page in section 3.
+ */
+#ifndef TSLOCK_H
+#define TSLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================== export macro ==== */
+
+#if defined(TSLOCK_BUILDING) && defined(__GNUC__)
+#define TSLOCK_EXTERN __attribute__((visibility("default")))
+#else
+#define TSLOCK_EXTERN
+#endif
+
+/* ========================================================== version ==== */
+
+#define TSLOCK_VERSION_MAJOR 0
+#define TSLOCK_VERSION_MINOR 1
+#define TSLOCK_VERSION_PATCH 0
+#define TSLOCK_VERSION_STRING "0.1.0"
+
+/*
+ * tslock_version - the version of the library actually linked.
+ *
+ * Returns a static string such as "0.1.0", which may differ from
+ * TSLOCK_VERSION_STRING when the program was built against older headers.
+ * Ownership: static, never freed.  Threads: safe from any thread.
+ */
+TSLOCK_EXTERN const char *tslock_version(void);
+
+/* ======================================================= error codes ==== */
+
+/*
+ * Every fallible call returns TSLOCK_OK (0) or one of these negative codes.
+ * Numbers never change once released; a retired code is never reused.
+ * "Not a failure" marks expected outcomes of a lock operation.
+ *
+ * X(NAME, number, message)
+ */
+#define TSLOCK_ERRNO_MAP(X)                                                    \
+    X(OK, 0, "success")                                                        \
+    X(EBUSY, -1, "lock is held by another owner (not a failure)")              \
+    X(ELOST, -2, "lock was lost: lease ran out or another owner took it "     \
+                 "(not a failure)")                                            \
+    X(EINVAL, -3, "invalid argument")                                          \
+    X(ENOMEM, -4, "out of memory")                                             \
+    X(EIO, -5, "connection to the server failed")                              \
+    X(ETIMEDOUT, -6, "connection or command timed out")                        \
+    X(EPROTO, -7, "server sent a reply of an unexpected shape")                \
+    X(ESERVER, -8, "server replied with an error")                             \
+    X(EWRONGTYPE, -9, "lock key holds a value of the wrong type")              \
+    X(EUNREADABLE, -10, "lock is held by a value this scheme cannot read "    \
+                        "(not a failure; never taken over)")                   \
+    X(ECANCELED, -11, "wait was canceled")                                     \
+    X(EAUTH, -12, "authentication failed")                                     \
+    X(EUNSUPPORTED, -13, "not supported by this server")                       \
+    X(ESTATE, -14, "operation does not fit the lock's state")                  \
+    X(EHOOK, -15, "operation stopped by the step hook")                        \
+    X(ECLOCK, -16, "clock failed or gave an implausible time")
+
+#define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
+/* The error codes.  TSLOCK_OK is 0; all others are negative. */
+typedef enum tslock_errno { TSLOCK_ERRNO_MAP(TSLOCK_ERRNO_ENUM) } tslock_errno;
+#undef TSLOCK_ERRNO_ENUM
+
+/*
+ * tslock_strerror - the message for an error code.
+ *
+ * code: a value returned by any tslock call.  Unknown codes give
+ * "unknown tslock error".
+ * Ownership: static, never freed.  Threads: safe from any thread.
+ */
+TSLOCK_EXTERN const char *tslock_strerror(int code);
+
+/*
+ * tslock_errname - the symbolic name of an error code, e.g. "TSLOCK_EBUSY".
+ *
+ * Returns "TSLOCK_UNKNOWN" for codes outside the table.
+ * Ownership: static, never freed.  Threads: safe from any thread.
+ */
+TSLOCK_EXTERN const char *tslock_errname(int code);
+
+/* ============================================================ types ==== */
+
+/* A connection to one Redis server with what it can do.  Opaque. */
+typedef struct tslock_client tslock_client;
+
+/* One named lock used through one client.  Opaque. */
+typedef struct tslock_lock tslock_lock;
+
+/* A connection made by the caller with hiredis; never freed by tslock. */
+struct redisContext;
+
+/* How a lock is represented and taken. */
+typedef enum tslock_scheme {
+    TSLOCK_SCHEME_AUTO = 0,      /* the best scheme the server allows */
+    TSLOCK_SCHEME_TIMESTAMP = 1, /* classic SETNX/GETSET expiry stamp */
+    TSLOCK_SCHEME_TOKEN = 2,     /* random token with a server TTL */
+    TSLOCK_SCHEME_BRIDGE = 3     /* stamp shared with legacy clients */
+} tslock_scheme;
+
+/* The unit a timestamp-scheme stamp is written in. */
+typedef enum tslock_unit {
+    TSLOCK_UNIT_MS = 0,   /* milliseconds, expiry + 1 (Java RedisLock) */
+    TSLOCK_UNIT_S = 1,    /* whole seconds, now + timeout + 1 (Redis docs) */
+    TSLOCK_UNIT_FLOAT = 2 /* float seconds, no +1 (redis-py 2.x) */
+} tslock_unit;
+
+/* Which form of the expiry-checked DEL a timestamp release uses. */
+typedef enum tslock_release_form {
+    TSLOCK_RELEASE_BEST = 0,    /* Lua if present, else WATCH, else classic */
+    TSLOCK_RELEASE_CLASSIC = 1, /* GET, compare, DEL: has a gap, any server */
+    TSLOCK_RELEASE_WATCH = 2,   /* WATCH/GET/MULTI/DEL/EXEC, Redis >= 2.2 */
+    TSLOCK_RELEASE_LUA = 3      /* one compare-and-delete script, >= 2.6 */
+} tslock_release_form;
+
+/* Server capabilities, learned once per connection by probing. */
+#define TSLOCK_CAP_WATCH 0x01u      /* WATCH/UNWATCH (2.2) */
+#define TSLOCK_CAP_LUA 0x02u        /* EVAL/EVALSHA, PEXPIRE (2.6.0) */
+#define TSLOCK_CAP_TIME 0x04u       /* TIME (2.6.0) */
+#define TSLOCK_CAP_SET_NX_PX 0x08u  /* SET key value NX PX ms (2.6.12) */
+#define TSLOCK_CAP_TTL_KEEPS 0x10u  /* a write keeps a key's TTL (2.1.3) */
+
+/* The commands a lock operation sends, named to the step hook. */
+#define TSLOCK_STEP_MAP(X)                                                     \
+    X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
+    X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR)
+
+#define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
+/* A step: one command about to be sent by a lock operation. */
+typedef enum tslock_step { TSLOCK_STEP_MAP(TSLOCK_STEP_ENUM) } tslock_step;
+#undef TSLOCK_STEP_ENUM
+
+/*
+ * A step hook, for tests: called before every command a lock operation
+ * sends, with the client, the step, the lock key and the user data given
+ * at installation.  It may block (for example until a test lets it go) and
+ * may run other clients' operations.  Returning 0 lets the command go;
+ * any other value stops the operation with TSLOCK_EHOOK before the command
+ * is sent, leaving the server as it is (a simulated crash).
+ */
+typedef int (*tslock_step_hook)(tslock_client *client, tslock_step step,
+                                const char *key, void *userdata);
+
+/* The two clocks the library reads. */
+typedef enum tslock_clock_id {
+    TSLOCK_CLOCK_WALL = 0,     /* Unix time: stamps written to Redis */
+    TSLOCK_CLOCK_MONOTONIC = 1 /* deadlines and waits */
+} tslock_clock_id;
+
+/*
+ * A clock, for tests: returns the time of clock `which` in milliseconds.
+ * Must not fail; a negative value is reported as TSLOCK_ECLOCK.
+ */
+typedef int64_t (*tslock_clock_fn)(tslock_clock_id which, void *userdata);
+
+/* Wait forever in tslock_acquire(). */
+#define TSLOCK_WAIT_FOREVER (-1)
+
+/* ============================================================ client ==== */
+
+/*
+ * tslock_client_new - make an unconnected client.
+ *
+ * out: receives the new client.  Set options with tslock_client_set_*(),
+ * then connect with tslock_client_connect_tcp(), _connect_unix() or _wrap().
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (out is NULL) or TSLOCK_ENOMEM.
+ * Ownership: *out is new; free it with tslock_client_free().
+ * Threads: a client is used by one thread at a time.
+ */
+TSLOCK_EXTERN int tslock_client_new(tslock_client **out);
+
+/*
+ * tslock_client_free - close (unless wrapped) and free a client.
+ *
+ * Accepts NULL.  Locks made on the client must be freed first.
+ * Ownership: frees the client; a wrapped redisContext stays the caller's.
+ */
+TSLOCK_EXTERN void tslock_client_free(tslock_client *client);
+
+/*
+ * tslock_client_set_timeouts - connect and per-command timeouts in ms.
+ *
+ * 0 means no timeout.  Applies to the next connect (and, for the command
+ * timeout, at once to a live connection).
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (NULL client, negative value).
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_timeouts(tslock_client *client,
+                                             int connect_ms, int command_ms);
+
+/*
+ * tslock_client_set_auth - credentials sent with AUTH after each connect.
+ *
+ * user: NULL for the single-password AUTH of Redis < 6, else the ACL user.
+ * password: NULL to send no AUTH.  Both strings are copied.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ENOMEM.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_auth(tslock_client *client,
+                                         const char *user,
+                                         const char *password);
+
+/*
+ * tslock_client_set_db - the database SELECTed after each connect.
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (negative db).
+ */
+TSLOCK_EXTERN int tslock_client_set_db(tslock_client *client, int db);
+
+/*
+ * tslock_client_connect_tcp - connect over TCP, authenticate, select the
+ * database and learn the server's capabilities.
+ *
+ * Returns TSLOCK_OK, TSLOCK_EINVAL, TSLOCK_EIO, TSLOCK_ETIMEDOUT,
+ * TSLOCK_EAUTH, TSLOCK_ESERVER (SELECT refused) or TSLOCK_ENOMEM; the
+ * detail is in tslock_client_errstr().
+ * Ownership: host is copied.  Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_connect_tcp(tslock_client *client,
+                                            const char *host, int port);
+
+/*
+ * tslock_client_connect_unix - as tslock_client_connect_tcp(), over a Unix
+ * socket at path.
+ */
+TSLOCK_EXTERN int tslock_client_connect_unix(tslock_client *client,
+                                             const char *path);
+
+/*
+ * tslock_client_wrap - use a connection the caller made and owns.
+ *
+ * No AUTH or SELECT is sent (the caller has done what it needs); the
+ * capabilities are probed.  Returns as tslock_client_connect_tcp().
+ * Ownership: ctx stays the caller's and must outlive the client; it is
+ * never freed by tslock.  tslock_client_reconnect() reconnects it in place.
+ */
+TSLOCK_EXTERN int tslock_client_wrap(tslock_client *client,
+                                     struct redisContext *ctx);
+
+/*
+ * tslock_client_reconnect - reconnect after a failure, redo AUTH and
+ * SELECT, and learn the capabilities again.
+ *
+ * Returns as tslock_client_connect_tcp(); TSLOCK_ESTATE if the client was
+ * never connected.
+ */
+TSLOCK_EXTERN int tslock_client_reconnect(tslock_client *client);
+
+/*
+ * tslock_client_is_broken - whether the connection has failed.
+ *
+ * A broken client returns TSLOCK_EIO from every lock call until
+ * tslock_client_reconnect() succeeds.  Returns 1 or 0 (0 for NULL).
+ */
+TSLOCK_EXTERN int tslock_client_is_broken(const tslock_client *client);
+
+/*
+ * tslock_client_errstr - the detail of the last error on this client:
+ * the server's own error line, or what was expected and what came.
+ *
+ * Returns "" when there is none, "" for NULL.
+ * Ownership: borrowed; valid until the next call on the client or on any
+ * of its locks.
+ */
+TSLOCK_EXTERN const char *tslock_client_errstr(const tslock_client *client);
+
+/*
+ * tslock_client_caps - the TSLOCK_CAP_* bits the server was found to have.
+ *
+ * Learned by probing at connect, so forks and proxies that misreport their
+ * version are still judged by what they do.  Returns 0 before a connect.
+ */
+TSLOCK_EXTERN unsigned tslock_client_caps(const tslock_client *client);
+
+/*
+ * tslock_client_server_version - the version in the server's INFO.
+ *
+ * major, minor, patch: receive the numbers (any may be NULL).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL client) or TSLOCK_ESTATE (never
+ * connected, or INFO carried no redis_version).
+ */
+TSLOCK_EXTERN int tslock_client_server_version(const tslock_client *client,
+                                               int *major, int *minor,
+                                               int *patch);
+
+/*
+ * tslock_client_set_step_hook - install (or with NULL remove) the step
+ * hook.  For tests; see tslock_step_hook.
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Ownership: userdata stays the caller's.
+ */
+TSLOCK_EXTERN int tslock_client_set_step_hook(tslock_client *client,
+                                              tslock_step_hook hook,
+                                              void *userdata);
+
+/*
+ * tslock_client_set_clock - replace (or with NULL restore) the clocks.
+ * For tests; see tslock_clock_fn.
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_client_set_clock(tslock_client *client,
+                                          tslock_clock_fn clock,
+                                          void *userdata);
+
+/*
+ * tslock_step_name - the command name of a step, e.g. "GETSET".
+ *
+ * Returns "?" for values outside the enum.
+ * Ownership: static.  Threads: safe from any thread.
+ */
+TSLOCK_EXTERN const char *tslock_step_name(tslock_step step);
+
+/* ============================================================== lock ==== */
+
+/*
+ * tslock_lock_new - make a lock object for key on client.
+ *
+ * Defaults: scheme TSLOCK_SCHEME_AUTO, ttl 30000 ms, unit TSLOCK_UNIT_MS,
+ * release form TSLOCK_RELEASE_BEST, release margin 0 ms, retry delay
+ * 50-100 ms (randomized, as in the Java RedisLock of the articles).
+ * Nothing is sent to the server.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL or empty argument) or
+ * TSLOCK_ENOMEM.
+ * Ownership: key is copied; *out is new, freed by tslock_lock_free().
+ * Threads: a lock is used by the thread that uses its client, except
+ * tslock_lock_cancel().
+ */
+TSLOCK_EXTERN int tslock_lock_new(tslock_lock **out, tslock_client *client,
+                                  const char *key);
+
+/*
+ * tslock_lock_free - free a lock object.  Does not release the lock on the
+ * server: a held lock stays held until released or its lease runs out.
+ * Accepts NULL.
+ */
+TSLOCK_EXTERN void tslock_lock_free(tslock_lock *lock);
+
+/*
+ * tslock_lock_set_scheme - choose the scheme (before acquiring).
+ *
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (the lock is held).
+ */
+TSLOCK_EXTERN int tslock_lock_set_scheme(tslock_lock *lock,
+                                         tslock_scheme scheme);
+
+/*
+ * tslock_lock_set_ttl - the lease length in milliseconds (> 0).
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.  Applies to the next acquisition.
+ */
+TSLOCK_EXTERN int tslock_lock_set_ttl(tslock_lock *lock, int64_t ttl_ms);
+
+/*
+ * tslock_lock_set_unit - the unit stamps are written and read in.
+ *
+ * All three forms are parsed on read; a stored value that is not a
+ * plausible time in this unit is never taken over (TSLOCK_EUNREADABLE).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (the lock is held).
+ */
+TSLOCK_EXTERN int tslock_lock_set_unit(tslock_lock *lock, tslock_unit unit);
+
+/*
+ * tslock_lock_set_release_form - force a release form.  The classic form
+ * has a documented gap; tests use it to show it.
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_lock_set_release_form(tslock_lock *lock,
+                                               tslock_release_form form);
+
+/*
+ * tslock_lock_set_release_margin - refuse to delete when less than
+ * margin_ms of the lease is left (room for clock skew between hosts).
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
+ */
+TSLOCK_EXTERN int tslock_lock_set_release_margin(tslock_lock *lock,
+                                                 int64_t margin_ms);
+
+/*
+ * tslock_lock_set_retry - the randomized delay between attempts while
+ * waiting, uniform in [min_ms, max_ms].
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (min_ms < 1 or max_ms < min_ms).
+ */
+TSLOCK_EXTERN int tslock_lock_set_retry(tslock_lock *lock, int min_ms,
+                                        int max_ms);
+
+/*
+ * tslock_lock_set_fencing - also return a fencing number on acquisition
+ * (INCR of "<key>:fence", one more round trip).
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_lock_set_fencing(tslock_lock *lock, int enabled);
+
+/*
+ * tslock_acquire - take the lock, waiting up to wait_ms.
+ *
+ * wait_ms: 0 tries once; > 0 waits up to that many milliseconds on the
+ * monotonic clock; TSLOCK_WAIT_FOREVER waits until taken or canceled.
+ * Returns TSLOCK_OK (held), TSLOCK_EBUSY (not a failure),
+ * TSLOCK_EUNREADABLE (held by a value this scheme cannot read; not a
+ * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held), TSLOCK_EINVAL,
+ * TSLOCK_EWRONGTYPE, TSLOCK_EUNSUPPORTED, TSLOCK_EHOOK, TSLOCK_ECLOCK, or
+ * a connection code (TSLOCK_EIO, TSLOCK_ETIMEDOUT, TSLOCK_EPROTO,
+ * TSLOCK_ESERVER).
+ * Threads: as for the client; tslock_lock_cancel() may interrupt it.
+ */
+TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
+
+/*
+ * tslock_release - release a held lock, deleting it only while it is still
+ * ours and our lease (less the margin) has not run out.
+ *
+ * Returns TSLOCK_OK (deleted), TSLOCK_ELOST (not ours any more, or the
+ * lease ran out: nothing deleted; not a failure, but mutual exclusion may
+ * have been broken), TSLOCK_ESTATE (not held), TSLOCK_EWRONGTYPE,
+ * TSLOCK_EHOOK, or a connection code.  After any return but a connection
+ * code or TSLOCK_EHOOK the lock object is no longer held.
+ */
+TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
+
+/*
+ * tslock_lock_cancel - make a wait in tslock_acquire() on this lock
+ * return TSLOCK_ECANCELED.
+ *
+ * Async-signal-safe: may be called from a signal handler or another
+ * thread.  A cancel that arrives while no wait is running cancels the
+ * next wait.  Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_lock_cancel(tslock_lock *lock);
+
+/*
+ * tslock_lock_is_held - whether this object holds the lock, as far as
+ * its own operations know (the lease may still have run out).
+ */
+TSLOCK_EXTERN int tslock_lock_is_held(const tslock_lock *lock);
+
+/*
+ * tslock_lock_value - the value this object wrote for its hold (a stamp
+ * or a token), or NULL when not held.
+ *
+ * Ownership: borrowed; valid until the next call on the lock.
+ */
+TSLOCK_EXTERN const char *tslock_lock_value(const tslock_lock *lock);
+
+/*
+ * tslock_lock_scheme_used - the scheme of the current or last hold
+ * (never TSLOCK_SCHEME_AUTO once acquired; TSLOCK_SCHEME_AUTO before).
+ */
+TSLOCK_EXTERN tslock_scheme tslock_lock_scheme_used(const tslock_lock *lock);
+
+/*
+ * tslock_lock_expires_ms - when the current hold's lease runs out, in
+ * wall-clock Unix milliseconds (or the last holder seen on TSLOCK_EBUSY);
+ * 0 when unknown.
+ */
+TSLOCK_EXTERN int64_t tslock_lock_expires_ms(const tslock_lock *lock);
+
+/*
+ * tslock_lock_fence - the fencing number of the current hold, or 0 when
+ * fencing is off or the lock is not held.
+ */
+TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
+
+/* ========================================================= utilities ==== */
+
+/*
+ * tslock_stamp_parse - read a stored timestamp-scheme value.
+ *
+ * text, len: the value as stored.  unit: the unit it is expected in.
+ * expires_ms: receives the expiry in Unix milliseconds.
+ * Accepts plain decimal digits (and, for TSLOCK_UNIT_FLOAT, one '.' and a
+ * fraction); rejects empty text, spaces, signs, exponents, trailing
+ * garbage, overflow, and times outside 2000-01-01 .. 2100-01-01 in the
+ * given unit (a seconds stamp read as milliseconds lies in 1970).
+ * Returns TSLOCK_OK or TSLOCK_EUNREADABLE.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_stamp_parse(const char *text, size_t len,
+                                     tslock_unit unit, int64_t *expires_ms);
+
+/*
+ * tslock_stamp_format - write the stamp for a lease of ttl_ms taken at
+ * now_ms (Unix milliseconds), in unit, with that unit's legacy convention:
+ * TSLOCK_UNIT_MS writes now + ttl + 1; TSLOCK_UNIT_S writes whole seconds
+ * now + ceil(ttl) + 1; TSLOCK_UNIT_FLOAT writes now + ttl in seconds with
+ * three decimals.
+ *
+ * buf, size: at least 32 bytes.
+ * Returns the length written, or TSLOCK_EINVAL.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_stamp_format(char *buf, size_t size, tslock_unit unit,
+                                      int64_t now_ms, int64_t ttl_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSLOCK_H */

@@ -1,0 +1,386 @@
+/*
+ * client.c - the client: connecting over TCP or a Unix socket (or
+ * wrapping the caller's connection), AUTH and SELECT, reconnecting, and
+ * learning once per connection what the server can do.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "tslock_int.h"
+
+int tslock_client_new(tslock_client **out)
+{
+    tslock_client *c;
+
+    if (out == NULL)
+        return TSLOCK_EINVAL;
+    *out = NULL;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return TSLOCK_ENOMEM;
+    c->connect_ms = 5000;
+    c->command_ms = 5000;
+    c->version[0] = c->version[1] = c->version[2] = -1;
+    *out = c;
+    return TSLOCK_OK;
+}
+
+static void drop_connection(tslock_client *c)
+{
+    if (c->ctx != NULL && c->transport != TRANSPORT_WRAPPED)
+        redisFree(c->ctx);
+    if (c->transport != TRANSPORT_WRAPPED)
+        c->ctx = NULL;
+}
+
+void tslock_client_free(tslock_client *c)
+{
+    if (c == NULL)
+        return;
+    drop_connection(c);
+    free(c->host);
+    free(c->user);
+    if (c->password != NULL) {
+        /* Do not leave the password in freed memory. */
+        memset(c->password, 0, strlen(c->password));
+        free(c->password);
+    }
+    free(c);
+}
+
+static struct timeval ms_to_timeval(int ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    return tv;
+}
+
+int tslock_client_set_timeouts(tslock_client *c, int connect_ms,
+                               int command_ms)
+{
+    if (c == NULL || connect_ms < 0 || command_ms < 0)
+        return TSLOCK_EINVAL;
+    c->connect_ms = connect_ms;
+    c->command_ms = command_ms;
+    if (c->ctx != NULL && !c->broken
+        && redisSetTimeout(c->ctx, ms_to_timeval(command_ms)) != REDIS_OK)
+        return tslock__io_failure(c, "set command timeout");
+    return TSLOCK_OK;
+}
+
+static int replace_string(char **slot, const char *value)
+{
+    char *copy = NULL;
+
+    if (value != NULL && (copy = strdup(value)) == NULL)
+        return TSLOCK_ENOMEM;
+    if (*slot != NULL) {
+        memset(*slot, 0, strlen(*slot));
+        free(*slot);
+    }
+    *slot = copy;
+    return TSLOCK_OK;
+}
+
+int tslock_client_set_auth(tslock_client *c, const char *user,
+                           const char *password)
+{
+    int rc;
+
+    if (c == NULL || (user != NULL && password == NULL))
+        return TSLOCK_EINVAL;
+    rc = replace_string(&c->user, user);
+    if (rc == TSLOCK_OK)
+        rc = replace_string(&c->password, password);
+    return rc;
+}
+
+int tslock_client_set_db(tslock_client *c, int db)
+{
+    if (c == NULL || db < 0)
+        return TSLOCK_EINVAL;
+    c->db = db;
+    return TSLOCK_OK;
+}
+
+/* A command sent while setting up a connection: no step hook. */
+static int setup_command(tslock_client *c, const char *what, int argc,
+                         const char **argv, redisReply **out)
+{
+    *out = redisCommandArgv(c->ctx, argc, argv, NULL);
+    if (*out == NULL)
+        return tslock__io_failure(c, what);
+    if ((*out)->type == REDIS_REPLY_ERROR) {
+        int rc = tslock__reply_error(c, what, *out);
+        freeReplyObject(*out);
+        *out = NULL;
+        return rc;
+    }
+    return TSLOCK_OK;
+}
+
+static int authenticate(tslock_client *c)
+{
+    const char *argv[3] = {"AUTH", c->user, c->password};
+    redisReply *r = NULL;
+    int rc;
+
+    if (c->password == NULL)
+        return TSLOCK_OK;
+    if (c->user == NULL)
+        argv[1] = c->password;
+    rc = setup_command(c, "AUTH", c->user != NULL ? 3 : 2, argv, &r);
+    freeReplyObject(r);
+    if (rc == TSLOCK_ESERVER)
+        rc = TSLOCK_EAUTH; /* every refusal of AUTH is an auth failure */
+    return rc;
+}
+
+static int select_db(tslock_client *c)
+{
+    char num[16];
+    const char *argv[2] = {"SELECT", num};
+    redisReply *r = NULL;
+    int rc;
+
+    if (c->db == 0)
+        return TSLOCK_OK;
+    snprintf(num, sizeof(num), "%d", c->db);
+    rc = setup_command(c, "SELECT", 2, argv, &r);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Everything done after the socket is up: AUTH, SELECT, probe. */
+static int finish_connect(tslock_client *c, int send_auth)
+{
+    int rc = TSLOCK_OK;
+
+    c->broken = 0;
+    tslock__clear_error(c);
+    if (c->command_ms > 0
+        && redisSetTimeout(c->ctx, ms_to_timeval(c->command_ms)) != REDIS_OK)
+        return tslock__io_failure(c, "set command timeout");
+    if (send_auth)
+        rc = authenticate(c);
+    if (rc == TSLOCK_OK && send_auth)
+        rc = select_db(c);
+    if (rc == TSLOCK_OK)
+        rc = tslock__probe(c);
+    if (rc != TSLOCK_OK)
+        c->broken = 1;
+    return rc;
+}
+
+static int open_socket(tslock_client *c)
+{
+    struct timeval tv = ms_to_timeval(c->connect_ms);
+    int rc;
+
+    drop_connection(c);
+    if (c->transport == TRANSPORT_TCP)
+        c->ctx = c->connect_ms > 0 ? redisConnectWithTimeout(c->host, c->port,
+                                                             tv)
+                                   : redisConnect(c->host, c->port);
+    else
+        c->ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
+                                   : redisConnectUnix(c->host);
+    if (c->ctx == NULL)
+        return tslock__fail(c, TSLOCK_ENOMEM, "cannot allocate a connection");
+    if (c->ctx->err) {
+        char where[300];
+        if (c->transport == TRANSPORT_TCP)
+            snprintf(where, sizeof(where), "%s:%d", c->host, c->port);
+        else
+            snprintf(where, sizeof(where), "%s", c->host);
+        c->broken = 1;
+        rc = strstr(c->ctx->errstr, "timed out") != NULL ? TSLOCK_ETIMEDOUT
+                                                          : TSLOCK_EIO;
+        return tslock__fail(c, rc, "connect to %s: %s", where,
+                            c->ctx->errstr);
+    }
+    return finish_connect(c, 1);
+}
+
+static int connect_to(tslock_client *c, enum tslock__transport t,
+                      const char *where, int port)
+{
+    int rc;
+
+    if (c == NULL || where == NULL || where[0] == '\0'
+        || (t == TRANSPORT_TCP && (port <= 0 || port > 65535)))
+        return TSLOCK_EINVAL;
+    if (c->transport == TRANSPORT_WRAPPED)
+        return tslock__fail(c, TSLOCK_ESTATE,
+                            "client wraps a caller's connection");
+    rc = replace_string(&c->host, where);
+    if (rc != TSLOCK_OK)
+        return rc;
+    c->transport = t;
+    c->port = port;
+    return open_socket(c);
+}
+
+int tslock_client_connect_tcp(tslock_client *c, const char *host, int port)
+{
+    return connect_to(c, TRANSPORT_TCP, host, port);
+}
+
+int tslock_client_connect_unix(tslock_client *c, const char *path)
+{
+    return connect_to(c, TRANSPORT_UNIX, path, 0);
+}
+
+int tslock_client_wrap(tslock_client *c, struct redisContext *ctx)
+{
+    if (c == NULL || ctx == NULL)
+        return TSLOCK_EINVAL;
+    if (c->ctx != NULL && c->transport != TRANSPORT_WRAPPED)
+        return tslock__fail(c, TSLOCK_ESTATE, "client is already connected");
+    if (ctx->err)
+        return tslock__fail(c, TSLOCK_EIO, "wrapped connection failed: %s",
+                            ctx->errstr);
+    c->ctx = ctx;
+    c->transport = TRANSPORT_WRAPPED;
+    return finish_connect(c, 0);
+}
+
+int tslock_client_reconnect(tslock_client *c)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    switch (c->transport) {
+    case TRANSPORT_NONE:
+        return tslock__fail(c, TSLOCK_ESTATE, "client was never connected");
+    case TRANSPORT_WRAPPED:
+        if (redisReconnect(c->ctx) != REDIS_OK) {
+            c->broken = 1;
+            return tslock__fail(c, TSLOCK_EIO, "reconnect: %s",
+                                c->ctx->errstr);
+        }
+        return finish_connect(c, 1);
+    default:
+        return open_socket(c);
+    }
+}
+
+int tslock_client_is_broken(const tslock_client *c)
+{
+    return c != NULL && (c->broken || c->ctx == NULL) && c->transport != 0;
+}
+
+const char *tslock_client_errstr(const tslock_client *c)
+{
+    return c == NULL ? "" : c->errstr;
+}
+
+unsigned tslock_client_caps(const tslock_client *c)
+{
+    return c == NULL ? 0 : c->caps;
+}
+
+int tslock_client_server_version(const tslock_client *c, int *major,
+                                 int *minor, int *patch)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    if (c->version[0] < 0)
+        return TSLOCK_ESTATE;
+    if (major != NULL)
+        *major = c->version[0];
+    if (minor != NULL)
+        *minor = c->version[1];
+    if (patch != NULL)
+        *patch = c->version[2];
+    return TSLOCK_OK;
+}
+
+int tslock_client_set_step_hook(tslock_client *c, tslock_step_hook hook,
+                                void *userdata)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    c->hook = hook;
+    c->hook_ud = userdata;
+    return TSLOCK_OK;
+}
+
+int tslock_client_set_clock(tslock_client *c, tslock_clock_fn clock,
+                            void *userdata)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    c->clock = clock;
+    c->clock_ud = userdata;
+    return TSLOCK_OK;
+}
+
+/* Read "redis_version:X.Y.Z" out of an INFO reply. */
+static void parse_version(tslock_client *c, const redisReply *r)
+{
+    const char *p;
+
+    c->version[0] = c->version[1] = c->version[2] = -1;
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        return;
+    p = strstr(r->str, "redis_version:");
+    if (p == NULL)
+        return;
+    if (sscanf(p + 14, "%d.%d.%d", &c->version[0], &c->version[1],
+               &c->version[2]) < 2)
+        c->version[0] = c->version[1] = c->version[2] = -1;
+    else if (c->version[2] < 0)
+        c->version[2] = 0;
+}
+
+/*
+ * Learn what the server can do, in one pipelined round trip.  The version
+ * in INFO is recorded, but the capabilities come from what the server
+ * does, because forks and proxies misreport versions.  No probe writes:
+ * "SET k v NX XX" is a syntax error where SET takes options (2.6.12) and
+ * a wrong-number-of-arguments error where it does not.
+ */
+int tslock__probe(tslock_client *c)
+{
+    static const char *probes[][5] = {
+        {"INFO"}, {"UNWATCH"}, {"EVAL", "return 1", "0"}, {"TIME"},
+        {"SET", "tslock:probe", "x", "NX", "XX"}};
+    static const int argcs[] = {1, 1, 3, 1, 5};
+    redisReply *r[5] = {NULL};
+    int i, rc = TSLOCK_OK;
+
+    c->caps = 0;
+    for (i = 0; i < 5; i++) {
+        if (redisAppendCommandArgv(c->ctx, argcs[i], probes[i], NULL)
+            != REDIS_OK)
+            return tslock__io_failure(c, "probe");
+    }
+    for (i = 0; i < 5; i++) {
+        void *reply = NULL;
+        if (redisGetReply(c->ctx, &reply) != REDIS_OK) {
+            rc = tslock__io_failure(c, "probe");
+            goto out;
+        }
+        r[i] = reply;
+    }
+    if (r[0]->type == REDIS_REPLY_ERROR) {
+        rc = tslock__reply_error(c, "INFO", r[0]);
+        goto out;
+    }
+    parse_version(c, r[0]);
+    if (r[1]->type == REDIS_REPLY_STATUS)
+        c->caps |= TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS;
+    if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)
+        c->caps |= TSLOCK_CAP_LUA;
+    if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2)
+        c->caps |= TSLOCK_CAP_TIME;
+    if (r[4]->type == REDIS_REPLY_ERROR
+        && strstr(r[4]->str, "wrong number of arguments") == NULL
+        && strncmp(r[4]->str, "ERR unknown command", 19) != 0)
+        c->caps |= TSLOCK_CAP_SET_NX_PX;
+out:
+    for (i = 0; i < 5; i++)
+        freeReplyObject(r[i]);
+    return rc;
+}

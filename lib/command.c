@@ -1,0 +1,125 @@
+/*
+ * command.c - the one path every lock operation's command takes: the
+ * step hook, the broken-connection rule, and turning replies the library
+ * did not expect into codes with a message naming what came.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+int tslock__check_usable(tslock_client *c)
+{
+    if (c->ctx == NULL)
+        return tslock__fail(c, TSLOCK_ESTATE, "client is not connected");
+    if (c->broken)
+        return TSLOCK_EIO; /* keep the first failure's detail */
+    return TSLOCK_OK;
+}
+
+/*
+ * A NULL reply from hiredis means the connection is gone or timed out;
+ * either way the context cannot be trusted any more, so the client is
+ * marked broken until it reconnects.
+ */
+int tslock__io_failure(tslock_client *c, const char *what)
+{
+    redisContext *ctx = c->ctx;
+    int timed_out = ctx != NULL && ctx->err == REDIS_ERR_IO
+                    && (errno == EAGAIN || errno == EWOULDBLOCK
+                        || errno == ETIMEDOUT);
+    const char *cause = ctx != NULL && ctx->errstr[0] ? ctx->errstr
+                                                      : "connection lost";
+
+    c->broken = 1;
+    if (timed_out)
+        return tslock__fail(c, TSLOCK_ETIMEDOUT,
+                            "%s: no reply within %d ms (%s)", what,
+                            c->command_ms, cause);
+    if (ctx != NULL && ctx->err == REDIS_ERR_EOF)
+        return tslock__fail(c, TSLOCK_EIO,
+                            "%s: server closed the connection", what);
+    return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
+}
+
+int tslock__command(tslock_client *c, tslock_step step, const char *key,
+                    int argc, const char **argv, const size_t *lens,
+                    redisReply **out)
+{
+    redisReply *r;
+    int rc = tslock__check_usable(c);
+
+    *out = NULL;
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (c->hook != NULL && c->hook(c, step, key, c->hook_ud) != 0)
+        return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
+                            tslock_step_name(step), key);
+    r = redisCommandArgv(c->ctx, argc, argv, lens);
+    if (r == NULL)
+        return tslock__io_failure(c, tslock_step_name(step));
+    *out = r;
+    return TSLOCK_OK;
+}
+
+const char *tslock__reply_describe(const redisReply *r, char *buf,
+                                   size_t size)
+{
+    if (r == NULL) {
+        snprintf(buf, size, "no reply");
+        return buf;
+    }
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+        snprintf(buf, size, "bulk string \"%.*s\"",
+                 r->len > 40 ? 40 : (int)r->len, r->str);
+        break;
+    case REDIS_REPLY_STATUS:
+        snprintf(buf, size, "status \"%.*s\"", r->len > 40 ? 40 : (int)r->len,
+                 r->str);
+        break;
+    case REDIS_REPLY_ERROR:
+        snprintf(buf, size, "error \"%.*s\"", r->len > 80 ? 80 : (int)r->len,
+                 r->str);
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(buf, size, "integer %lld", (long long)r->integer);
+        break;
+    case REDIS_REPLY_NIL:
+        snprintf(buf, size, "nil");
+        break;
+    case REDIS_REPLY_ARRAY:
+        snprintf(buf, size, "array of %zu", (size_t)r->elements);
+        break;
+    default:
+        snprintf(buf, size, "reply of type %d", r->type);
+    }
+    return buf;
+}
+
+int tslock__reply_error(tslock_client *c, const char *what,
+                        const redisReply *r)
+{
+    int code = TSLOCK_ESERVER;
+
+    /* Older servers wrap a script's WRONGTYPE in "ERR Error running script". */
+    if (strstr(r->str, "WRONGTYPE") != NULL)
+        code = TSLOCK_EWRONGTYPE;
+    else if (strncmp(r->str, "NOAUTH", 6) == 0
+             || strncmp(r->str, "WRONGPASS", 9) == 0
+             || strncmp(r->str, "ERR operation not permitted", 27) == 0)
+        code = TSLOCK_EAUTH;
+    return tslock__fail(c, code, "%s: server replied -%s", what, r->str);
+}
+
+int tslock__unexpected(tslock_client *c, const char *what,
+                       const char *expected, const redisReply *r)
+{
+    char buf[128];
+
+    if (r != NULL && r->type == REDIS_REPLY_ERROR)
+        return tslock__reply_error(c, what, r);
+    return tslock__fail(c, TSLOCK_EPROTO, "%s: expected %s, got %s", what,
+                        expected, tslock__reply_describe(r, buf, sizeof(buf)));
+}

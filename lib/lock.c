@@ -1,0 +1,320 @@
+/*
+ * lock.c - the lock object: its settings, choosing a scheme from what the
+ * server can do, the wait loop with its deadline and randomized retry
+ * delay, cancellation, fencing numbers, and dispatch to the schemes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tslock_int.h"
+
+static int make_cancel_pipe(int fds[2])
+{
+#ifdef HAVE_PIPE2
+    return pipe2(fds, O_CLOEXEC | O_NONBLOCK);
+#else
+    int i;
+    if (pipe(fds) != 0)
+        return -1;
+    for (i = 0; i < 2; i++) {
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+        fcntl(fds[i], F_SETFL, O_NONBLOCK);
+    }
+    return 0;
+#endif
+}
+
+int tslock_lock_new(tslock_lock **out, tslock_client *client, const char *key)
+{
+    tslock_lock *l;
+
+    if (out == NULL)
+        return TSLOCK_EINVAL;
+    *out = NULL;
+    if (client == NULL || key == NULL || key[0] == '\0')
+        return TSLOCK_EINVAL;
+    l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return TSLOCK_ENOMEM;
+    l->key = strdup(key);
+    if (l->key == NULL || make_cancel_pipe(l->cancel_pipe) != 0) {
+        free(l->key);
+        free(l);
+        return errno == ENOMEM ? TSLOCK_ENOMEM : TSLOCK_EIO;
+    }
+    l->client = client;
+    l->ttl_ms = 30000;
+    l->retry_min_ms = 50;
+    l->retry_max_ms = 100;
+    *out = l;
+    return TSLOCK_OK;
+}
+
+void tslock_lock_free(tslock_lock *l)
+{
+    if (l == NULL)
+        return;
+    close(l->cancel_pipe[0]);
+    close(l->cancel_pipe[1]);
+    free(l->key);
+    free(l);
+}
+
+int tslock_lock_set_scheme(tslock_lock *l, tslock_scheme scheme)
+{
+    if (l == NULL || scheme > TSLOCK_SCHEME_BRIDGE)
+        return TSLOCK_EINVAL;
+    if (l->held)
+        return TSLOCK_ESTATE;
+    l->scheme = scheme;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_ttl(tslock_lock *l, int64_t ttl_ms)
+{
+    /* A lease longer than ten years is a mistake, not a lease. */
+    if (l == NULL || ttl_ms <= 0 || ttl_ms > INT64_C(315360000000))
+        return TSLOCK_EINVAL;
+    l->ttl_ms = ttl_ms;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_unit(tslock_lock *l, tslock_unit unit)
+{
+    if (l == NULL || unit > TSLOCK_UNIT_FLOAT)
+        return TSLOCK_EINVAL;
+    if (l->held)
+        return TSLOCK_ESTATE;
+    l->unit = unit;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_release_form(tslock_lock *l, tslock_release_form form)
+{
+    if (l == NULL || form > TSLOCK_RELEASE_LUA)
+        return TSLOCK_EINVAL;
+    l->release_form = form;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_release_margin(tslock_lock *l, int64_t margin_ms)
+{
+    if (l == NULL || margin_ms < 0)
+        return TSLOCK_EINVAL;
+    l->margin_ms = margin_ms;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_retry(tslock_lock *l, int min_ms, int max_ms)
+{
+    if (l == NULL || min_ms < 1 || max_ms < min_ms)
+        return TSLOCK_EINVAL;
+    l->retry_min_ms = min_ms;
+    l->retry_max_ms = max_ms;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_fencing(tslock_lock *l, int enabled)
+{
+    if (l == NULL)
+        return TSLOCK_EINVAL;
+    l->fencing = enabled != 0;
+    return TSLOCK_OK;
+}
+
+/* The scheme this acquisition uses, from the request and the server. */
+static int resolve_scheme(tslock_lock *l, tslock_scheme *out)
+{
+    switch (l->scheme) {
+    case TSLOCK_SCHEME_AUTO:
+    case TSLOCK_SCHEME_TIMESTAMP:
+        *out = TSLOCK_SCHEME_TIMESTAMP;
+        return TSLOCK_OK;
+    default:
+        return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
+                            "scheme %d is not available in this build",
+                            (int)l->scheme);
+    }
+}
+
+static int try_once(tslock_lock *l)
+{
+    tslock_scheme scheme;
+    int rc = resolve_scheme(l, &scheme);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    l->used = scheme;
+    return tslock__ts_try_acquire(l);
+}
+
+/*
+ * The fencing number: INCR of a companion key that never expires, so it
+ * only grows.  If it cannot be had, the hold is given back, so a caller
+ * that asked for fencing never holds a lock without its number.
+ */
+static int take_fence(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    size_t len = strlen(l->key);
+    char *fence_key = malloc(len + 7);
+    const char *argv[2] = {"INCR", fence_key};
+    redisReply *r = NULL;
+    int rc;
+
+    if (fence_key == NULL)
+        return TSLOCK_ENOMEM;
+    memcpy(fence_key, l->key, len);
+    memcpy(fence_key + len, ":fence", 7);
+    rc = tslock__command(c, TSLOCK_STEP_INCR, l->key, 2, argv, NULL, &r);
+    if (rc == TSLOCK_OK && r->type == REDIS_REPLY_INTEGER)
+        l->fence = r->integer;
+    else if (rc == TSLOCK_OK)
+        rc = tslock__unexpected(c, "INCR fence", "an integer", r);
+    freeReplyObject(r);
+    free(fence_key);
+    return rc;
+}
+
+static void drain_cancel(tslock_lock *l)
+{
+    char buf[64];
+
+    while (read(l->cancel_pipe[0], buf, sizeof(buf)) > 0)
+        ;
+    l->cancel_flag = 0;
+}
+
+/* How long to sleep before the next attempt, never past what matters. */
+static int64_t next_delay(tslock_lock *l, int64_t wait_ms, int64_t deadline)
+{
+    tslock_client *c = l->client;
+    int span = l->retry_max_ms - l->retry_min_ms + 1;
+    int64_t delay = l->retry_min_ms + (int64_t)(tslock__random64(c) % span);
+
+    if (wait_ms != TSLOCK_WAIT_FOREVER) {
+        int64_t left = deadline - tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
+        if (left < delay)
+            delay = left;
+    }
+    if (l->expires_ms > 0) {
+        /* Wake just after the holder's lease ends, not a retry later. */
+        int64_t until = l->expires_ms - tslock__now(c, TSLOCK_CLOCK_WALL) + 1;
+        if (until >= 1 && until < delay)
+            delay = until;
+    }
+    return delay < 1 ? 1 : delay;
+}
+
+int tslock_acquire(tslock_lock *l, int64_t wait_ms)
+{
+    tslock_client *c;
+    int64_t deadline = 0;
+    int rc;
+
+    if (l == NULL || wait_ms < TSLOCK_WAIT_FOREVER)
+        return TSLOCK_EINVAL;
+    c = l->client;
+    if (l->held)
+        return tslock__fail(c, TSLOCK_ESTATE, "lock '%s' is already held",
+                            l->key);
+    tslock__clear_error(c);
+    if (wait_ms > 0) {
+        int64_t now = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
+        if (now < 0)
+            return tslock__fail(c, TSLOCK_ECLOCK, "monotonic clock failed");
+        deadline = now + wait_ms;
+    }
+    for (;;) {
+        l->expires_ms = 0;
+        rc = try_once(l);
+        if (rc != TSLOCK_EBUSY && rc != TSLOCK_EUNREADABLE)
+            break;
+        if (wait_ms == 0 || (wait_ms != TSLOCK_WAIT_FOREVER
+                             && tslock__now(c, TSLOCK_CLOCK_MONOTONIC)
+                                    >= deadline))
+            return rc;
+        if (tslock__wait(l, next_delay(l, wait_ms, deadline))
+            == TSLOCK_ECANCELED) {
+            drain_cancel(l);
+            return tslock__fail(c, TSLOCK_ECANCELED,
+                                "wait for lock '%s' was canceled", l->key);
+        }
+    }
+    if (rc == TSLOCK_OK && l->fencing) {
+        rc = take_fence(l);
+        if (rc != TSLOCK_OK) {
+            char why[TSLOCK__ERRSTR_SIZE];
+            memcpy(why, c->errstr, sizeof(why));
+            if (!c->broken)
+                (void)tslock_release(l);
+            memcpy(c->errstr, why, sizeof(why));
+            l->held = 0;
+        }
+    }
+    return rc;
+}
+
+int tslock_release(tslock_lock *l)
+{
+    int rc;
+
+    if (l == NULL)
+        return TSLOCK_EINVAL;
+    if (!l->held)
+        return tslock__fail(l->client, TSLOCK_ESTATE,
+                            "lock '%s' is not held", l->key);
+    tslock__clear_error(l->client);
+    rc = tslock__ts_release(l);
+    /*
+     * After a connection failure the outcome is unknown, so the object
+     * stays held and the caller may retry once reconnected.
+     */
+    if (rc != TSLOCK_EIO && rc != TSLOCK_ETIMEDOUT && rc != TSLOCK_EHOOK) {
+        l->held = 0;
+        l->fence = 0;
+    }
+    return rc;
+}
+
+int tslock_lock_cancel(tslock_lock *l)
+{
+    int saved = errno; /* async-signal-safe: keep the caller's errno */
+
+    if (l == NULL)
+        return TSLOCK_EINVAL;
+    l->cancel_flag = 1;
+    (void)!write(l->cancel_pipe[1], "x", 1);
+    errno = saved;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_is_held(const tslock_lock *l)
+{
+    return l != NULL && l->held;
+}
+
+const char *tslock_lock_value(const tslock_lock *l)
+{
+    return l != NULL && l->held ? l->value : NULL;
+}
+
+tslock_scheme tslock_lock_scheme_used(const tslock_lock *l)
+{
+    return l == NULL ? TSLOCK_SCHEME_AUTO : l->used;
+}
+
+int64_t tslock_lock_expires_ms(const tslock_lock *l)
+{
+    return l == NULL ? 0 : l->expires_ms;
+}
+
+int64_t tslock_lock_fence(const tslock_lock *l)
+{
+    return l != NULL && l->held ? l->fence : 0;
+}

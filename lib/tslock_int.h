@@ -1,0 +1,131 @@
+/*
+ * tslock_int.h - private declarations shared between the files of
+ * libtslock: the client and lock structures, the command path every lock
+ * operation goes through, clocks, waiting and the Lua scripts.
+ */
+#ifndef TSLOCK_INT_H
+#define TSLOCK_INT_H
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "tslock.h"
+
+#define TSLOCK__ERRSTR_SIZE 512
+#define TSLOCK__VALUE_SIZE 64
+
+enum tslock__transport { TRANSPORT_NONE, TRANSPORT_TCP, TRANSPORT_UNIX,
+                         TRANSPORT_WRAPPED };
+
+struct tslock_client {
+    redisContext *ctx;
+    enum tslock__transport transport;
+    char *host;         /* TCP host or Unix socket path */
+    int port;
+    int connect_ms;
+    int command_ms;
+    char *user;
+    char *password;
+    int db;
+    int broken;
+    unsigned caps;
+    int version[3];     /* -1 when INFO had no redis_version */
+    tslock_step_hook hook;
+    void *hook_ud;
+    tslock_clock_fn clock;
+    void *clock_ud;
+    uint64_t rng;       /* xorshift state for retry jitter */
+    char errstr[TSLOCK__ERRSTR_SIZE];
+};
+
+struct tslock_lock {
+    tslock_client *client;
+    char *key;
+    tslock_scheme scheme;      /* as asked */
+    tslock_scheme used;        /* as used for the current or last hold */
+    tslock_unit unit;
+    tslock_release_form release_form;
+    int64_t ttl_ms;
+    int64_t margin_ms;
+    int retry_min_ms;
+    int retry_max_ms;
+    int fencing;
+    int held;
+    char value[TSLOCK__VALUE_SIZE]; /* what we wrote for our hold */
+    int64_t expires_ms;        /* our lease end, or the holder's on EBUSY */
+    int64_t fence;
+    volatile sig_atomic_t cancel_flag;
+    int cancel_pipe[2];        /* read end polled while waiting */
+};
+
+/* ---- errors.c */
+int tslock__fail(tslock_client *c, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void tslock__clear_error(tslock_client *c);
+
+/* ---- clock.c */
+int64_t tslock__now(tslock_client *c, tslock_clock_id which);
+uint64_t tslock__random64(tslock_client *c);
+int tslock__random_bytes(void *buf, size_t len);
+/* Wait up to ms on the lock's cancel pipe; TSLOCK_ECANCELED or OK. */
+int tslock__wait(tslock_lock *l, int64_t ms);
+
+/* ---- command.c */
+/*
+ * Send one command of a lock operation: call the step hook, send argv,
+ * read the reply.  Server error replies come back as replies (so callers
+ * can tell NOSCRIPT from WRONGTYPE); connection failures mark the client
+ * broken and return the I/O code with the cause in errstr.
+ */
+int tslock__command(tslock_client *c, tslock_step step, const char *key,
+                    int argc, const char **argv, const size_t *lens,
+                    redisReply **out);
+/* Map an error reply to a code with the server's line in errstr. */
+int tslock__reply_error(tslock_client *c, const char *what,
+                        const redisReply *r);
+/* A short description of a reply for error messages. */
+const char *tslock__reply_describe(const redisReply *r, char *buf,
+                                   size_t size);
+/* Fail with EPROTO naming what was expected and what came. */
+int tslock__unexpected(tslock_client *c, const char *what,
+                       const char *expected, const redisReply *r);
+int tslock__check_usable(tslock_client *c);
+int tslock__io_failure(tslock_client *c, const char *what);
+
+/* ---- client.c */
+int tslock__probe(tslock_client *c);
+
+/* ---- scripts.c */
+enum tslock__script {
+    SCRIPT_DEL_IF_EQUAL,   /* KEYS[1], ARGV[1]=value: 1 deleted, 0 not */
+    SCRIPT_SET_IF_EQUAL,   /* KEYS[1], ARGV[1]=expect, ARGV[2]=new */
+    SCRIPT_COUNT
+};
+const char *tslock__script_text(enum tslock__script s);
+const char *tslock__script_sha(enum tslock__script s);
+/*
+ * Run a script with EVALSHA, falling back to EVAL on NOSCRIPT.  Error
+ * replies are mapped to codes; *out gets any other reply.
+ */
+int tslock__script_run(tslock_client *c, enum tslock__script s,
+                       const char *key, int nargs, const char **args,
+                       redisReply **out);
+
+/* ---- stamp.c */
+/* Parse with a reason for the caller's error detail. */
+int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
+                        int64_t *expires_ms, const char **why);
+const char *tslock__unit_name(tslock_unit unit);
+
+/* ---- timestamp.c */
+int tslock__ts_try_acquire(tslock_lock *l);
+int tslock__ts_release(tslock_lock *l);
+
+#endif /* TSLOCK_INT_H */

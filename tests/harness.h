@@ -1,0 +1,99 @@
+/*
+ * harness.h - shared support for the CUnit test programs: a real
+ * redis-server per test in a private temp dir, stopped by its pid however
+ * the test ends; connections to it; a clock the tests drive; and a runner
+ * whose exit status reflects every failure.
+ *
+ * Threads: call the server functions from one thread at a time (normally
+ * the test's main thread); the clock functions are as safe as the
+ * th_clock they are given.
+ */
+#ifndef TSLOCK_TEST_HARNESS_H
+#define TSLOCK_TEST_HARNESS_H
+
+#include <sys/types.h>
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+#include <CUnit/CUnit.h>
+#include "tslock.h"
+
+typedef struct th_server {
+    pid_t pid;        /* 0 when not running */
+    char dir[256];    /* private temp dir (mkdtemp), removed on stop */
+    char socket[300]; /* Unix socket path inside dir */
+    int port;         /* loopback TCP port it also listens on */
+} th_server;
+
+/*
+ * Start Debian's redis-server ($REDIS_SERVER if set, else from PATH) in a
+ * fresh temp dir named tslock-test.XXXXXX under $TMPDIR (or /tmp),
+ * listening on a Unix socket in that dir and on a free 127.0.0.1 port,
+ * with no persistence and its log in the dir.
+ *
+ * extra_conf: config lines appended verbatim (e.g. "requirepass secret\n"),
+ * or NULL.  Waits until the server answers PING (at most about 5 s).
+ * The server is stopped at exit() and when the test process gets SIGINT,
+ * SIGTERM, SIGHUP, SIGSEGV, SIGABRT or SIGBUS; a SIGKILL of the test
+ * process cannot be caught and leaves it running.  Up to 8 servers at once.
+ * Returns 0, or -1 with a message on stderr.
+ */
+int th_server_start(th_server *s, const char *extra_conf);
+
+/*
+ * Stop by pid: SIGTERM, wait up to 5 s, then SIGKILL; remove the dir.
+ * Idempotent.  s->dir, s->socket and s->port are kept so that
+ * th_server_restart() can bring the server back.
+ */
+void th_server_stop(th_server *s);
+
+/*
+ * Stop the server with SIGKILL at once, to test dropped connections.  The
+ * dir stays until th_server_stop().
+ */
+void th_server_kill(th_server *s);
+
+/*
+ * Restart a killed or stopped server on the same socket path and port.
+ * Returns 0, or -1 with a message on stderr (for example when another
+ * process took the port meanwhile).
+ */
+int th_server_restart(th_server *s);
+
+/* A raw hiredis connection over the Unix socket; prints and exit(2)s on
+ * failure.  Free it with redisFree(). */
+redisContext *th_redis(const th_server *s);
+
+/*
+ * A tslock client connected over the Unix socket with
+ * tslock_client_connect_unix() and no AUTH; prints tslock_client_errstr()
+ * and exit(2)s on failure.  Free it with tslock_client_free().
+ */
+tslock_client *th_client(const th_server *s);
+
+/*
+ * A test clock: tests set and advance it; install it with
+ * tslock_client_set_clock(c, th_clock_fn, &clk).
+ */
+typedef struct th_clock {
+    int64_t wall_ms;
+    int64_t mono_ms;
+} th_clock;
+
+/* The tslock_clock_fn reading a th_clock; -1 for an unknown clock. */
+int64_t th_clock_fn(tslock_clock_id which, void *userdata);
+
+/* wall = 1700000000000 (2023-11-14), mono = 1000000. */
+void th_clock_init(th_clock *c);
+
+/* Move both clocks forward by ms. */
+void th_clock_advance(th_clock *c, int64_t ms);
+
+/*
+ * Run every registered CUnit suite in basic verbose mode and clean up the
+ * registry.  Returns 0 only when at least one test ran, no assertion or
+ * test failed, no suite failed to initialize or clean up and CUnit
+ * reported no error; 1 otherwise.
+ */
+int th_run_all(void);
+
+#endif /* TSLOCK_TEST_HARNESS_H */
