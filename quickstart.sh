@@ -1,0 +1,50 @@
+#!/bin/sh
+# quickstart.sh - from a fresh Debian machine to a running tslock.
+#
+#   ./quickstart.sh demo    install what is missing, build, run the demo
+#   ./quickstart.sh test    install what is missing, build, run the suite
+#
+# The build goes to ./_build, so the source tree stays clean.  Set
+# TSLOCK_CONFIGURE_FLAGS to pass options to configure (for example
+# --enable-sanitizers).
+set -eu
+cd "$(dirname "$0")"
+what="${1:-demo}"
+case "$what" in
+demo | test) ;;
+*)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac
+
+packages="build-essential autoconf automake libtool pkg-config
+          libhiredis-dev libcunit1-dev redis-server"
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+        || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "quickstart: installing$missing"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
+fi
+
+[ -x configure ] || autoreconf -fi
+mkdir -p _build
+cd _build
+[ -f Makefile ] || ../configure --enable-werror ${TSLOCK_CONFIGURE_FLAGS:-}
+make -j"$(nproc)"
+if [ "$what" = demo ]; then
+    exec ./tools/tslock demo
+fi
+if ! make -j2 check; then
+    for f in tests/*.log doc/examples/*.log; do
+        [ -f "$f" ] && ! grep -q '^PASS\|^SKIP' "${f%.log}.trs" 2>/dev/null \
+            && { echo "==== $f"; tail -50 "$f"; }
+    done
+    exit 1
+fi

@@ -1,0 +1,22 @@
+#!/bin/sh
+# The exported symbols of libtslock.so must match tests/symbols.txt, so a
+# change to the ABI is always a deliberate one.  Exits 77 (skip) where no
+# shared library was built.
+set -u
+lib="${top_builddir:-.}/.libs/libtslock.so"
+list="${top_srcdir:-.}/tests/symbols.txt"
+if [ ! -f "$lib" ]; then
+    echo "no shared library at $lib; skipped"
+    exit 77
+fi
+got=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort)
+want=$(sort "$list")
+if [ "$got" != "$want" ]; then
+    echo "exported symbols differ from tests/symbols.txt (< want, > got):"
+    printf '%s\n' "$want" >want.tmp.$$
+    printf '%s\n' "$got" >got.tmp.$$
+    diff want.tmp.$$ got.tmp.$$
+    rm -f want.tmp.$$ got.tmp.$$
+    exit 1
+fi
+echo "exported symbols match ($(printf '%s\n' "$got" | wc -l) functions)"

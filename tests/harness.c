@@ -1,0 +1,695 @@
+/*
+ * harness.c - the redis-server driver, connections, test clock and CUnit
+ * runner shared by the test programs.  Servers are tracked in a small
+ * registry of our own so they can be stopped by pid from exit handlers and
+ * signal handlers, whatever state the tests' own th_server structs are in.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#include "harness.h"
+
+extern char **environ;
+
+#define MAX_SERVERS    8
+#define START_ATTEMPTS 5    /* fresh ports tried when the server cannot bind */
+#define WAIT_MS        5000 /* for startup and for a graceful stop */
+#define POLL_MS        10
+#define PATH_SIZE      320
+#define LOG_TAIL       2048
+
+enum slot_state {
+    SLOT_FREE = 0,
+    SLOT_LIVE,   /* the dir exists; the server may be running or killed */
+    SLOT_STOPPED /* the dir was removed; kept so restart knows the config */
+};
+
+/*
+ * What cleanup needs, copied out of the caller's th_server: that struct
+ * may sit on a stack that is gone when exit handlers run.  The paths are
+ * built ahead of time because a signal handler cannot format strings.
+ */
+struct slot {
+    volatile sig_atomic_t state;
+    volatile sig_atomic_t pid; /* 0 when not running */
+    pid_t owner;               /* forked children must not stop it */
+    int port;
+    char dir[PATH_SIZE];
+    char conf[PATH_SIZE];
+    char log[PATH_SIZE];
+    char socket[PATH_SIZE];
+    char dump[PATH_SIZE];
+    char *extra_conf; /* heap copy, or NULL */
+};
+
+static struct slot slots[MAX_SERVERS];
+
+static const int cleanup_signals[] = {SIGINT,  SIGTERM, SIGHUP,
+                                      SIGSEGV, SIGABRT, SIGBUS};
+#define N_CLEANUP_SIGNALS (sizeof(cleanup_signals) / sizeof(cleanup_signals[0]))
+static struct sigaction previous_actions[N_CLEANUP_SIGNALS];
+
+/* ---------------------------------------------------------- processes */
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Whether pid has exited (reaping it), or was reaped by someone else. */
+static int has_exited(pid_t pid)
+{
+    pid_t r;
+
+    do
+        r = waitpid(pid, NULL, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    return r == pid || r < 0;
+}
+
+static void reap(pid_t pid)
+{
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* SIGTERM, wait up to WAIT_MS, then SIGKILL. */
+static void terminate(pid_t pid)
+{
+    int waited;
+
+    if (pid <= 0)
+        return;
+    if (kill(pid, SIGTERM) != 0) {
+        has_exited(pid);
+        return;
+    }
+    for (waited = 0; waited < WAIT_MS; waited += POLL_MS) {
+        if (has_exited(pid))
+            return;
+        sleep_ms(POLL_MS);
+    }
+    fprintf(stderr, "harness: redis-server %d ignored SIGTERM; killing\n",
+            (int)pid);
+    kill(pid, SIGKILL);
+    reap(pid);
+}
+
+/* Remove a directory and everything in it; missing is not an error. */
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct stat st;
+    char path[PATH_SIZE + 256];
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            remove_tree(path);
+        else
+            unlink(path);
+    }
+    closedir(d);
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        fprintf(stderr, "harness: cannot remove %s: %s\n", dir,
+                strerror(errno));
+}
+
+/* ----------------------------------------------------------- registry */
+
+/*
+ * Stop every server this process started, at once, with only
+ * async-signal-safe calls.  Redis writes no files but the ones named in
+ * the slot unless a test asks it to, so unlinking those empties the dir.
+ */
+static void stop_all_from_signal(void)
+{
+    pid_t me = getpid();
+    size_t i;
+
+    for (i = 0; i < MAX_SERVERS; i++) {
+        struct slot *sl = &slots[i];
+
+        if (sl->state != SLOT_LIVE || sl->owner != me)
+            continue;
+        if (sl->pid > 0) {
+            kill(sl->pid, SIGKILL);
+            waitpid(sl->pid, NULL, 0);
+        }
+        unlink(sl->conf);
+        unlink(sl->log);
+        unlink(sl->socket);
+        unlink(sl->dump);
+        rmdir(sl->dir);
+    }
+}
+
+/*
+ * Clean up, then hand the signal to whoever had it before.  A memory fault
+ * is not raised again: returning runs the faulting instruction again under
+ * the previous action, so a sanitizer's report or the core dump is about
+ * the real fault.  Any other signal is raised again.
+ */
+static void on_cleanup_signal(int sig, siginfo_t *info, void *context)
+{
+    int saved_errno = errno;
+    int fault =
+        (sig == SIGSEGV || sig == SIGBUS) && info != NULL && info->si_code > 0;
+    size_t i;
+
+    (void)context;
+    stop_all_from_signal();
+    for (i = 0; i < N_CLEANUP_SIGNALS; i++)
+        if (cleanup_signals[i] == sig)
+            sigaction(sig, &previous_actions[i], NULL);
+    if (!fault)
+        raise(sig);
+    errno = saved_errno;
+}
+
+static void stop_all_at_exit(void)
+{
+    pid_t me = getpid();
+    size_t i;
+
+    for (i = 0; i < MAX_SERVERS; i++) {
+        struct slot *sl = &slots[i];
+
+        if (sl->state != SLOT_LIVE || sl->owner != me)
+            continue;
+        terminate(sl->pid);
+        sl->pid = 0;
+        remove_tree(sl->dir);
+        sl->state = SLOT_STOPPED;
+    }
+}
+
+/*
+ * Install the exit and signal cleanup once.  A signal the process ignores
+ * stays ignored.  SIGPIPE is ignored when nobody chose otherwise, so a
+ * test that kills a server sees EPIPE from its connections rather than
+ * dying.
+ */
+static void install_cleanup(void)
+{
+    static int installed;
+    struct sigaction sa;
+    size_t i;
+
+    if (installed)
+        return;
+    installed = 1;
+    atexit(stop_all_at_exit);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_cleanup_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigfillset(&sa.sa_mask);
+    for (i = 0; i < N_CLEANUP_SIGNALS; i++) {
+        sigaction(cleanup_signals[i], NULL, &previous_actions[i]);
+        if (previous_actions[i].sa_handler != SIG_IGN)
+            sigaction(cleanup_signals[i], &sa, NULL);
+    }
+    sigaction(SIGPIPE, NULL, &sa);
+    if (sa.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static struct slot *find_slot(const th_server *s)
+{
+    size_t i;
+
+    for (i = 0; i < MAX_SERVERS; i++)
+        if (slots[i].state != SLOT_FREE && slots[i].port == s->port
+            && strcmp(slots[i].dir, s->dir) == 0)
+            return &slots[i];
+    return NULL;
+}
+
+static void release_slot(struct slot *sl)
+{
+    sl->state = SLOT_FREE;
+    free(sl->extra_conf);
+    sl->extra_conf = NULL;
+}
+
+/* A free slot, else one kept only for a restart that may never come. */
+static struct slot *claim_slot(void)
+{
+    size_t i;
+
+    for (i = 0; i < MAX_SERVERS; i++)
+        if (slots[i].state == SLOT_FREE)
+            return &slots[i];
+    for (i = 0; i < MAX_SERVERS; i++)
+        if (slots[i].state == SLOT_STOPPED) {
+            release_slot(&slots[i]);
+            return &slots[i];
+        }
+    fprintf(stderr, "harness: more than %d servers at once\n", MAX_SERVERS);
+    return NULL;
+}
+
+/* Fill the slot's paths, then mark it live, so a signal sees it whole. */
+static struct slot *register_server(const th_server *s, const char *extra_conf)
+{
+    struct slot *sl = claim_slot();
+
+    if (sl == NULL)
+        return NULL;
+    sl->extra_conf = extra_conf != NULL ? strdup(extra_conf) : NULL;
+    if (extra_conf != NULL && sl->extra_conf == NULL)
+        return NULL;
+    sl->owner = getpid();
+    sl->pid = 0;
+    sl->port = s->port;
+    snprintf(sl->dir, PATH_SIZE, "%s", s->dir);
+    snprintf(sl->conf, PATH_SIZE, "%s/redis.conf", s->dir);
+    snprintf(sl->log, PATH_SIZE, "%s/redis.log", s->dir);
+    snprintf(sl->socket, PATH_SIZE, "%s", s->socket);
+    snprintf(sl->dump, PATH_SIZE, "%s/dump.rdb", s->dir);
+    sl->state = SLOT_LIVE;
+    return sl;
+}
+
+/* ------------------------------------------------------------ startup */
+
+/*
+ * Make the private dir.  Its path goes into the config file in double
+ * quotes and the socket path must fit a sockaddr_un, so odd or long
+ * $TMPDIR values are refused here with a clear message.
+ */
+static int make_dir(th_server *s)
+{
+    const char *tmp = getenv("TMPDIR");
+    struct sockaddr_un addr;
+    int n;
+
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    if (strpbrk(tmp, "\"\\\n") != NULL) {
+        fprintf(stderr,
+                "harness: TMPDIR has a quote, backslash or "
+                "newline: %s\n",
+                tmp);
+        return -1;
+    }
+    n = snprintf(s->dir, sizeof(s->dir), "%s/tslock-test.XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= sizeof(s->dir)
+        || (size_t)n + sizeof("/redis.sock") > sizeof(addr.sun_path)) {
+        fprintf(stderr, "harness: TMPDIR too long for a socket path: %s\n",
+                tmp);
+        return -1;
+    }
+    if (mkdtemp(s->dir) == NULL) {
+        fprintf(stderr, "harness: mkdtemp %s: %s\n", s->dir, strerror(errno));
+        return -1;
+    }
+    snprintf(s->socket, sizeof(s->socket), "%s/redis.sock", s->dir);
+    return 0;
+}
+
+/* A loopback port free right now; the server may still lose it. */
+static int pick_free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = -1;
+
+    if (fd < 0)
+        return -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0
+        && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static int write_conf(const struct slot *sl)
+{
+    FILE *f = fopen(sl->conf, "w");
+    const char *extra = sl->extra_conf;
+    int bad;
+
+    if (f == NULL) {
+        fprintf(stderr, "harness: %s: %s\n", sl->conf, strerror(errno));
+        return -1;
+    }
+    fprintf(f,
+            "port %d\nbind 127.0.0.1\n"
+            "unixsocket \"%s\"\nunixsocketperm 700\n"
+            "dir \"%s\"\nlogfile \"%s\"\n"
+            "save \"\"\nappendonly no\ndaemonize no\n",
+            sl->port, sl->socket, sl->dir, sl->log);
+    if (extra != NULL && *extra != '\0') {
+        fputs(extra, f);
+        if (extra[strlen(extra) - 1] != '\n')
+            fputc('\n', f);
+    }
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "harness: cannot write %s\n", sl->conf);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Spawn the server with a clean signal state: a blocked or ignored
+ * SIGTERM inherited from a test would make every stop wait for SIGKILL.
+ */
+static pid_t spawn_server(const struct slot *sl)
+{
+    const char *prog = getenv("REDIS_SERVER");
+    char *argv[3];
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, defaults;
+    pid_t pid = -1;
+    int rc;
+
+    if (prog == NULL || *prog == '\0')
+        prog = "redis-server";
+    argv[0] = (char *)prog;
+    argv[1] = (char *)sl->conf;
+    argv[2] = NULL;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGHUP);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, sl->log,
+                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rc = posix_spawnp(&pid, prog, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        fprintf(stderr, "harness: cannot run %s: %s\n", prog, strerror(rc));
+        return -1;
+    }
+    return pid;
+}
+
+/*
+ * Whether the server answers PING.  An error reply counts (a server with
+ * requirepass says NOAUTH) except LOADING, which means not ready yet.
+ */
+static int answers_ping(const char *socket_path)
+{
+    struct timeval tv = {0, 200000};
+    redisContext *c = redisConnectUnixWithTimeout(socket_path, tv);
+    redisReply *r = NULL;
+    int ok = 0;
+
+    if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK)
+        r = redisCommand(c, "PING");
+    if (r != NULL)
+        ok = r->type == REDIS_REPLY_STATUS
+             || (r->type == REDIS_REPLY_ERROR
+                 && strncmp(r->str, "LOADING", 7) != 0);
+    if (r != NULL)
+        freeReplyObject(r);
+    if (c != NULL)
+        redisFree(c);
+    return ok;
+}
+
+/* 0 ready, 1 exited early (perhaps lost its port), -1 never answered. */
+static int wait_ready(struct slot *sl)
+{
+    int waited;
+
+    for (waited = 0; waited < WAIT_MS; waited += POLL_MS) {
+        if (has_exited(sl->pid)) {
+            sl->pid = 0;
+            return 1;
+        }
+        if (answers_ping(sl->socket))
+            return 0;
+        sleep_ms(POLL_MS);
+    }
+    fprintf(stderr, "harness: redis-server %d did not answer PING in %d ms\n",
+            (int)sl->pid, WAIT_MS);
+    terminate(sl->pid);
+    sl->pid = 0;
+    return -1;
+}
+
+/* Whether the server's log says it lost its port to another process. */
+static int lost_port(const struct slot *sl)
+{
+    char line[512];
+    FILE *f = fopen(sl->log, "r");
+    int lost = 0;
+
+    if (f == NULL)
+        return 0;
+    while (!lost && fgets(line, sizeof(line), f) != NULL)
+        lost = strstr(line, "Address already in use") != NULL;
+    fclose(f);
+    return lost;
+}
+
+/*
+ * Write the config, spawn, wait.  Returns 0 running, 1 exited because the
+ * port was taken (worth another port), -1 failed.
+ */
+static int launch(th_server *s, struct slot *sl)
+{
+    pid_t pid;
+    int rc;
+
+    if (write_conf(sl) != 0 || (pid = spawn_server(sl)) < 0)
+        return -1;
+    sl->pid = pid;
+    rc = wait_ready(sl);
+    s->pid = sl->pid;
+    if (rc == 1 && !lost_port(sl))
+        rc = -1;
+    return rc;
+}
+
+static void print_log_tail(const struct slot *sl)
+{
+    char buf[LOG_TAIL];
+    FILE *f = fopen(sl->log, "r");
+    size_t n;
+
+    if (f == NULL)
+        return;
+    if (fseek(f, -(long)sizeof(buf), SEEK_END) != 0)
+        rewind(f);
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    fprintf(stderr, "harness: end of %s:\n", sl->log);
+    fwrite(buf, 1, n, stderr);
+}
+
+/* ------------------------------------------------------------- public */
+
+int th_server_start(th_server *s, const char *extra_conf)
+{
+    struct slot *sl;
+    int attempt, rc = -1;
+
+    memset(s, 0, sizeof(*s));
+    install_cleanup();
+    if (make_dir(s) != 0)
+        return -1;
+    if ((sl = register_server(s, extra_conf)) == NULL) {
+        remove_tree(s->dir);
+        return -1;
+    }
+    for (attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+        s->port = sl->port = pick_free_port();
+        if (s->port > 0 && (rc = launch(s, sl)) != 1)
+            break;
+    }
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "harness: redis-server did not start\n");
+    print_log_tail(sl);
+    remove_tree(s->dir);
+    release_slot(sl);
+    return -1;
+}
+
+void th_server_stop(th_server *s)
+{
+    struct slot *sl = find_slot(s);
+
+    s->pid = 0;
+    if (sl == NULL || sl->state != SLOT_LIVE)
+        return;
+    terminate(sl->pid);
+    sl->pid = 0;
+    remove_tree(sl->dir);
+    sl->state = SLOT_STOPPED;
+}
+
+void th_server_kill(th_server *s)
+{
+    struct slot *sl = find_slot(s);
+
+    s->pid = 0;
+    if (sl == NULL || sl->pid <= 0)
+        return;
+    kill(sl->pid, SIGKILL);
+    reap(sl->pid);
+    sl->pid = 0;
+}
+
+int th_server_restart(th_server *s)
+{
+    struct slot *sl = find_slot(s);
+
+    if (sl == NULL) {
+        fprintf(stderr,
+                "harness: restart of a server th_server_start did "
+                "not start (or forgot): %s\n",
+                s->dir);
+        return -1;
+    }
+    terminate(sl->pid);
+    sl->pid = 0;
+    if (sl->state == SLOT_STOPPED) {
+        if (mkdir(sl->dir, 0700) != 0) {
+            fprintf(stderr, "harness: mkdir %s: %s\n", sl->dir,
+                    strerror(errno));
+            return -1;
+        }
+        sl->state = SLOT_LIVE;
+    }
+    if (launch(s, sl) == 0)
+        return 0;
+    fprintf(stderr, "harness: redis-server did not restart on port %d\n",
+            sl->port);
+    print_log_tail(sl);
+    return -1;
+}
+
+redisContext *th_redis(const th_server *s)
+{
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectUnixWithTimeout(s->socket, tv);
+
+    if (c == NULL || c->err != 0) {
+        fprintf(stderr, "th_redis: cannot connect to %s: %s\n", s->socket,
+                c != NULL ? c->errstr : "out of memory");
+        exit(2);
+    }
+    return c;
+}
+
+tslock_client *th_client(const th_server *s)
+{
+    tslock_client *c = NULL;
+    int rc = tslock_client_new(&c);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_connect_unix(c, s->socket);
+    if (rc != TSLOCK_OK) {
+        fprintf(stderr, "th_client: cannot connect to %s: %s: %s\n", s->socket,
+                tslock_errname(rc), tslock_client_errstr(c));
+        tslock_client_free(c);
+        exit(2);
+    }
+    return c;
+}
+
+/* -------------------------------------------------------------- clock */
+
+int64_t th_clock_fn(tslock_clock_id which, void *userdata)
+{
+    const th_clock *c = userdata;
+
+    if (c == NULL)
+        return -1;
+    switch (which) {
+    case TSLOCK_CLOCK_WALL:
+        return c->wall_ms;
+    case TSLOCK_CLOCK_MONOTONIC:
+        return c->mono_ms;
+    }
+    return -1;
+}
+
+void th_clock_init(th_clock *c)
+{
+    c->wall_ms = INT64_C(1700000000000);
+    c->mono_ms = INT64_C(1000000);
+}
+
+void th_clock_advance(th_clock *c, int64_t ms)
+{
+    c->wall_ms += ms;
+    c->mono_ms += ms;
+}
+
+/* ------------------------------------------------------------- runner */
+
+/*
+ * CU_basic_run_tests() returns success even when assertions failed, so
+ * every count that can reveal a failure is checked.  A run of no tests is
+ * a failure too: it means registration went wrong.
+ */
+int th_run_all(void)
+{
+    CU_ErrorCode err;
+    unsigned run, failed;
+
+    if (CU_get_registry() == NULL) {
+        fprintf(stderr, "th_run_all: CUnit registry not initialized\n");
+        return 1;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    err = CU_basic_run_tests();
+    if (err == CUE_SUCCESS)
+        err = CU_get_error();
+    if (err != CUE_SUCCESS)
+        fprintf(stderr, "CUnit error: %s\n", CU_get_error_msg());
+    run = CU_get_number_of_tests_run();
+    failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed()
+             + CU_get_number_of_suites_failed()
+             + CU_get_number_of_failure_records();
+    CU_cleanup_registry();
+    if (run == 0)
+        fprintf(stderr, "th_run_all: no tests ran\n");
+    return err != CUE_SUCCESS || failed != 0 || run == 0;
+}

@@ -1,0 +1,281 @@
+/*
+ * test_client.c - the client against real redis-server processes:
+ * TCP and Unix sockets, AUTH with a password and with an ACL user, SELECT,
+ * a wrapped connection, capabilities, a dropped connection and reconnect,
+ * command timeouts, and connection errors with their causes.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "harness.h"
+
+static th_server srv;      /* plain */
+static th_server auth_srv; /* requirepass and an ACL user */
+
+static tslock_client *fresh(void)
+{
+    tslock_client *c = NULL;
+
+    CU_ASSERT_FATAL(tslock_client_new(&c) == TSLOCK_OK);
+    return c;
+}
+
+static void try_lock(tslock_client *c, const char *key)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+}
+
+static void test_tcp_and_unix(void)
+{
+    tslock_client *c = fresh();
+    int major = 0, minor = 0, patch = 0;
+
+    CU_ASSERT_EQUAL(tslock_client_caps(c), 0);
+    CU_ASSERT_EQUAL(tslock_client_server_version(c, &major, NULL, NULL),
+                    TSLOCK_ESTATE);
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", srv.port),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_server_version(c, &major, &minor, &patch),
+                    TSLOCK_OK);
+    CU_ASSERT_TRUE(major >= 2);
+    /* A modern server has everything. */
+    CU_ASSERT_EQUAL(tslock_client_caps(c),
+                    TSLOCK_CAP_WATCH | TSLOCK_CAP_LUA | TSLOCK_CAP_TIME
+                        | TSLOCK_CAP_SET_NX_PX | TSLOCK_CAP_TTL_KEEPS);
+    CU_ASSERT_FALSE(tslock_client_is_broken(c));
+    try_lock(c, "client:tcp");
+    tslock_client_free(c);
+
+    c = fresh();
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, srv.socket), TSLOCK_OK);
+    try_lock(c, "client:unix");
+    tslock_client_free(c);
+}
+
+static void test_probe_writes_nothing(void)
+{
+    redisContext *r = th_redis(&srv);
+    redisReply *reply;
+
+    tslock_client_free(th_client(&srv));
+    reply = redisCommand(r, "EXISTS tslock:probe");
+    CU_ASSERT_EQUAL(reply->integer, 0);
+    freeReplyObject(reply);
+    redisFree(r);
+}
+
+static void test_connect_errors(void)
+{
+    tslock_client *c = fresh();
+    char path[400];
+
+    /* Nothing listens on port 1. */
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", 1),
+                    TSLOCK_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "127.0.0.1:1"));
+    CU_ASSERT_TRUE(tslock_client_is_broken(c));
+    tslock_client_free(c);
+
+    c = fresh();
+    snprintf(path, sizeof(path), "%s/no-such.sock", srv.dir);
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, path), TSLOCK_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "no-such.sock"));
+    tslock_client_free(c);
+
+    c = fresh();
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, NULL, 6379), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", 0),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", 70000),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, ""), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_reconnect(c), TSLOCK_ESTATE);
+    CU_ASSERT_EQUAL(tslock_client_set_timeouts(c, -1, 0), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_set_db(c, -1), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_set_auth(c, "user", NULL), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_wrap(c, NULL), TSLOCK_EINVAL);
+    tslock_client_free(c);
+    tslock_client_free(NULL);
+    CU_ASSERT_EQUAL(tslock_client_new(NULL), TSLOCK_EINVAL);
+    CU_ASSERT_STRING_EQUAL(tslock_client_errstr(NULL), "");
+    CU_ASSERT_EQUAL(tslock_client_set_step_hook(NULL, NULL, NULL),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_set_clock(NULL, NULL, NULL),
+                    TSLOCK_EINVAL);
+}
+
+static void test_auth(void)
+{
+    tslock_client *c = fresh();
+
+    /* No password: the server refuses INFO, and says so. */
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, auth_srv.socket),
+                    TSLOCK_EAUTH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "NOAUTH"));
+    tslock_client_free(c);
+
+    c = fresh();
+    tslock_client_set_auth(c, NULL, "wrong");
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, auth_srv.socket),
+                    TSLOCK_EAUTH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "AUTH"));
+    tslock_client_free(c);
+
+    c = fresh();
+    tslock_client_set_auth(c, NULL, "s3cret");
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, auth_srv.socket),
+                    TSLOCK_OK);
+    try_lock(c, "client:auth");
+    tslock_client_free(c);
+
+    /* An ACL user (Redis 6+): AUTH user password. */
+    c = fresh();
+    tslock_client_set_auth(c, "locker", "pw2");
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", auth_srv.port),
+                    TSLOCK_OK);
+    try_lock(c, "client:acl");
+    tslock_client_free(c);
+
+    /* A password where none is set is a configuration error. */
+    c = fresh();
+    tslock_client_set_auth(c, NULL, "unneeded");
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, srv.socket), TSLOCK_EAUTH);
+    tslock_client_free(c);
+}
+
+static void test_select(void)
+{
+    tslock_client *c = fresh();
+    redisContext *r = th_redis(&srv);
+    tslock_lock *l = NULL;
+    redisReply *reply;
+
+    tslock_client_set_db(c, 3);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(c, srv.socket),
+                          TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:db") == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    reply = redisCommand(r, "EXISTS client:db");
+    CU_ASSERT_EQUAL(reply->integer, 0);
+    freeReplyObject(reply);
+    freeReplyObject(redisCommand(r, "SELECT 3"));
+    reply = redisCommand(r, "GET client:db");
+    CU_ASSERT_FATAL(reply->type == REDIS_REPLY_STRING);
+    CU_ASSERT_STRING_EQUAL(reply->str, tslock_lock_value(l));
+    freeReplyObject(reply);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+
+    c = fresh();
+    tslock_client_set_db(c, 999);
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, srv.socket),
+                    TSLOCK_ESERVER);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "SELECT"));
+    tslock_client_free(c);
+    redisFree(r);
+}
+
+static void test_wrap(void)
+{
+    redisContext *ctx = th_redis(&srv);
+    tslock_client *c = fresh();
+    redisReply *reply;
+
+    CU_ASSERT_EQUAL(tslock_client_wrap(c, ctx), TSLOCK_OK);
+    CU_ASSERT_TRUE(tslock_client_caps(c) & TSLOCK_CAP_LUA);
+    try_lock(c, "client:wrap");
+    tslock_client_free(c);
+    /* The caller's connection is still the caller's, and still works. */
+    reply = redisCommand(ctx, "PING");
+    CU_ASSERT_FATAL(reply != NULL);
+    CU_ASSERT_STRING_EQUAL(reply->str, "PONG");
+    freeReplyObject(reply);
+    redisFree(ctx);
+}
+
+/* A server that dies mid-use: EIO with the cause, then reconnect. */
+static void test_dropped_connection(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:drop") == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    th_server_kill(&srv);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EIO);
+    CU_ASSERT_TRUE(tslock_client_is_broken(c));
+    CU_ASSERT_NOT_EQUAL(tslock_client_errstr(c)[0], '\0');
+    /* Never reported as released: the object still holds. */
+    CU_ASSERT_TRUE(tslock_lock_is_held(l));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EIO);
+    CU_ASSERT_EQUAL(tslock_client_reconnect(c), TSLOCK_EIO);
+
+    CU_ASSERT_FATAL(th_server_restart(&srv) == 0);
+    CU_ASSERT_EQUAL(tslock_client_reconnect(c), TSLOCK_OK);
+    CU_ASSERT_FALSE(tslock_client_is_broken(c));
+    /* The restarted server lost the key (no persistence): lost. */
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ELOST);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* A server that does not answer in time: ETIMEDOUT, client broken. */
+static void test_command_timeout(void)
+{
+    tslock_client *c = th_client(&srv);
+    redisContext *r = th_redis(&srv);
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_EQUAL(tslock_client_set_timeouts(c, 1000, 100), TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:slow") == TSLOCK_OK);
+    freeReplyObject(redisCommand(r, "CLIENT PAUSE 600"));
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_ETIMEDOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "100 ms"));
+    CU_ASSERT_TRUE(tslock_client_is_broken(c));
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    freeReplyObject(redisCommand(r, "CLIENT UNPAUSE"));
+    CU_ASSERT_EQUAL(tslock_client_reconnect(c), TSLOCK_OK);
+    tslock_lock_free(l);
+    /* The reconnected client works again. */
+    try_lock(c, "client:after-timeout");
+    tslock_client_free(c);
+    redisFree(r);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    int rc;
+
+    if (th_server_start(&srv, NULL) != 0
+        || th_server_start(&auth_srv, "requirepass s3cret\n"
+                                      "user locker on >pw2 ~* +@all\n")
+               != 0)
+        return 1;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    s = CU_add_suite("client", NULL, NULL);
+    CU_add_test(s, "TCP and Unix socket", test_tcp_and_unix);
+    CU_add_test(s, "probing writes nothing", test_probe_writes_nothing);
+    CU_add_test(s, "connection errors name their cause",
+                test_connect_errors);
+    CU_add_test(s, "AUTH with password and ACL user", test_auth);
+    CU_add_test(s, "SELECT a database", test_select);
+    CU_add_test(s, "wrap a caller's redisContext", test_wrap);
+    CU_add_test(s, "dropped connection and reconnect",
+                test_dropped_connection);
+    CU_add_test(s, "command timeout", test_command_timeout);
+    rc = th_run_all();
+    th_server_stop(&srv);
+    th_server_stop(&auth_srv);
+    return rc;
+}

@@ -1,0 +1,579 @@
+/*
+ * test_lock.c - the timestamp lock against a real redis-server: acquire,
+ * busy, release, lost, the three stamp units, values it cannot read,
+ * wrong types, keys that vanish between steps, waiting, cancel, fencing
+ * and the argument checks.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+static th_server srv;
+static th_clock clk;
+static redisContext *raw;
+
+static tslock_client *clocked_client(void)
+{
+    tslock_client *c = th_client(&srv);
+
+    th_clock_init(&clk);
+    tslock_client_set_clock(c, th_clock_fn, &clk);
+    return c;
+}
+
+static tslock_lock *new_lock(tslock_client *c, const char *key, int64_t ttl)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl) == TSLOCK_OK);
+    return l;
+}
+
+static redisReply *raw_cmd(const char *fmt, const char *key, const char *arg)
+{
+    redisReply *r = redisCommand(raw, fmt, key, arg);
+
+    CU_ASSERT_FATAL(r != NULL);
+    return r;
+}
+
+static void raw_do(const char *fmt, const char *key, const char *arg)
+{
+    freeReplyObject(raw_cmd(fmt, key, arg));
+}
+
+/* Whether key holds exactly want (NULL: absent). */
+static int holds(const char *key, const char *want)
+{
+    redisReply *r = raw_cmd("GET %s", key, NULL);
+    int ok = want == NULL ? r->type == REDIS_REPLY_NIL
+                          : r->type == REDIS_REPLY_STRING
+                                && strcmp(r->str, want) == 0;
+
+    if (!ok)
+        fprintf(stderr, "  %s holds %s, wanted %s\n", key,
+                r->type == REDIS_REPLY_STRING ? r->str : "(not a string)",
+                want ? want : "(nil)");
+    freeReplyObject(r);
+    return ok;
+}
+
+static int64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ basics */
+
+static void test_acquire_busy_release(void)
+{
+    tslock_client *c1 = clocked_client(), *c2 = th_client(&srv);
+    tslock_lock *a, *b;
+    redisReply *ttl;
+
+    tslock_client_set_clock(c2, th_clock_fn, &clk);
+    a = new_lock(c1, "lock:basic", 30000);
+    b = new_lock(c2, "lock:basic", 30000);
+    CU_ASSERT_EQUAL(tslock_lock_scheme_used(a), TSLOCK_SCHEME_AUTO);
+    CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
+    CU_ASSERT_TRUE(tslock_lock_is_held(a));
+    CU_ASSERT_EQUAL(tslock_lock_scheme_used(a), TSLOCK_SCHEME_TIMESTAMP);
+    /* The Java RedisLock stamp: now + lease + 1, in milliseconds. */
+    CU_ASSERT_STRING_EQUAL(tslock_lock_value(a), "1700000030001");
+    CU_ASSERT_EQUAL(tslock_lock_expires_ms(a), INT64_C(1700000030001));
+    CU_ASSERT_TRUE(holds("lock:basic", "1700000030001"));
+    ttl = raw_cmd("TTL %s", "lock:basic", NULL);
+    CU_ASSERT_EQUAL(ttl->integer, -1); /* never a TTL in this scheme */
+    freeReplyObject(ttl);
+
+    CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_ESTATE);
+    CU_ASSERT_EQUAL(tslock_acquire(b, 0), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_lock_expires_ms(b), INT64_C(1700000030001));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c2), "held until"));
+    CU_ASSERT_PTR_NULL(tslock_lock_value(b));
+
+    CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_OK);
+    CU_ASSERT_FALSE(tslock_lock_is_held(a));
+    CU_ASSERT_TRUE(holds("lock:basic", NULL));
+    CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_ESTATE);
+    CU_ASSERT_EQUAL(tslock_acquire(b, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+    tslock_lock_free(a);
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+static void test_units_written(void)
+{
+    static const struct {
+        tslock_unit unit;
+        int64_t ttl;
+        const char *want;
+    } cases[] = {
+        {TSLOCK_UNIT_MS, 1500, "1700000001501"},
+        {TSLOCK_UNIT_S, 1500, "1700000003"}, /* 1700000000 + 2 + 1 */
+        {TSLOCK_UNIT_FLOAT, 1500, "1700000001.500"},
+    };
+    tslock_client *c = clocked_client();
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tslock_lock *l = new_lock(c, "lock:units", cases[i].ttl);
+        CU_ASSERT_EQUAL(tslock_lock_set_unit(l, cases[i].unit), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_TRUE(holds("lock:units", cases[i].want));
+        CU_ASSERT_EQUAL(tslock_lock_set_unit(l, TSLOCK_UNIT_MS),
+                        TSLOCK_ESTATE);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
+/* Legacy stamps in each unit are read, and taken over once expired. */
+static void test_legacy_stamps_read(void)
+{
+    static const struct {
+        tslock_unit unit;
+        const char *live, *expired;
+    } cases[] = {
+        {TSLOCK_UNIT_MS, "1700000000500", "1699999999999"},
+        {TSLOCK_UNIT_S, "1700000001", "1699999999"},
+        {TSLOCK_UNIT_FLOAT, "1700000000.25", "1699999999.75"},
+    };
+    tslock_client *c = clocked_client();
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tslock_lock *l = new_lock(c, "lock:legacy", 1000);
+        tslock_lock_set_unit(l, cases[i].unit);
+        raw_do("SET %s %s", "lock:legacy", cases[i].live);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EBUSY);
+        CU_ASSERT_TRUE(holds("lock:legacy", cases[i].live));
+        raw_do("SET %s %s", "lock:legacy", cases[i].expired);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_TRUE(holds("lock:legacy", tslock_lock_value(l)));
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ values it cannot read */
+
+static void test_unreadable_never_taken(void)
+{
+    static const struct {
+        tslock_unit unit;
+        const char *value, *reason;
+    } cases[] = {
+        {TSLOCK_UNIT_MS, "hello", "decimal digit"},
+        {TSLOCK_UNIT_MS, "", "empty"},
+        {TSLOCK_UNIT_MS, "1700000000 ", "after the number"},
+        /* A seconds stamp read as ms lies in 1970: not "expired". */
+        {TSLOCK_UNIT_MS, "1600000000", "before the year 2000"},
+        /* A ms stamp read as seconds lies far ahead. */
+        {TSLOCK_UNIT_S, "1600000000000", "after the year 2100"},
+        {TSLOCK_UNIT_S, "1600000000.5", "fraction"},
+        {TSLOCK_UNIT_FLOAT, "1.6e9", "after the number"},
+    };
+    tslock_client *c = clocked_client();
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tslock_lock *l = new_lock(c, "lock:unreadable", 1000);
+        tslock_lock_set_unit(l, cases[i].unit);
+        raw_do("SET %s %s", "lock:unreadable", cases[i].value);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNREADABLE);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(tslock_client_errstr(c), cases[i].reason));
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c),
+                                      "never taken over"));
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:unreadable", cases[i].value));
+        /* Waiting (on the real clocks) does not change the verdict. */
+        tslock_client_set_clock(c, NULL, NULL);
+        tslock_lock_set_retry(l, 1, 2);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 20), TSLOCK_EUNREADABLE);
+        tslock_client_set_clock(c, th_clock_fn, &clk);
+        CU_ASSERT_TRUE(holds("lock:unreadable", cases[i].value));
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
+static void test_wrong_type(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = new_lock(c, "lock:list", 1000);
+    redisReply *r;
+
+    raw_do("DEL %s", "lock:list", NULL);
+    raw_do("RPUSH %s %s", "lock:list", "precious");
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EWRONGTYPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WRONGTYPE"));
+    r = raw_cmd("LRANGE %s 0 -1", "lock:list", NULL);
+    CU_ASSERT_EQUAL(r->elements, 1);
+    CU_ASSERT_STRING_EQUAL(r->element[0]->str, "precious");
+    freeReplyObject(r);
+    CU_ASSERT_FALSE(tslock_client_is_broken(c));
+
+    /* A held key replaced by a list: release reports, deletes nothing. */
+    raw_do("DEL %s", "lock:list", NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    raw_do("DEL %s", "lock:list", NULL);
+    raw_do("RPUSH %s %s", "lock:list", "precious");
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EWRONGTYPE);
+    r = raw_cmd("TYPE %s", "lock:list", NULL);
+    CU_ASSERT_STRING_EQUAL(r->str, "list");
+    freeReplyObject(r);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ keys that vanish */
+
+static int delete_at_step;
+
+static int vanish_hook(tslock_client *c, tslock_step step, const char *key,
+                       void *ud)
+{
+    if ((int)step == delete_at_step) {
+        delete_at_step = -1;
+        raw_do("DEL %s", key, NULL);
+    }
+    return 0;
+}
+
+static void test_vanishing_key(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = new_lock(c, "lock:vanish", 1000);
+    char live[32];
+
+    tslock_client_set_step_hook(c, vanish_hook, NULL);
+    /* Deleted before our GET: back to SETNX, which wins. */
+    snprintf(live, sizeof(live), "%" PRId64, clk.wall_ms + 5000);
+    raw_do("SET %s %s", "lock:vanish", live);
+    delete_at_step = TSLOCK_STEP_GET;
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("lock:vanish", tslock_lock_value(l)));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+
+    /* Deleted between GET and GETSET: GETSET returns nil, we hold. */
+    raw_do("SET %s %s", "lock:vanish", "1690000000000");
+    delete_at_step = TSLOCK_STEP_GETSET;
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("lock:vanish", tslock_lock_value(l)));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ release */
+
+static void test_release_lost(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = new_lock(c, "lock:lost", 1000);
+    static const tslock_release_form forms[] = {
+        TSLOCK_RELEASE_BEST, TSLOCK_RELEASE_CLASSIC, TSLOCK_RELEASE_WATCH,
+        TSLOCK_RELEASE_LUA};
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        tslock_lock_set_release_form(l, forms[i]);
+        /* Plain release in every form. */
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        CU_ASSERT_TRUE(holds("lock:lost", NULL));
+        /* Someone else's value: lost, nothing deleted. */
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        raw_do("SET %s %s", "lock:lost", "1700000099999");
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ELOST);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:lost", "1700000099999"));
+        /* The key is gone: lost. */
+        raw_do("DEL %s", "lock:lost", NULL);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        raw_do("DEL %s", "lock:lost", NULL);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ELOST);
+        /* Our own stamp, but the lease ran out: lost, kept. */
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        th_clock_advance(&clk, 1002);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ELOST);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "lease"));
+        raw_do("DEL %s", "lock:lost", NULL);
+    }
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+static void test_release_margin(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = new_lock(c, "lock:margin", 1000);
+
+    CU_ASSERT_EQUAL(tslock_lock_set_release_margin(l, -1), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_release_margin(l, 300), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    th_clock_advance(&clk, 800); /* 201 ms left, less than the margin */
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ELOST);
+    CU_ASSERT_TRUE(holds("lock:margin", "1700000001001"));
+    raw_do("DEL %s", "lock:margin", NULL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+static const char *script_trace[8];
+static int script_steps;
+
+static int script_hook(tslock_client *c, tslock_step step, const char *key,
+                       void *ud)
+{
+    if (script_steps < 8)
+        script_trace[script_steps++] = tslock_step_name(step);
+    return 0;
+}
+
+/* Release survives SCRIPT FLUSH, and the built-in SHA1 is right. */
+static void test_script_flush(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = new_lock(c, "lock:flush", 1000);
+
+    tslock_client_set_step_hook(c, script_hook, NULL);
+    raw_do("SCRIPT FLUSH", NULL, NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    script_steps = 0;
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_EQUAL(script_steps, 2);
+    CU_ASSERT_STRING_EQUAL(script_trace[0], "EVALSHA");
+    CU_ASSERT_STRING_EQUAL(script_trace[1], "EVAL");
+    /* EVAL cached the script; EVALSHA now finds it by our digest. */
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    script_steps = 0;
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_EQUAL(script_steps, 1);
+    CU_ASSERT_STRING_EQUAL(script_trace[0], "EVALSHA");
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ hooks */
+
+static int stop_hook(tslock_client *c, tslock_step step, const char *key,
+                     void *ud)
+{
+    return step == TSLOCK_STEP_SETNX;
+}
+
+static void test_hook_stops(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = new_lock(c, "lock:hook", 1000);
+
+    tslock_client_set_step_hook(c, stop_hook, NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EHOOK);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    CU_ASSERT_TRUE(holds("lock:hook", NULL));
+    CU_ASSERT_FALSE(tslock_client_is_broken(c));
+    tslock_client_set_step_hook(c, NULL, NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ waiting */
+
+static void test_wait_deadline(void)
+{
+    tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
+    tslock_lock *a = new_lock(c1, "lock:wait", 10000);
+    tslock_lock *b = new_lock(c2, "lock:wait", 10000);
+    int64_t start;
+
+    CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
+    start = ms_now();
+    CU_ASSERT_EQUAL(tslock_acquire(b, 150), TSLOCK_EBUSY);
+    /* Never gives up before the deadline. */
+    CU_ASSERT_TRUE(ms_now() - start >= 150);
+    CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(b, 150), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(b, -2), TSLOCK_EINVAL);
+    tslock_lock_free(a);
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+/*
+ * The waiter wakes when the holder's lease ends, not a whole retry
+ * delay later: with a 5 s retry delay and a 40 ms lease left, it gets the
+ * lock long before the first retry would have come.
+ */
+static void test_wait_wakes_at_holder_expiry(void)
+{
+    tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
+    tslock_lock *a = new_lock(c1, "lock:expiry", 40);
+    tslock_lock *b = new_lock(c2, "lock:expiry", 1000);
+    int64_t start;
+
+    tslock_lock_set_retry(b, 5000, 5000);
+    CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
+    start = ms_now();
+    CU_ASSERT_EQUAL(tslock_acquire(b, 20000), TSLOCK_OK);
+    CU_ASSERT_TRUE(ms_now() - start < 5000);
+    CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_ELOST);
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+    tslock_lock_free(a);
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+static int setnx_seen;
+
+/* Cancel from inside the second attempt, as a signal handler would. */
+static int cancel_hook(tslock_client *c, tslock_step step, const char *key,
+                       void *ud)
+{
+    if (step == TSLOCK_STEP_SETNX && ++setnx_seen == 2)
+        tslock_lock_cancel(ud);
+    return 0;
+}
+
+static void test_cancel(void)
+{
+    tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
+    tslock_lock *a = new_lock(c1, "lock:cancel", 10000);
+    tslock_lock *b = new_lock(c2, "lock:cancel", 10000);
+
+    CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
+    tslock_lock_set_retry(b, 1, 2);
+    tslock_client_set_step_hook(c2, cancel_hook, b);
+    setnx_seen = 0;
+    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER),
+                    TSLOCK_ECANCELED);
+    CU_ASSERT_EQUAL(setnx_seen, 2);
+    tslock_client_set_step_hook(c2, NULL, NULL);
+
+    /* A cancel made while nobody waits cancels the next wait, once. */
+    CU_ASSERT_EQUAL(tslock_lock_cancel(b), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER),
+                    TSLOCK_ECANCELED);
+    CU_ASSERT_EQUAL(tslock_acquire(b, 30), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+    tslock_lock_free(a);
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+/* ------------------------------------------------ fencing */
+
+static void test_fencing(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = new_lock(c, "lock:fenced", 1000);
+    int64_t first;
+
+    raw_do("DEL %s", "lock:fenced:fence", NULL);
+    CU_ASSERT_EQUAL(tslock_lock_fence(l), 0);
+    CU_ASSERT_EQUAL(tslock_lock_set_fencing(l, 1), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    first = tslock_lock_fence(l);
+    CU_ASSERT_EQUAL(first, 1);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_fence(l), 0);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_TRUE(tslock_lock_fence(l) > first);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ arguments */
+
+static void test_arguments(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_EQUAL(tslock_lock_new(NULL, c, "k"), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_new(&l, NULL, "k"), TSLOCK_EINVAL);
+    CU_ASSERT_PTR_NULL(l);
+    CU_ASSERT_EQUAL(tslock_lock_new(&l, c, NULL), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_new(&l, c, ""), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_acquire(NULL, 0), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_release(NULL), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_cancel(NULL), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_ttl(NULL, 1), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_scheme(NULL, 0), TSLOCK_EINVAL);
+    CU_ASSERT_FALSE(tslock_lock_is_held(NULL));
+    CU_ASSERT_PTR_NULL(tslock_lock_value(NULL));
+    CU_ASSERT_EQUAL(tslock_lock_expires_ms(NULL), 0);
+    CU_ASSERT_EQUAL(tslock_lock_fence(NULL), 0);
+    tslock_lock_free(NULL);
+
+    CU_ASSERT_EQUAL_FATAL(tslock_lock_new(&l, c, "lock:args"), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_set_ttl(l, 0), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_ttl(l, -5), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_unit(l, (tslock_unit)7), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_scheme(l, (tslock_scheme)9),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_release_form(l, (tslock_release_form)9),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_retry(l, 0, 5), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_retry(l, 10, 5), TSLOCK_EINVAL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    int rc;
+
+    if (th_server_start(&srv, NULL) != 0)
+        return 1;
+    raw = th_redis(&srv);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    s = CU_add_suite("timestamp lock", NULL, NULL);
+    CU_add_test(s, "acquire, busy, release", test_acquire_busy_release);
+    CU_add_test(s, "stamps written in each unit", test_units_written);
+    CU_add_test(s, "legacy stamps read in each unit",
+                test_legacy_stamps_read);
+    CU_add_test(s, "unreadable values are never taken over",
+                test_unreadable_never_taken);
+    CU_add_test(s, "wrong type: clear error, nothing changed",
+                test_wrong_type);
+    CU_add_test(s, "key vanishing between steps", test_vanishing_key);
+    CU_add_test(s, "release reports loss in every form", test_release_lost);
+    CU_add_test(s, "release margin", test_release_margin);
+    CU_add_test(s, "release survives SCRIPT FLUSH", test_script_flush);
+    CU_add_test(s, "step hook stops an operation", test_hook_stops);
+    CU_add_test(s, "wait until a deadline", test_wait_deadline);
+    CU_add_test(s, "wait wakes at the holder's expiry",
+                test_wait_wakes_at_holder_expiry);
+    CU_add_test(s, "cancel a wait", test_cancel);
+    CU_add_test(s, "fencing numbers grow", test_fencing);
+    CU_add_test(s, "argument checks", test_arguments);
+    rc = th_run_all();
+    redisFree(raw);
+    th_server_stop(&srv);
+    return rc;
+}

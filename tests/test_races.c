@@ -1,0 +1,519 @@
+/*
+ * test_races.c - the races of the classic articles, replayed command by
+ * command.  Each replay runs the broken scheme and shows mutual exclusion
+ * lost, then runs tslock through the same interleaving and shows it kept.
+ *
+ * Ordering comes from step hooks, never from timing: the client that the
+ * article pauses is the outer one, and its hook runs the other client's
+ * whole operation at the exact command where the article interleaves it.
+ * Lease expiry comes from a shared test clock.  See doc/races.md.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "naive.h"
+
+static th_server srv;
+static th_clock clk;
+static char trace[512];
+
+/*
+ * An actor in a replay: records every command it is about to send into
+ * the shared trace, and at its `at` step (once) runs `action`, which
+ * plays the other client's part or moves the clock.
+ */
+typedef struct actor {
+    const char *name;
+    const char *at;
+    int (*action)(struct actor *self);
+    int fired;
+    int inner_rc; /* what the other client's operation, run inside this
+                     actor's pause, returned */
+} actor;
+
+/* An actor that only records; one that pauses at `step` to run `fn`. */
+#define ACTOR(n) {.name = (n)}
+#define PAUSING(n, step, fn) {.name = (n), .at = (step), .action = (fn)}
+
+/*
+ * The trace shows commands in the order the server receives them: an
+ * actor's paused command is recorded after the other client's part runs.
+ * A NOSCRIPT fallback to EVAL belongs to the EVALSHA before it and is not
+ * recorded again, so traces do not depend on the server's script cache.
+ */
+static int actor_step(actor *a, const char *step)
+{
+    size_t used;
+    int rc = 0;
+
+    if (a->action != NULL && !a->fired && a->at != NULL
+        && strcmp(step, a->at) == 0) {
+        a->fired = 1;
+        rc = a->action(a);
+    }
+    if (strcmp(step, "EVAL") == 0)
+        return rc;
+    used = strlen(trace);
+    snprintf(trace + used, sizeof(trace) - used, "%s%s:%s",
+             used ? " " : "", a->name, step);
+    return rc;
+}
+
+static int lib_hook(tslock_client *c, tslock_step step, const char *key,
+                    void *ud)
+{
+    return actor_step(ud, tslock_step_name(step));
+}
+
+static int naive_step_hook(const char *step, void *ud)
+{
+    return actor_step(ud, step);
+}
+
+static tslock_client *client_as(actor *a)
+{
+    tslock_client *c = th_client(&srv);
+
+    tslock_client_set_clock(c, th_clock_fn, &clk);
+    tslock_client_set_step_hook(c, lib_hook, a);
+    return c;
+}
+
+static tslock_lock *lock_on(tslock_client *c, const char *key, int64_t ttl)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl) == TSLOCK_OK);
+    return l;
+}
+
+static naive_client naive_as(actor *a, redisContext *redis)
+{
+    naive_client n = {redis, &clk, naive_step_hook, a, ""};
+    return n;
+}
+
+/* The stored value of key, or "(nil)". */
+static const char *stored(redisContext *r, const char *key, char *buf,
+                          size_t size)
+{
+    redisReply *reply = redisCommand(r, "GET %s", key);
+
+    snprintf(buf, size, "%s",
+             reply != NULL && reply->type == REDIS_REPLY_STRING ? reply->str
+                                                                : "(nil)");
+    freeReplyObject(reply);
+    return buf;
+}
+
+/* Leave a lock that expired `ago` ms before now, as if P1 had died. */
+static void plant_expired_stamp(redisContext *r, const char *key, int64_t ago)
+{
+    char stamp[32];
+
+    snprintf(stamp, sizeof(stamp), "%" PRId64, clk.wall_ms - ago);
+    freeReplyObject(redisCommand(r, "SET %s %s", key, stamp));
+}
+
+static void reset(void)
+{
+    th_clock_init(&clk);
+    trace[0] = '\0';
+}
+
+/* ---------------------------------------------- a. DEL after expiry */
+
+static naive_client *race_a_p2;
+
+static int race_a_naive_p2(actor *self)
+{
+    self->inner_rc = naive_del_recovery_acquire(race_a_p2, "race:a:naive", 500);
+    return 0;
+}
+
+/*
+ * P2 and P3 both see P1's expired stamp.  P3 is paused before its DEL;
+ * P2 deletes and SETNXes; then P3 deletes P2's lock and SETNXes too.
+ */
+static void test_race_a_naive_del_lets_both_hold(void)
+{
+    redisContext *r2 = th_redis(&srv), *r3 = th_redis(&srv);
+    actor p2 = ACTOR("P2"), p3 = PAUSING("P3", "DEL", race_a_naive_p2);
+    naive_client n2, n3;
+    char buf[64];
+    int rc3;
+
+    reset();
+    n2 = naive_as(&p2, r2);
+    n3 = naive_as(&p3, r3);
+    race_a_p2 = &n2;
+    plant_expired_stamp(r2, "race:a:naive", 1000);
+    rc3 = naive_del_recovery_acquire(&n3, "race:a:naive", 500);
+    CU_ASSERT_STRING_EQUAL(trace, "P3:SETNX P3:GET P2:SETNX P2:GET P2:DEL "
+                                  "P2:SETNX P3:DEL P3:SETNX");
+    /* The broken outcome: both hold the lock. */
+    CU_ASSERT_EQUAL(p3.inner_rc, NAIVE_HELD); /* P2 */
+    CU_ASSERT_EQUAL(rc3, NAIVE_HELD);
+    CU_ASSERT_STRING_EQUAL(stored(r2, "race:a:naive", buf, sizeof(buf)),
+                           n3.value);
+    redisFree(r2);
+    redisFree(r3);
+}
+
+static tslock_lock *race_a_l2;
+
+static int race_a_lib_p2(actor *self)
+{
+    self->inner_rc = tslock_acquire(race_a_l2, 0);
+    return 0;
+}
+
+/* The same interleaving with GETSET takeover: exactly one holds. */
+static void test_race_a_getset_lets_one_hold(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor p2 = ACTOR("P2"), p3 = PAUSING("P3", "GETSET", race_a_lib_p2);
+    tslock_client *c2, *c3;
+    tslock_lock *l3;
+    char buf[64];
+
+    reset();
+    c2 = client_as(&p2);
+    c3 = client_as(&p3);
+    race_a_l2 = lock_on(c2, "race:a:lib", 500);
+    l3 = lock_on(c3, "race:a:lib", 500);
+    plant_expired_stamp(r, "race:a:lib", 1000);
+
+    CU_ASSERT_EQUAL(tslock_acquire(l3, 0), TSLOCK_EBUSY);
+    CU_ASSERT_STRING_EQUAL(trace, "P3:SETNX P3:GET P2:SETNX P2:GET P2:GETSET "
+                                  "P3:GETSET P3:EVALSHA");
+    CU_ASSERT_EQUAL(p3.inner_rc, TSLOCK_OK); /* P2 won */
+    CU_ASSERT_TRUE(tslock_lock_is_held(race_a_l2));
+    CU_ASSERT_FALSE(tslock_lock_is_held(l3));
+    /* The loser put the winner's stamp back, so the winner releases. */
+    CU_ASSERT_STRING_EQUAL(stored(r, "race:a:lib", buf, sizeof(buf)),
+                           tslock_lock_value(race_a_l2));
+    CU_ASSERT_EQUAL(tslock_release(race_a_l2), TSLOCK_OK);
+
+    tslock_lock_free(l3);
+    tslock_lock_free(race_a_l2);
+    tslock_client_free(c2);
+    tslock_client_free(c3);
+    redisFree(r);
+}
+
+/* ---------------------------------------------- b. the GETSET loser */
+
+static naive_client *race_b_p5;
+
+static int race_b_naive_p5(actor *self)
+{
+    self->inner_rc = naive_blind_getset_acquire(race_b_p5, "race:b:naive", 500);
+    return 0;
+}
+
+/* A takeover that trusts GETSET without reading the old value. */
+static void test_race_b_blind_getset_lets_both_hold(void)
+{
+    redisContext *r4 = th_redis(&srv), *r5 = th_redis(&srv);
+    actor p4 = PAUSING("P4", "GETSET", race_b_naive_p5), p5 = ACTOR("P5");
+    naive_client n4, n5;
+    int rc4;
+
+    reset();
+    n4 = naive_as(&p4, r4);
+    n5 = naive_as(&p5, r5);
+    race_b_p5 = &n5;
+    plant_expired_stamp(r4, "race:b:naive", 1000);
+    rc4 = naive_blind_getset_acquire(&n4, "race:b:naive", 500);
+    CU_ASSERT_STRING_EQUAL(trace, "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET "
+                                  "P4:GETSET");
+    CU_ASSERT_EQUAL(p4.inner_rc, NAIVE_HELD); /* P5 */
+    CU_ASSERT_EQUAL(rc4, NAIVE_HELD); /* both hold */
+    redisFree(r4);
+    redisFree(r5);
+}
+
+static tslock_lock *race_b_l5;
+
+static int race_b_lib_p5(actor *self)
+{
+    clk.wall_ms += 3; /* P5 comes a moment later: a later stamp */
+    self->inner_rc = tslock_acquire(race_b_l5, 0);
+    return 0;
+}
+
+/*
+ * P4 and P5 both GETSET; P5's lands first.  P4's GETSET returns P5's
+ * stamp, which lies in the future, so P4 does not hold the lock.
+ */
+static void test_race_b_getset_loser_does_not_hold(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor p4 = PAUSING("P4", "GETSET", race_b_lib_p5), p5 = ACTOR("P5");
+    actor p6 = ACTOR("P6");
+    tslock_client *c4, *c5, *c6;
+    tslock_lock *l4, *l6;
+    char buf[64];
+
+    reset();
+    c4 = client_as(&p4);
+    c5 = client_as(&p5);
+    c6 = client_as(&p6);
+    l4 = lock_on(c4, "race:b:lib", 500);
+    race_b_l5 = lock_on(c5, "race:b:lib", 500);
+    l6 = lock_on(c6, "race:b:lib", 500);
+    plant_expired_stamp(r, "race:b:lib", 1000);
+
+    CU_ASSERT_EQUAL(tslock_acquire(l4, 0), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(p4.inner_rc, TSLOCK_OK); /* P5 won */
+    /* What P4's GETSET returned: P5's stamp, in the future. */
+    CU_ASSERT_EQUAL(tslock_lock_expires_ms(l4),
+                    tslock_lock_expires_ms(race_b_l5));
+    CU_ASSERT_TRUE(tslock_lock_expires_ms(l4) > clk.wall_ms);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l4));
+    /* The winner still holds it: a third client is refused... */
+    CU_ASSERT_EQUAL(tslock_acquire(l6, 0), TSLOCK_EBUSY);
+    /* ...and the stored stamp is the winner's, so its release works. */
+    CU_ASSERT_STRING_EQUAL(stored(r, "race:b:lib", buf, sizeof(buf)),
+                           tslock_lock_value(race_b_l5));
+    CU_ASSERT_EQUAL(tslock_release(race_b_l5), TSLOCK_OK);
+
+    tslock_lock_free(l4);
+    tslock_lock_free(race_b_l5);
+    tslock_lock_free(l6);
+    tslock_client_free(c4);
+    tslock_client_free(c5);
+    tslock_client_free(c6);
+    redisFree(r);
+}
+
+/* ------------------------------------------ c. release after expiry */
+
+/*
+ * A holds with a 1 s lease and pauses for 2 s; B takes the expired lock
+ * over.  Returns B's lock; *la gets A's.
+ */
+static tslock_lock *c_setup(const char *key, tslock_client *ca,
+                            tslock_client *cb, tslock_lock **la)
+{
+    tslock_lock *lb;
+
+    *la = lock_on(ca, key, 1000);
+    lb = lock_on(cb, key, 1000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(*la, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_EBUSY);
+    th_clock_advance(&clk, 2000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(lb, 0), TSLOCK_OK);
+    return lb;
+}
+
+static void test_race_c_release_after_expiry(void)
+{
+    static const char *keys[] = {"race:c:del", "race:c:java", "race:c:lib"};
+    redisContext *r = th_redis(&srv);
+    actor a = ACTOR("A"), b = ACTOR("B");
+    tslock_client *ca, *cb;
+    char buf[64];
+    int i;
+
+    reset();
+    ca = client_as(&a);
+    cb = client_as(&b);
+    for (i = 0; i < 3; i++) {
+        tslock_lock *la, *lb = c_setup(keys[i], ca, cb, &la);
+        naive_client na = naive_as(&a, r);
+
+        trace[0] = '\0';
+        if (i == 0) {
+            /* Unconditional DEL: B's lock is gone, B does not know. */
+            naive_unconditional_release(&na, keys[i]);
+            CU_ASSERT_STRING_EQUAL(stored(r, keys[i], buf, sizeof(buf)),
+                                   "(nil)");
+        } else if (i == 1) {
+            /* Java RedisLock.unlock0: B's stamp is unexpired, so DEL. */
+            CU_ASSERT_EQUAL(naive_java_release(&na, keys[i]), 1);
+            CU_ASSERT_STRING_EQUAL(trace, "A:GET A:DEL");
+            CU_ASSERT_STRING_EQUAL(stored(r, keys[i], buf, sizeof(buf)),
+                                   "(nil)");
+        } else {
+            /* tslock: the loss is reported, nothing is sent, B holds. */
+            CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_ELOST);
+            CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(ca),
+                                          "lease ran out"));
+            CU_ASSERT_STRING_EQUAL(trace, "");
+            CU_ASSERT_STRING_EQUAL(stored(r, keys[i], buf, sizeof(buf)),
+                                   tslock_lock_value(lb));
+            CU_ASSERT_EQUAL(tslock_release(lb), TSLOCK_OK);
+        }
+        tslock_lock_free(la);
+        tslock_lock_free(lb);
+    }
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    redisFree(r);
+}
+
+/* ------------------------------------------ d. check, then delete */
+
+static tslock_lock *race_d_lb;
+
+/* A has checked its stamp; now its lease runs out and B takes over. */
+static int race_d_takeover(actor *self)
+{
+    th_clock_advance(&clk, 2000);
+    self->inner_rc = tslock_acquire(race_d_lb, 0);
+    return 0;
+}
+
+static void run_race_d(tslock_release_form form, const char *key,
+                       const char *pause_at, const char *want_trace,
+                       int want_rc, int b_survives)
+{
+    redisContext *r = th_redis(&srv);
+    actor a = PAUSING("A", pause_at, race_d_takeover), b = ACTOR("B");
+    tslock_client *ca, *cb;
+    tslock_lock *la;
+    char buf[64];
+
+    reset();
+    ca = client_as(&a);
+    cb = client_as(&b);
+    la = lock_on(ca, key, 1000);
+    race_d_lb = lock_on(cb, key, 1000);
+    CU_ASSERT_EQUAL(tslock_lock_set_release_form(la, form), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
+    trace[0] = '\0';
+
+    CU_ASSERT_EQUAL(tslock_release(la), want_rc);
+    CU_ASSERT_STRING_EQUAL(trace, want_trace);
+    CU_ASSERT_EQUAL(a.inner_rc, TSLOCK_OK); /* B took the expired lock */
+    if (b_survives) {
+        CU_ASSERT_STRING_EQUAL(stored(r, key, buf, sizeof(buf)),
+                               tslock_lock_value(race_d_lb));
+        CU_ASSERT_EQUAL(tslock_release(race_d_lb), TSLOCK_OK);
+    } else {
+        CU_ASSERT_STRING_EQUAL(stored(r, key, buf, sizeof(buf)), "(nil)");
+    }
+    tslock_lock_free(la);
+    tslock_lock_free(race_d_lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    redisFree(r);
+}
+
+/* Classic GET-compare-DEL: A's DEL lands on B's lock and reports OK. */
+static void test_race_d_classic_deletes_other(void)
+{
+    run_race_d(TSLOCK_RELEASE_CLASSIC, "race:d:classic", "DEL",
+               "A:GET B:SETNX B:GET B:GETSET A:DEL", TSLOCK_OK, 0);
+}
+
+static void test_race_d_watch_keeps_other(void)
+{
+    run_race_d(TSLOCK_RELEASE_WATCH, "race:d:watch", "MULTI",
+               "A:WATCH A:GET B:SETNX B:GET B:GETSET A:MULTI A:DEL A:EXEC",
+               TSLOCK_ELOST, 1);
+}
+
+static void test_race_d_lua_keeps_other(void)
+{
+    run_race_d(TSLOCK_RELEASE_LUA, "race:d:lua", "EVALSHA",
+               "B:SETNX B:GET B:GETSET A:EVALSHA", TSLOCK_ELOST, 1);
+}
+
+/* ------------------------------- e. crash between SETNX and EXPIRE */
+
+static int crash(actor *self) { return 1; }
+
+static void test_race_e_naive_crash_never_expires(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor a = PAUSING("A", "EXPIRE", crash), b = ACTOR("B");
+    naive_client na, nb;
+    redisReply *ttl;
+
+    reset();
+    na = naive_as(&a, r);
+    nb = naive_as(&b, r);
+    CU_ASSERT_EQUAL(naive_setnx_expire_acquire(&na, "race:e:naive", 1),
+                    NAIVE_CRASHED);
+    ttl = redisCommand(r, "TTL race:e:naive");
+    CU_ASSERT_FATAL(ttl != NULL && ttl->type == REDIS_REPLY_INTEGER);
+    CU_ASSERT_EQUAL(ttl->integer, -1); /* no expiry: held forever */
+    freeReplyObject(ttl);
+    th_clock_advance(&clk, 86400000);
+    CU_ASSERT_EQUAL(naive_setnx_expire_acquire(&nb, "race:e:naive", 1),
+                    NAIVE_BUSY);
+    redisFree(r);
+}
+
+static void test_race_e_stamp_recovers(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor a = ACTOR("A"), b = ACTOR("B");
+    tslock_client *ca, *cb;
+    tslock_lock *la, *lb;
+    redisReply *ttl;
+
+    reset();
+    ca = client_as(&a);
+    cb = client_as(&b);
+    la = lock_on(ca, "race:e:lib", 1000);
+    lb = lock_on(cb, "race:e:lib", 1000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
+    /* A dies holding the lock: no release, connection gone. */
+    tslock_lock_free(la);
+    tslock_client_free(ca);
+    ttl = redisCommand(r, "TTL race:e:lib");
+    CU_ASSERT_FATAL(ttl != NULL && ttl->type == REDIS_REPLY_INTEGER);
+    CU_ASSERT_EQUAL(ttl->integer, -1); /* the scheme never sets a TTL */
+    freeReplyObject(ttl);
+    CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_EBUSY);
+    th_clock_advance(&clk, 1002); /* the stamp passes */
+    CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(lb), TSLOCK_OK);
+    tslock_lock_free(lb);
+    tslock_client_free(cb);
+    redisFree(r);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+
+    if (th_server_start(&srv, NULL) != 0)
+        return 1;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    s = CU_add_suite("races", NULL, NULL);
+    CU_add_test(s, "a. naive DEL recovery: both hold",
+                test_race_a_naive_del_lets_both_hold);
+    CU_add_test(s, "a. GETSET takeover: exactly one holds",
+                test_race_a_getset_lets_one_hold);
+    CU_add_test(s, "b. blind GETSET: both hold",
+                test_race_b_blind_getset_lets_both_hold);
+    CU_add_test(s, "b. GETSET loser sees a future stamp",
+                test_race_b_getset_loser_does_not_hold);
+    CU_add_test(s, "c. release after expiry: DEL, Java, tslock",
+                test_race_c_release_after_expiry);
+    CU_add_test(s, "d. classic GET-compare-DEL deletes B's lock",
+                test_race_d_classic_deletes_other);
+    CU_add_test(s, "d. WATCH release keeps B's lock",
+                test_race_d_watch_keeps_other);
+    CU_add_test(s, "d. Lua release keeps B's lock",
+                test_race_d_lua_keeps_other);
+    CU_add_test(s, "e. naive SETNX+EXPIRE crash: never expires",
+                test_race_e_naive_crash_never_expires);
+    CU_add_test(s, "e. timestamp lock recovers after a crash",
+                test_race_e_stamp_recovers);
+    {
+        int rc = th_run_all();
+        th_server_stop(&srv);
+        return rc;
+    }
+}
