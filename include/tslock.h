@@ -24,9 +24,9 @@ extern "C" {
 
 /* ========================================================== version ==== */
 
-#define TSLOCK_VERSION_MAJOR 0
-#define TSLOCK_VERSION_MINOR 1
-#define TSLOCK_VERSION_PATCH 0
+#define TSLOCK_VERSION_MAJOR  0
+#define TSLOCK_VERSION_MINOR  1
+#define TSLOCK_VERSION_PATCH  0
 #define TSLOCK_VERSION_STRING "0.1.0"
 
 /*
@@ -50,8 +50,9 @@ TSLOCK_EXTERN const char *tslock_version(void);
 #define TSLOCK_ERRNO_MAP(X)                                                    \
     X(OK, 0, "success")                                                        \
     X(EBUSY, -1, "lock is held by another owner (not a failure)")              \
-    X(ELOST, -2, "lock was lost: lease ran out or another owner took it "     \
-                 "(not a failure)")                                            \
+    X(ELOST, -2,                                                               \
+      "lock was lost: lease ran out or another owner took it "                 \
+      "(not a failure)")                                                       \
     X(EINVAL, -3, "invalid argument")                                          \
     X(ENOMEM, -4, "out of memory")                                             \
     X(EIO, -5, "connection to the server failed")                              \
@@ -59,8 +60,9 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(EPROTO, -7, "server sent a reply of an unexpected shape")                \
     X(ESERVER, -8, "server replied with an error")                             \
     X(EWRONGTYPE, -9, "lock key holds a value of the wrong type")              \
-    X(EUNREADABLE, -10, "lock is held by a value this scheme cannot read "    \
-                        "(not a failure; never taken over)")                   \
+    X(EUNREADABLE, -10,                                                        \
+      "lock is held by a value this scheme cannot read "                       \
+      "(not a failure; never taken over)")                                     \
     X(ECANCELED, -11, "wait was canceled")                                     \
     X(EAUTH, -12, "authentication failed")                                     \
     X(EUNSUPPORTED, -13, "not supported by this server")                       \
@@ -125,16 +127,18 @@ typedef enum tslock_release_form {
 } tslock_release_form;
 
 /* Server capabilities, learned once per connection by probing. */
-#define TSLOCK_CAP_WATCH 0x01u      /* WATCH/UNWATCH (2.2) */
-#define TSLOCK_CAP_LUA 0x02u        /* EVAL/EVALSHA, PEXPIRE (2.6.0) */
-#define TSLOCK_CAP_TIME 0x04u       /* TIME (2.6.0) */
-#define TSLOCK_CAP_SET_NX_PX 0x08u  /* SET key value NX PX ms (2.6.12) */
-#define TSLOCK_CAP_TTL_KEEPS 0x10u  /* a write keeps a key's TTL (2.1.3) */
+#define TSLOCK_CAP_WATCH     0x01u /* WATCH/UNWATCH (2.2) */
+#define TSLOCK_CAP_LUA       0x02u /* EVAL/EVALSHA, PEXPIRE (2.6.0) */
+#define TSLOCK_CAP_TIME      0x04u /* TIME (2.6.0) */
+#define TSLOCK_CAP_SET_NX_PX 0x08u /* SET key value NX PX ms (2.6.12) */
+#define TSLOCK_CAP_TTL_KEEPS 0x10u /* a write keeps a key's TTL (2.1.3) */
 
 /* The commands a lock operation sends, named to the step hook. */
+/* clang-format off */
 #define TSLOCK_STEP_MAP(X)                                                     \
     X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
-    X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR)
+    X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR) X(TTL)
+/* clang-format on */
 
 #define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
 /* A step: one command about to be sent by a lock operation. */
@@ -284,6 +288,18 @@ TSLOCK_EXTERN const char *tslock_client_errstr(const tslock_client *client);
 TSLOCK_EXTERN unsigned tslock_client_caps(const tslock_client *client);
 
 /*
+ * tslock_client_limit_caps - act as if the server lacked every capability
+ * not in allowed (TSLOCK_CAP_* bits), now and after every reconnect.
+ * Pass ~0u to lift the limit (effective from the next connect).
+ *
+ * For tests, which force each compatibility path against a modern
+ * server, and for operators whose servers refuse scripts.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_client_limit_caps(tslock_client *client,
+                                           unsigned allowed);
+
+/*
  * tslock_client_server_version - the version in the server's INFO.
  *
  * major, minor, patch: receive the numbers (any may be NULL).
@@ -366,8 +382,8 @@ TSLOCK_EXTERN int tslock_lock_set_ttl(tslock_lock *lock, int64_t ttl_ms);
 /*
  * tslock_lock_set_unit - the unit stamps are written and read in.
  *
- * All three forms are parsed on read; a stored value that is not a
- * plausible time in this unit is never taken over (TSLOCK_EUNREADABLE).
+ * Values are read in the same unit; one that is not a plausible time
+ * in this unit is never taken over (TSLOCK_EUNREADABLE).
  * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (the lock is held).
  */
 TSLOCK_EXTERN int tslock_lock_set_unit(tslock_lock *lock, tslock_unit unit);
@@ -435,6 +451,31 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
 TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
 
 /*
+ * tslock_extend - set a held lock's lease to ttl_ms from now (not added
+ * to what is left), only while the lock is still ours.
+ *
+ * ttl_ms: the new lease, or 0 for the lock's configured ttl.
+ * Token scheme: compare-and-PEXPIRE (Lua, or WATCH-guarded EXPIRE in
+ * whole seconds rounded up).  Timestamp scheme: compare-and-set of a new
+ * stamp (Lua, WATCH, or on Redis 2.0 GETSET-and-check, which has a gap).
+ * Returns TSLOCK_OK, TSLOCK_ELOST (not ours any more, or the lease ran
+ * out: nothing changed, the object is no longer held), TSLOCK_ESTATE (not
+ * held), TSLOCK_EINVAL, TSLOCK_EWRONGTYPE, TSLOCK_EHOOK, or a connection
+ * code.
+ */
+TSLOCK_EXTERN int tslock_extend(tslock_lock *lock, int64_t ttl_ms);
+
+/*
+ * tslock_lock_time_left - how long the held lease has left, as the server
+ * sees it (token) or as the stored stamp says (timestamp).
+ *
+ * ms_left: receives the milliseconds left (0 when it has just run out).
+ * Returns TSLOCK_OK, TSLOCK_ELOST (the key no longer holds our value),
+ * TSLOCK_ESTATE (not held), TSLOCK_EINVAL, or a connection code.
+ */
+TSLOCK_EXTERN int tslock_lock_time_left(tslock_lock *lock, int64_t *ms_left);
+
+/*
  * tslock_lock_cancel - make a wait in tslock_acquire() on this lock
  * return TSLOCK_ECANCELED.
  *
@@ -482,13 +523,19 @@ TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
 /*
  * tslock_stamp_parse - read a stored timestamp-scheme value.
  *
- * text, len: the value as stored.  unit: the unit it is expected in.
- * expires_ms: receives the expiry in Unix milliseconds.
- * Accepts plain decimal digits (and, for TSLOCK_UNIT_FLOAT, one '.' and a
- * fraction); rejects empty text, spaces, signs, exponents, trailing
- * garbage, overflow, and times outside 2000-01-01 .. 2100-01-01 in the
- * given unit (a seconds stamp read as milliseconds lies in 1970).
- * Returns TSLOCK_OK or TSLOCK_EUNREADABLE.
+ * text, len: the value as stored (len bytes, NUL bytes included).
+ * unit: the unit it is expected in.
+ * expires_ms: receives the stored time in Unix milliseconds, as written
+ * (for TSLOCK_UNIT_MS that includes the "+1"; the lock counts as expired
+ * once the clock passes it).
+ * Accepts plain decimal digits, and for TSLOCK_UNIT_FLOAT one '.' and a
+ * fraction (digits past the third are dropped); rejects empty text,
+ * spaces, signs, exponents, a fraction in the whole-number units,
+ * trailing garbage, more than 16 digits, and times outside 2000-01-01
+ * 00:00:00 .. 2100-01-01 00:00:00 UTC inclusive in the given unit (a
+ * seconds stamp read as milliseconds lies in 1970).
+ * Returns TSLOCK_OK, TSLOCK_EUNREADABLE, or TSLOCK_EINVAL (NULL text or
+ * expires_ms, unknown unit).
  * Threads: safe from any thread.
  */
 TSLOCK_EXTERN int tslock_stamp_parse(const char *text, size_t len,
@@ -497,11 +544,12 @@ TSLOCK_EXTERN int tslock_stamp_parse(const char *text, size_t len,
 /*
  * tslock_stamp_format - write the stamp for a lease of ttl_ms taken at
  * now_ms (Unix milliseconds), in unit, with that unit's legacy convention:
- * TSLOCK_UNIT_MS writes now + ttl + 1; TSLOCK_UNIT_S writes whole seconds
- * now + ceil(ttl) + 1; TSLOCK_UNIT_FLOAT writes now + ttl in seconds with
- * three decimals.
+ * TSLOCK_UNIT_MS writes now + ttl + 1; TSLOCK_UNIT_S writes whole seconds,
+ * floor(now) + ceil(ttl) + 1; TSLOCK_UNIT_FLOAT writes now + ttl in
+ * seconds with three decimals.
  *
- * buf, size: at least 32 bytes.
+ * buf, size: size must be at least 32 (any stamp fits in that).
+ * now_ms, ttl_ms: both > 0 and before 2100.
  * Returns the length written, or TSLOCK_EINVAL.
  * Threads: safe from any thread.
  */

@@ -23,6 +23,7 @@ int tslock_client_new(tslock_client **out)
     c->connect_ms = 5000;
     c->command_ms = 5000;
     c->version[0] = c->version[1] = c->version[2] = -1;
+    c->caps_allowed = ~0u;
     *out = c;
     return TSLOCK_OK;
 }
@@ -56,8 +57,7 @@ static struct timeval ms_to_timeval(int ms)
     return tv;
 }
 
-int tslock_client_set_timeouts(tslock_client *c, int connect_ms,
-                               int command_ms)
+int tslock_client_set_timeouts(tslock_client *c, int connect_ms, int command_ms)
 {
     if (c == NULL || connect_ms < 0 || command_ms < 0)
         return TSLOCK_EINVAL;
@@ -180,9 +180,9 @@ static int open_socket(tslock_client *c)
 
     drop_connection(c);
     if (c->transport == TRANSPORT_TCP)
-        c->ctx = c->connect_ms > 0 ? redisConnectWithTimeout(c->host, c->port,
-                                                             tv)
-                                   : redisConnect(c->host, c->port);
+        c->ctx = c->connect_ms > 0
+                     ? redisConnectWithTimeout(c->host, c->port, tv)
+                     : redisConnect(c->host, c->port);
     else
         c->ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
                                    : redisConnectUnix(c->host);
@@ -196,9 +196,8 @@ static int open_socket(tslock_client *c)
             snprintf(where, sizeof(where), "%s", c->host);
         c->broken = 1;
         rc = strstr(c->ctx->errstr, "timed out") != NULL ? TSLOCK_ETIMEDOUT
-                                                          : TSLOCK_EIO;
-        return tslock__fail(c, rc, "connect to %s: %s", where,
-                            c->ctx->errstr);
+                                                         : TSLOCK_EIO;
+        return tslock__fail(c, rc, "connect to %s: %s", where, c->ctx->errstr);
     }
     return finish_connect(c, 1);
 }
@@ -256,8 +255,7 @@ int tslock_client_reconnect(tslock_client *c)
     case TRANSPORT_WRAPPED:
         if (redisReconnect(c->ctx) != REDIS_OK) {
             c->broken = 1;
-            return tslock__fail(c, TSLOCK_EIO, "reconnect: %s",
-                                c->ctx->errstr);
+            return tslock__fail(c, TSLOCK_EIO, "reconnect: %s", c->ctx->errstr);
         }
         return finish_connect(c, 1);
     default:
@@ -280,8 +278,17 @@ unsigned tslock_client_caps(const tslock_client *c)
     return c == NULL ? 0 : c->caps;
 }
 
-int tslock_client_server_version(const tslock_client *c, int *major,
-                                 int *minor, int *patch)
+int tslock_client_limit_caps(tslock_client *c, unsigned allowed)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    c->caps_allowed = allowed;
+    c->caps &= allowed;
+    return TSLOCK_OK;
+}
+
+int tslock_client_server_version(const tslock_client *c, int *major, int *minor,
+                                 int *patch)
 {
     if (c == NULL)
         return TSLOCK_EINVAL;
@@ -328,7 +335,8 @@ static void parse_version(tslock_client *c, const redisReply *r)
     if (p == NULL)
         return;
     if (sscanf(p + 14, "%d.%d.%d", &c->version[0], &c->version[1],
-               &c->version[2]) < 2)
+               &c->version[2])
+        < 2)
         c->version[0] = c->version[1] = c->version[2] = -1;
     else if (c->version[2] < 0)
         c->version[2] = 0;
@@ -343,9 +351,11 @@ static void parse_version(tslock_client *c, const redisReply *r)
  */
 int tslock__probe(tslock_client *c)
 {
-    static const char *probes[][5] = {
-        {"INFO"}, {"UNWATCH"}, {"EVAL", "return 1", "0"}, {"TIME"},
-        {"SET", "tslock:probe", "x", "NX", "XX"}};
+    static const char *probes[][5] = {{"INFO"},
+                                      {"UNWATCH"},
+                                      {"EVAL", "return 1", "0"},
+                                      {"TIME"},
+                                      {"SET", "tslock:probe", "x", "NX", "XX"}};
     static const int argcs[] = {1, 1, 3, 1, 5};
     redisReply *r[5] = {NULL};
     int i, rc = TSLOCK_OK;
@@ -379,6 +389,7 @@ int tslock__probe(tslock_client *c)
         && strstr(r[4]->str, "wrong number of arguments") == NULL
         && strncmp(r[4]->str, "ERR unknown command", 19) != 0)
         c->caps |= TSLOCK_CAP_SET_NX_PX;
+    c->caps &= c->caps_allowed;
 out:
     for (i = 0; i < 5; i++)
         freeReplyObject(r[i]);

@@ -19,8 +19,8 @@
 static int64_t system_clock_ms(tslock_clock_id which)
 {
     struct timespec ts;
-    clockid_t id = which == TSLOCK_CLOCK_WALL ? CLOCK_REALTIME
-                                              : CLOCK_MONOTONIC;
+    clockid_t id =
+        which == TSLOCK_CLOCK_WALL ? CLOCK_REALTIME : CLOCK_MONOTONIC;
 
     if (clock_gettime(id, &ts) != 0)
         return -1;

@@ -26,11 +26,11 @@ int tslock__check_usable(tslock_client *c)
 int tslock__io_failure(tslock_client *c, const char *what)
 {
     redisContext *ctx = c->ctx;
-    int timed_out = ctx != NULL && ctx->err == REDIS_ERR_IO
-                    && (errno == EAGAIN || errno == EWOULDBLOCK
-                        || errno == ETIMEDOUT);
-    const char *cause = ctx != NULL && ctx->errstr[0] ? ctx->errstr
-                                                      : "connection lost";
+    int timed_out =
+        ctx != NULL && ctx->err == REDIS_ERR_IO
+        && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT);
+    const char *cause =
+        ctx != NULL && ctx->errstr[0] ? ctx->errstr : "connection lost";
 
     c->broken = 1;
     if (timed_out)
@@ -38,8 +38,8 @@ int tslock__io_failure(tslock_client *c, const char *what)
                             "%s: no reply within %d ms (%s)", what,
                             c->command_ms, cause);
     if (ctx != NULL && ctx->err == REDIS_ERR_EOF)
-        return tslock__fail(c, TSLOCK_EIO,
-                            "%s: server closed the connection", what);
+        return tslock__fail(c, TSLOCK_EIO, "%s: server closed the connection",
+                            what);
     return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
 }
 
@@ -63,8 +63,7 @@ int tslock__command(tslock_client *c, tslock_step step, const char *key,
     return TSLOCK_OK;
 }
 
-const char *tslock__reply_describe(const redisReply *r, char *buf,
-                                   size_t size)
+const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size)
 {
     if (r == NULL) {
         snprintf(buf, size, "no reply");
@@ -98,8 +97,7 @@ const char *tslock__reply_describe(const redisReply *r, char *buf,
     return buf;
 }
 
-int tslock__reply_error(tslock_client *c, const char *what,
-                        const redisReply *r)
+int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
 {
     int code = TSLOCK_ESERVER;
 
@@ -113,8 +111,8 @@ int tslock__reply_error(tslock_client *c, const char *what,
     return tslock__fail(c, code, "%s: server replied -%s", what, r->str);
 }
 
-int tslock__unexpected(tslock_client *c, const char *what,
-                       const char *expected, const redisReply *r)
+int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
+                       const redisReply *r)
 {
     char buf[128];
 

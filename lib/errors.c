@@ -8,7 +8,10 @@
 
 #include "tslock_int.h"
 
-const char *tslock_version(void) { return TSLOCK_VERSION_STRING; }
+const char *tslock_version(void)
+{
+    return TSLOCK_VERSION_STRING;
+}
 
 const char *tslock_strerror(int code)
 {

@@ -127,30 +127,44 @@ int tslock_lock_set_fencing(tslock_lock *l, int enabled)
     return TSLOCK_OK;
 }
 
-/* The scheme this acquisition uses, from the request and the server. */
-static int resolve_scheme(tslock_lock *l, tslock_scheme *out)
+/*
+ * The scheme this acquisition uses.  Auto takes the token scheme wherever
+ * it can be had atomically (SET NX PX, a Lua script, or WATCH), and the
+ * timestamp scheme on servers with none of them (Redis 2.0).
+ */
+static int resolve_scheme(tslock_lock *l)
 {
+    unsigned token_caps =
+        TSLOCK_CAP_SET_NX_PX | TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH;
+
     switch (l->scheme) {
     case TSLOCK_SCHEME_AUTO:
+        l->used = l->client->caps & token_caps ? TSLOCK_SCHEME_TOKEN
+                                               : TSLOCK_SCHEME_TIMESTAMP;
+        break;
     case TSLOCK_SCHEME_TIMESTAMP:
-        *out = TSLOCK_SCHEME_TIMESTAMP;
-        return TSLOCK_OK;
+    case TSLOCK_SCHEME_TOKEN:
+        l->used = l->scheme;
+        break;
     default:
         return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
-                            "scheme %d is not available in this build",
-                            (int)l->scheme);
+                            "the bridge scheme is not available in this "
+                            "version of tslock");
     }
+    l->ops = l->used == TSLOCK_SCHEME_TOKEN ? &tslock__token_ops
+                                            : &tslock__timestamp_ops;
+    return TSLOCK_OK;
 }
 
 static int try_once(tslock_lock *l)
 {
-    tslock_scheme scheme;
-    int rc = resolve_scheme(l, &scheme);
+    int rc = tslock__check_usable(l->client);
 
-    if (rc != TSLOCK_OK)
-        return rc;
-    l->used = scheme;
-    return tslock__ts_try_acquire(l);
+    if (rc == TSLOCK_OK)
+        rc = resolve_scheme(l);
+    if (rc == TSLOCK_OK)
+        rc = l->ops->try_acquire(l);
+    return rc;
 }
 
 /*
@@ -230,14 +244,15 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
             return tslock__fail(c, TSLOCK_ECLOCK, "monotonic clock failed");
         deadline = now + wait_ms;
     }
+    l->waiting = wait_ms != 0;
     for (;;) {
         l->expires_ms = 0;
         rc = try_once(l);
         if (rc != TSLOCK_EBUSY && rc != TSLOCK_EUNREADABLE)
             break;
-        if (wait_ms == 0 || (wait_ms != TSLOCK_WAIT_FOREVER
-                             && tslock__now(c, TSLOCK_CLOCK_MONOTONIC)
-                                    >= deadline))
+        if (wait_ms == 0
+            || (wait_ms != TSLOCK_WAIT_FOREVER
+                && tslock__now(c, TSLOCK_CLOCK_MONOTONIC) >= deadline))
             return rc;
         if (tslock__wait(l, next_delay(l, wait_ms, deadline))
             == TSLOCK_ECANCELED) {
@@ -267,10 +282,10 @@ int tslock_release(tslock_lock *l)
     if (l == NULL)
         return TSLOCK_EINVAL;
     if (!l->held)
-        return tslock__fail(l->client, TSLOCK_ESTATE,
-                            "lock '%s' is not held", l->key);
+        return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
+                            l->key);
     tslock__clear_error(l->client);
-    rc = tslock__ts_release(l);
+    rc = l->ops->release(l);
     /*
      * After a connection failure the outcome is unknown, so the object
      * stays held and the caller may retry once reconnected.
@@ -280,6 +295,33 @@ int tslock_release(tslock_lock *l)
         l->fence = 0;
     }
     return rc;
+}
+
+int tslock_extend(tslock_lock *l, int64_t ttl_ms)
+{
+    int rc;
+
+    if (l == NULL || ttl_ms < 0 || ttl_ms > INT64_C(315360000000))
+        return TSLOCK_EINVAL;
+    if (!l->held)
+        return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
+                            l->key);
+    tslock__clear_error(l->client);
+    rc = l->ops->extend(l, ttl_ms == 0 ? l->ttl_ms : ttl_ms);
+    if (rc == TSLOCK_ELOST)
+        l->held = 0;
+    return rc;
+}
+
+int tslock_lock_time_left(tslock_lock *l, int64_t *ms_left)
+{
+    if (l == NULL || ms_left == NULL)
+        return TSLOCK_EINVAL;
+    if (!l->held)
+        return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
+                            l->key);
+    tslock__clear_error(l->client);
+    return l->ops->time_left(l, ms_left);
 }
 
 int tslock_lock_cancel(tslock_lock *l)

@@ -20,6 +20,19 @@ static const struct {
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
          "redis.call('set', KEYS[1], ARGV[2]) return 1 else return 0 end",
          "74c1f25e84abdfc793797fe07fa066b4815d572c"},
+    [SCRIPT_PEXPIRE_IF_EQUAL] =
+        {"if redis.call('get', KEYS[1]) == ARGV[1] then "
+         "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end",
+         "9136fcf51831e5cf49f109b6e9c97d5b675280d6"},
+    [SCRIPT_SETNX_PEXPIRE] =
+        {"if redis.call('setnx', KEYS[1], ARGV[1]) == 1 then "
+         "redis.call('pexpire', KEYS[1], ARGV[2]) return {1, 0} end "
+         "return {0, redis.call('pttl', KEYS[1])}",
+         "1385df53a5d0022eb1bf6d96c4afd02c905b7f5a"},
+    [SCRIPT_PTTL_IF_EQUAL] =
+        {"if redis.call('get', KEYS[1]) == ARGV[1] then "
+         "return redis.call('pttl', KEYS[1]) else return -3 end",
+         "370b8ce37d9e22e77cb52a27f74a87e47dd2fd3b"},
 };
 
 const char *tslock__script_text(enum tslock__script s)
@@ -34,9 +47,8 @@ const char *tslock__script_sha(enum tslock__script s)
 
 #define SCRIPT_MAX_ARGS 4
 
-int tslock__script_run(tslock_client *c, enum tslock__script s,
-                       const char *key, int nargs, const char **args,
-                       redisReply **out)
+int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
+                       int nargs, const char **args, redisReply **out)
 {
     const char *argv[4 + SCRIPT_MAX_ARGS];
     redisReply *r = NULL;
@@ -51,8 +63,8 @@ int tslock__script_run(tslock_client *c, enum tslock__script s,
     argv[3] = key;
     for (i = 0; i < nargs; i++)
         argv[4 + i] = args[i];
-    rc = tslock__command(c, TSLOCK_STEP_EVALSHA, key, 4 + nargs, argv, NULL,
-                         &r);
+    rc =
+        tslock__command(c, TSLOCK_STEP_EVALSHA, key, 4 + nargs, argv, NULL, &r);
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR
         && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);

@@ -83,6 +83,11 @@ int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
         *why = "has characters after the number";
         return TSLOCK_EUNREADABLE;
     }
+    if (unit != TSLOCK_UNIT_MS && whole > STAMP_MAX_MS / 1000) {
+        *why = "is after the year 2100 in this unit (a stamp written in "
+               "a larger unit?)";
+        return TSLOCK_EUNREADABLE;
+    }
     ms = unit == TSLOCK_UNIT_MS ? whole : whole * 1000 + frac;
     if (ms < STAMP_MIN_MS) {
         *why = "is before the year 2000 in this unit (a stamp written in "

@@ -13,28 +13,17 @@
 /* SETNX, GET and DEL on a key that vanished: tries before giving up. */
 #define VANISH_RETRIES 3
 
-/* Send "STEP key [arg]", the shape of every command but MULTI/EXEC. */
-static int simple(tslock_lock *l, tslock_step step, const char *arg,
-                  redisReply **r)
-{
-    const char *argv[3] = {tslock_step_name(step), l->key, arg};
-
-    return tslock__command(l->client, step, l->key, arg == NULL ? 2 : 3,
-                           argv, NULL, r);
-}
-
 /* Format our stamp for a lease starting now into l->value. */
 static int make_stamp(tslock_lock *l)
 {
     tslock_client *c = l->client;
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
 
-    if (tslock_stamp_format(l->value, sizeof(l->value), l->unit, now,
-                            l->ttl_ms) < 0)
-        return tslock__fail(c, TSLOCK_ECLOCK,
-                            "wall clock gave an implausible time (%" PRId64
-                            " ms)",
-                            now);
+    if (tslock_stamp_format(l->value, sizeof(l->value), l->unit, now, l->ttl_ms)
+        < 0)
+        return tslock__fail(
+            c, TSLOCK_ECLOCK,
+            "wall clock gave an implausible time (%" PRId64 " ms)", now);
     return TSLOCK_OK;
 }
 
@@ -68,8 +57,8 @@ static int busy(tslock_lock *l, int64_t holder_expires_ms)
 {
     l->expires_ms = holder_expires_ms;
     return tslock__fail(l->client, TSLOCK_EBUSY,
-                        "lock '%s' is held until %" PRId64 " (Unix ms)",
-                        l->key, holder_expires_ms);
+                        "lock '%s' is held until %" PRId64 " (Unix ms)", l->key,
+                        holder_expires_ms);
 }
 
 /*
@@ -80,14 +69,14 @@ static int busy(tslock_lock *l, int64_t holder_expires_ms)
  */
 static void restore_winner(tslock_lock *l, const char *winner)
 {
-    const char *args[2] = {l->value, winner};
-    redisReply *r = NULL;
+    char keep[TSLOCK__ERRSTR_SIZE];
 
-    if (l->client->caps & TSLOCK_CAP_LUA) {
-        (void)tslock__script_run(l->client, SCRIPT_SET_IF_EQUAL, l->key, 2,
-                                 args, &r);
-        freeReplyObject(r);
-    }
+    if (!(l->client->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH)))
+        return;
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    (void)tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_SET, l->value, winner,
+                          0, "restored");
+    memcpy(l->client->errstr, keep, sizeof(keep));
 }
 
 /* GETSET takeover of the expired stamp `seen`. */
@@ -98,7 +87,7 @@ static int take_over(tslock_lock *l, const char *seen)
     int rc = make_stamp(l);
 
     if (rc == TSLOCK_OK)
-        rc = simple(l, TSLOCK_STEP_GETSET, l->value, &r);
+        rc = tslock__key_command(l, TSLOCK_STEP_GETSET, l->value, &r);
     if (rc != TSLOCK_OK)
         return rc;
     if (r->type == REDIS_REPLY_NIL) {
@@ -119,14 +108,13 @@ static int take_over(tslock_lock *l, const char *seen)
         restore_winner(l, r->str);
         rc = busy(l, exp);
     } else {
-        rc = tslock__unexpected(l->client, "GETSET", "a bulk string or nil",
-                                r);
+        rc = tslock__unexpected(l->client, "GETSET", "a bulk string or nil", r);
     }
     freeReplyObject(r);
     return rc;
 }
 
-int tslock__ts_try_acquire(tslock_lock *l)
+static int ts_try_acquire(tslock_lock *l)
 {
     tslock_client *c = l->client;
     int attempt, rc = TSLOCK_OK;
@@ -137,7 +125,7 @@ int tslock__ts_try_acquire(tslock_lock *l)
 
         rc = make_stamp(l);
         if (rc == TSLOCK_OK)
-            rc = simple(l, TSLOCK_STEP_SETNX, l->value, &r);
+            rc = tslock__key_command(l, TSLOCK_STEP_SETNX, l->value, &r);
         if (rc != TSLOCK_OK)
             return rc;
         if (r->type != REDIS_REPLY_INTEGER) {
@@ -150,7 +138,7 @@ int tslock__ts_try_acquire(tslock_lock *l)
             return hold(l);
         }
         freeReplyObject(r);
-        rc = simple(l, TSLOCK_STEP_GET, NULL, &r);
+        rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
         if (rc != TSLOCK_OK)
             return rc;
         if (r->type == REDIS_REPLY_NIL) { /* released meanwhile */
@@ -173,159 +161,49 @@ int tslock__ts_try_acquire(tslock_lock *l)
                         l->key, VANISH_RETRIES);
 }
 
-/* ------------------------------------------------------------ release */
+/* ------------------------------------------- release, extend, read */
 
-static int lost(tslock_lock *l, const char *why)
+static int ts_release(tslock_lock *l)
 {
-    return tslock__fail(l->client, TSLOCK_ELOST,
-                        "lock '%s' was not released: %s; nothing deleted",
-                        l->key, why);
+    return tslock__guarded(l, l->release_form, GUARDED_DEL, l->value, NULL, 1,
+                           "released");
 }
 
-/* Whether our lease, less the margin, still runs. */
-static int lease_runs(tslock_lock *l)
+/* Write a new stamp in place of ours, only while ours is there. */
+static int ts_extend(tslock_lock *l, int64_t ttl_ms)
 {
-    return tslock__now(l->client, TSLOCK_CLOCK_WALL) + l->margin_ms
-           <= l->expires_ms;
-}
-
-/* GET and compare: TSLOCK_OK when the stored value is still ours. */
-static int still_ours(tslock_lock *l)
-{
-    redisReply *r = NULL;
-    int rc = simple(l, TSLOCK_STEP_GET, NULL, &r);
-
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_NIL)
-        rc = lost(l, "the key is gone");
-    else if (r->type != REDIS_REPLY_STRING)
-        rc = tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
-    else if (r->len != strlen(l->value) || strcmp(r->str, l->value) != 0) {
-        char why[160];
-        snprintf(why, sizeof(why), "it now holds \"%.*s\", not our \"%s\"",
-                 r->len > 64 ? 64 : (int)r->len, r->str, l->value);
-        rc = lost(l, why);
-    } else if (!lease_runs(l))
-        rc = lost(l, "our lease ran out");
-    freeReplyObject(r);
-    return rc;
-}
-
-/* GET, compare, DEL: any server; another client can slip in between. */
-static int release_classic(tslock_lock *l)
-{
-    redisReply *r = NULL;
-    int rc = still_ours(l);
-
-    if (rc == TSLOCK_OK)
-        rc = simple(l, TSLOCK_STEP_DEL, NULL, &r);
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (r->type != REDIS_REPLY_INTEGER)
-        rc = tslock__unexpected(l->client, "DEL", "an integer", r);
-    else if (r->integer != 1)
-        rc = lost(l, "the key vanished before DEL");
-    freeReplyObject(r);
-    return rc;
-}
-
-/* WATCH, GET, compare, MULTI, DEL, EXEC: EXEC fails if the key changed. */
-static int release_watch(tslock_lock *l)
-{
-    redisReply *r = NULL;
-    int rc = simple(l, TSLOCK_STEP_WATCH, NULL, &r);
-
-    if (rc == TSLOCK_OK && r->type != REDIS_REPLY_STATUS)
-        rc = tslock__unexpected(l->client, "WATCH", "+OK", r);
-    freeReplyObject(r);
-    if (rc == TSLOCK_OK && (rc = still_ours(l)) != TSLOCK_OK
-        && !l->client->broken) {
-        /* Leave no WATCH behind on the connection. */
-        char keep[TSLOCK__ERRSTR_SIZE];
-        memcpy(keep, l->client->errstr, sizeof(keep));
-        const char *unwatch[1] = {"UNWATCH"};
-        if (tslock__command(l->client, TSLOCK_STEP_UNWATCH, l->key, 1,
-                            unwatch, NULL, &r)
-            == TSLOCK_OK)
-            freeReplyObject(r);
-        memcpy(l->client->errstr, keep, sizeof(keep));
-    }
-    if (rc != TSLOCK_OK)
-        return rc;
-    {
-        const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"};
-        rc = tslock__command(l->client, TSLOCK_STEP_MULTI, l->key, 1, multi,
-                             NULL, &r);
-        freeReplyObject(r);
-        if (rc == TSLOCK_OK)
-            rc = simple(l, TSLOCK_STEP_DEL, NULL, &r);
-        if (rc == TSLOCK_OK)
-            freeReplyObject(r);
-        if (rc == TSLOCK_OK)
-            rc = tslock__command(l->client, TSLOCK_STEP_EXEC, l->key, 1,
-                                 exec, NULL, &r);
-    }
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_NIL)
-        rc = lost(l, "the key changed between WATCH and EXEC");
-    else if (r->type != REDIS_REPLY_ARRAY || r->elements != 1
-             || r->element[0]->type != REDIS_REPLY_INTEGER)
-        rc = tslock__unexpected(l->client, "EXEC", "[DEL result] or nil",
-                                r);
-    else if (r->element[0]->integer != 1)
-        rc = lost(l, "the key vanished before DEL");
-    freeReplyObject(r);
-    return rc;
-}
-
-/* One compare-and-delete script: nothing can slip in. */
-static int release_lua(tslock_lock *l)
-{
-    const char *args[1] = {l->value};
-    redisReply *r = NULL;
+    char stamp[TSLOCK__VALUE_SIZE];
+    int64_t now = tslock__now(l->client, TSLOCK_CLOCK_WALL);
     int rc;
 
-    if (!lease_runs(l))
-        return lost(l, "our lease ran out");
-    rc = tslock__script_run(l->client, SCRIPT_DEL_IF_EQUAL, l->key, 1, args,
-                            &r);
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (r->type != REDIS_REPLY_INTEGER)
-        rc = tslock__unexpected(l->client, "compare-and-delete script",
-                                "an integer", r);
-    else if (r->integer != 1)
-        rc = lost(l, "it no longer holds our stamp");
-    freeReplyObject(r);
+    if (tslock_stamp_format(stamp, sizeof(stamp), l->unit, now, ttl_ms) < 0)
+        return tslock__fail(
+            l->client, TSLOCK_ECLOCK,
+            "wall clock gave an implausible time (%" PRId64 " ms)", now);
+    rc = tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_SET, l->value, stamp,
+                         1, "extended");
+    if (rc == TSLOCK_OK) {
+        memcpy(l->value, stamp, sizeof(stamp));
+        hold(l);
+    }
     return rc;
 }
 
-int tslock__ts_release(tslock_lock *l)
+static int ts_time_left(tslock_lock *l, int64_t *ms_left)
 {
-    unsigned caps = l->client->caps;
-    tslock_release_form form = l->release_form;
+    redisReply *r = NULL;
+    int rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
+    int64_t left;
 
-    if (form == TSLOCK_RELEASE_BEST)
-        form = caps & TSLOCK_CAP_LUA     ? TSLOCK_RELEASE_LUA
-               : caps & TSLOCK_CAP_WATCH ? TSLOCK_RELEASE_WATCH
-                                         : TSLOCK_RELEASE_CLASSIC;
-    if (!lease_runs(l))
-        return lost(l, "our lease ran out");
-    switch (form) {
-    case TSLOCK_RELEASE_LUA:
-        if (!(caps & TSLOCK_CAP_LUA))
-            break;
-        return release_lua(l);
-    case TSLOCK_RELEASE_WATCH:
-        if (!(caps & TSLOCK_CAP_WATCH))
-            break;
-        return release_watch(l);
-    default:
-        return release_classic(l);
-    }
-    return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
-                        "release form %d needs %s, which this server lacks",
-                        (int)form, form == TSLOCK_RELEASE_LUA ? "Lua" : "WATCH");
+    if (rc != TSLOCK_OK)
+        return rc;
+    rc = tslock__guard_compare(l, r, l->value, "read");
+    freeReplyObject(r);
+    left = l->expires_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL);
+    if (rc == TSLOCK_OK)
+        *ms_left = left > 0 ? left : 0;
+    return rc;
 }
+
+const struct tslock__scheme_ops tslock__timestamp_ops = {
+    ts_try_acquire, ts_release, ts_extend, ts_time_left};

@@ -16,15 +16,19 @@
 #include "tslock.h"
 
 #define TSLOCK__ERRSTR_SIZE 512
-#define TSLOCK__VALUE_SIZE 64
+#define TSLOCK__VALUE_SIZE  64
 
-enum tslock__transport { TRANSPORT_NONE, TRANSPORT_TCP, TRANSPORT_UNIX,
-                         TRANSPORT_WRAPPED };
+enum tslock__transport {
+    TRANSPORT_NONE,
+    TRANSPORT_TCP,
+    TRANSPORT_UNIX,
+    TRANSPORT_WRAPPED
+};
 
 struct tslock_client {
     redisContext *ctx;
     enum tslock__transport transport;
-    char *host;         /* TCP host or Unix socket path */
+    char *host; /* TCP host or Unix socket path */
     int port;
     int connect_ms;
     int command_ms;
@@ -33,20 +37,22 @@ struct tslock_client {
     int db;
     int broken;
     unsigned caps;
-    int version[3];     /* -1 when INFO had no redis_version */
+    unsigned caps_allowed; /* tslock_client_limit_caps() */
+    int version[3];        /* -1 when INFO had no redis_version */
     tslock_step_hook hook;
     void *hook_ud;
     tslock_clock_fn clock;
     void *clock_ud;
-    uint64_t rng;       /* xorshift state for retry jitter */
+    uint64_t rng; /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
 struct tslock_lock {
     tslock_client *client;
     char *key;
-    tslock_scheme scheme;      /* as asked */
-    tslock_scheme used;        /* as used for the current or last hold */
+    tslock_scheme scheme; /* as asked */
+    tslock_scheme used;   /* as used for the current or last hold */
+    const struct tslock__scheme_ops *ops; /* of `used` */
     tslock_unit unit;
     tslock_release_form release_form;
     int64_t ttl_ms;
@@ -55,11 +61,12 @@ struct tslock_lock {
     int retry_max_ms;
     int fencing;
     int held;
+    int waiting;                    /* inside a waiting acquire */
     char value[TSLOCK__VALUE_SIZE]; /* what we wrote for our hold */
-    int64_t expires_ms;        /* our lease end, or the holder's on EBUSY */
+    int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
     int64_t fence;
     volatile sig_atomic_t cancel_flag;
-    int cancel_pipe[2];        /* read end polled while waiting */
+    int cancel_pipe[2]; /* read end polled while waiting */
 };
 
 /* ---- errors.c */
@@ -91,11 +98,10 @@ int tslock__command(tslock_client *c, tslock_step step, const char *key,
 int tslock__reply_error(tslock_client *c, const char *what,
                         const redisReply *r);
 /* A short description of a reply for error messages. */
-const char *tslock__reply_describe(const redisReply *r, char *buf,
-                                   size_t size);
+const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size);
 /* Fail with EPROTO naming what was expected and what came. */
-int tslock__unexpected(tslock_client *c, const char *what,
-                       const char *expected, const redisReply *r);
+int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
+                       const redisReply *r);
 int tslock__check_usable(tslock_client *c);
 int tslock__io_failure(tslock_client *c, const char *what);
 
@@ -104,8 +110,11 @@ int tslock__probe(tslock_client *c);
 
 /* ---- scripts.c */
 enum tslock__script {
-    SCRIPT_DEL_IF_EQUAL,   /* KEYS[1], ARGV[1]=value: 1 deleted, 0 not */
-    SCRIPT_SET_IF_EQUAL,   /* KEYS[1], ARGV[1]=expect, ARGV[2]=new */
+    SCRIPT_DEL_IF_EQUAL,     /* KEYS[1], ARGV[1]=value: 1 deleted, 0 not */
+    SCRIPT_SET_IF_EQUAL,     /* KEYS[1], ARGV[1]=expect, ARGV[2]=new */
+    SCRIPT_PEXPIRE_IF_EQUAL, /* ARGV[1]=expect, ARGV[2]=ms: 1 set, 0 not */
+    SCRIPT_SETNX_PEXPIRE,    /* ARGV[1]=value, ARGV[2]=ms: {1,0} or {0,pttl} */
+    SCRIPT_PTTL_IF_EQUAL,    /* ARGV[1]=expect: pttl, or -3 when not equal */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);
@@ -114,9 +123,8 @@ const char *tslock__script_sha(enum tslock__script s);
  * Run a script with EVALSHA, falling back to EVAL on NOSCRIPT.  Error
  * replies are mapped to codes; *out gets any other reply.
  */
-int tslock__script_run(tslock_client *c, enum tslock__script s,
-                       const char *key, int nargs, const char **args,
-                       redisReply **out);
+int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
+                       int nargs, const char **args, redisReply **out);
 
 /* ---- stamp.c */
 /* Parse with a reason for the caller's error detail. */
@@ -124,8 +132,43 @@ int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
                         int64_t *expires_ms, const char **why);
 const char *tslock__unit_name(tslock_unit unit);
 
-/* ---- timestamp.c */
-int tslock__ts_try_acquire(tslock_lock *l);
-int tslock__ts_release(tslock_lock *l);
+/* ---- guard.c: change the key only while it holds our value */
+enum tslock__guarded_op { GUARDED_DEL, GUARDED_SET, GUARDED_PEXPIRE };
+/*
+ * With op GUARDED_SET, arg is the new value; with GUARDED_PEXPIRE, the
+ * TTL in ms (rounded up to seconds by the WATCH form).  check_lease also
+ * requires our lease, less the margin, to run.  verb names the operation
+ * in the TSLOCK_ELOST detail ("released", "extended").
+ */
+int tslock__guarded(tslock_lock *l, tslock_release_form form,
+                    enum tslock__guarded_op op, const char *expect,
+                    const char *arg, int check_lease, const char *verb);
+tslock_release_form tslock__best_form(const tslock_client *c);
+int tslock__lease_runs(tslock_lock *l);
+int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why);
+/* TSLOCK_OK when the GET reply r is exactly expect, else ELOST/EPROTO. */
+int tslock__guard_compare(tslock_lock *l, const redisReply *r,
+                          const char *expect, const char *verb);
+/* Send "STEP key [arg]", the shape of most lock commands. */
+int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
+                        redisReply **r);
+
+/* ---- compat/: servers without SET NX PX, Lua or WATCH */
+int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
+                          const char *expect, const char *arg, int check_lease,
+                          const char *verb);
+int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl);
+int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl);
+void tslock__seconds_up(char *buf, size_t size, int64_t ms);
+
+/* ---- the schemes: timestamp.c, token.c */
+struct tslock__scheme_ops {
+    int (*try_acquire)(tslock_lock *l); /* one attempt, no waiting */
+    int (*release)(tslock_lock *l);
+    int (*extend)(tslock_lock *l, int64_t ttl_ms);
+    int (*time_left)(tslock_lock *l, int64_t *ms_left);
+};
+extern const struct tslock__scheme_ops tslock__timestamp_ops;
+extern const struct tslock__scheme_ops tslock__token_ops;
 
 #endif /* TSLOCK_INT_H */

@@ -48,8 +48,7 @@ static int setnx(naive_client *n, const char *key, int64_t ttl_ms)
     return won ? NAIVE_HELD : NAIVE_BUSY;
 }
 
-int naive_del_recovery_acquire(naive_client *n, const char *key,
-                               int64_t ttl_ms)
+int naive_del_recovery_acquire(naive_client *n, const char *key, int64_t ttl_ms)
 {
     redisReply *r;
     int expired, rc = setnx(n, key, ttl_ms);
@@ -113,8 +112,7 @@ int naive_setnx_expire_acquire(naive_client *n, const char *key, int ttl_s)
     return NAIVE_HELD;
 }
 
-int naive_blind_getset_acquire(naive_client *n, const char *key,
-                               int64_t ttl_ms)
+int naive_blind_getset_acquire(naive_client *n, const char *key, int64_t ttl_ms)
 {
     redisReply *r;
     int expired, rc = setnx(n, key, ttl_ms);

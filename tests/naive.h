@@ -48,10 +48,7 @@ int naive_java_release(naive_client *n, const char *key);
  * between leaves a key that never expires.  Returns NAIVE_CRASHED when
  * the hook stopped it between the two.
  */
-int naive_setnx_expire_acquire(naive_client *n, const char *key,
-                               int ttl_s);
-
-
+int naive_setnx_expire_acquire(naive_client *n, const char *key, int ttl_s);
 
 /*
  * The takeover that trusts GETSET blindly: on an expired stamp, GETSET a

@@ -76,8 +76,7 @@ static void test_connect_errors(void)
     char path[400];
 
     /* Nothing listens on port 1. */
-    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", 1),
-                    TSLOCK_EIO);
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", 1), TSLOCK_EIO);
     CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "127.0.0.1:1"));
     CU_ASSERT_TRUE(tslock_client_is_broken(c));
     tslock_client_free(c);
@@ -106,8 +105,7 @@ static void test_connect_errors(void)
     CU_ASSERT_STRING_EQUAL(tslock_client_errstr(NULL), "");
     CU_ASSERT_EQUAL(tslock_client_set_step_hook(NULL, NULL, NULL),
                     TSLOCK_EINVAL);
-    CU_ASSERT_EQUAL(tslock_client_set_clock(NULL, NULL, NULL),
-                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_set_clock(NULL, NULL, NULL), TSLOCK_EINVAL);
 }
 
 static void test_auth(void)
@@ -129,8 +127,7 @@ static void test_auth(void)
 
     c = fresh();
     tslock_client_set_auth(c, NULL, "s3cret");
-    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, auth_srv.socket),
-                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, auth_srv.socket), TSLOCK_OK);
     try_lock(c, "client:auth");
     tslock_client_free(c);
 
@@ -157,8 +154,7 @@ static void test_select(void)
     redisReply *reply;
 
     tslock_client_set_db(c, 3);
-    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(c, srv.socket),
-                          TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(c, srv.socket), TSLOCK_OK);
     CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:db") == TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
     reply = redisCommand(r, "EXISTS client:db");
@@ -175,8 +171,7 @@ static void test_select(void)
 
     c = fresh();
     tslock_client_set_db(c, 999);
-    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, srv.socket),
-                    TSLOCK_ESERVER);
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(c, srv.socket), TSLOCK_ESERVER);
     CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "SELECT"));
     tslock_client_free(c);
     redisFree(r);
@@ -266,13 +261,11 @@ int main(void)
     s = CU_add_suite("client", NULL, NULL);
     CU_add_test(s, "TCP and Unix socket", test_tcp_and_unix);
     CU_add_test(s, "probing writes nothing", test_probe_writes_nothing);
-    CU_add_test(s, "connection errors name their cause",
-                test_connect_errors);
+    CU_add_test(s, "connection errors name their cause", test_connect_errors);
     CU_add_test(s, "AUTH with password and ACL user", test_auth);
     CU_add_test(s, "SELECT a database", test_select);
     CU_add_test(s, "wrap a caller's redisContext", test_wrap);
-    CU_add_test(s, "dropped connection and reconnect",
-                test_dropped_connection);
+    CU_add_test(s, "dropped connection and reconnect", test_dropped_connection);
     CU_add_test(s, "command timeout", test_command_timeout);
     rc = th_run_all();
     th_server_stop(&srv);

@@ -19,7 +19,7 @@
 #include "harness.h"
 
 #define WORKERS 8
-#define ROUNDS 1000
+#define ROUNDS  1000
 
 static th_server srv;
 
@@ -46,8 +46,7 @@ static void critical_section(void)
 }
 
 /* One worker process: ROUNDS acquisitions; exits with _exit(). */
-static void worker(const char *key, tslock_unit unit,
-                   tslock_release_form form)
+static void worker(const char *key, tslock_unit unit, tslock_release_form form)
 {
     tslock_client *c = th_client(&srv);
     tslock_lock *l = NULL;
@@ -55,6 +54,7 @@ static void worker(const char *key, tslock_unit unit,
 
     if (tslock_lock_new(&l, c, key) != TSLOCK_OK)
         _exit(3);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP);
     tslock_lock_set_ttl(l, 10000);
     tslock_lock_set_unit(l, unit);
     tslock_lock_set_release_form(l, form);

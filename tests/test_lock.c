@@ -31,6 +31,8 @@ static tslock_lock *new_lock(tslock_client *c, const char *key, int64_t ttl)
 
     CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
     CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP)
+                    == TSLOCK_OK);
     return l;
 }
 
@@ -51,9 +53,9 @@ static void raw_do(const char *fmt, const char *key, const char *arg)
 static int holds(const char *key, const char *want)
 {
     redisReply *r = raw_cmd("GET %s", key, NULL);
-    int ok = want == NULL ? r->type == REDIS_REPLY_NIL
-                          : r->type == REDIS_REPLY_STRING
-                                && strcmp(r->str, want) == 0;
+    int ok = want == NULL
+                 ? r->type == REDIS_REPLY_NIL
+                 : r->type == REDIS_REPLY_STRING && strcmp(r->str, want) == 0;
 
     if (!ok)
         fprintf(stderr, "  %s holds %s, wanted %s\n", key,
@@ -130,8 +132,7 @@ static void test_units_written(void)
         CU_ASSERT_EQUAL(tslock_lock_set_unit(l, cases[i].unit), TSLOCK_OK);
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
         CU_ASSERT_TRUE(holds("lock:units", cases[i].want));
-        CU_ASSERT_EQUAL(tslock_lock_set_unit(l, TSLOCK_UNIT_MS),
-                        TSLOCK_ESTATE);
+        CU_ASSERT_EQUAL(tslock_lock_set_unit(l, TSLOCK_UNIT_MS), TSLOCK_ESTATE);
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
         tslock_lock_free(l);
     }
@@ -195,8 +196,8 @@ static void test_unreadable_never_taken(void)
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNREADABLE);
         CU_ASSERT_PTR_NOT_NULL(
             strstr(tslock_client_errstr(c), cases[i].reason));
-        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c),
-                                      "never taken over"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(tslock_client_errstr(c), "never taken over"));
         CU_ASSERT_FALSE(tslock_lock_is_held(l));
         CU_ASSERT_TRUE(holds("lock:unreadable", cases[i].value));
         /* Waiting (on the real clocks) does not change the verdict. */
@@ -463,15 +464,13 @@ static void test_cancel(void)
     tslock_lock_set_retry(b, 1, 2);
     tslock_client_set_step_hook(c2, cancel_hook, b);
     setnx_seen = 0;
-    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER),
-                    TSLOCK_ECANCELED);
+    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER), TSLOCK_ECANCELED);
     CU_ASSERT_EQUAL(setnx_seen, 2);
     tslock_client_set_step_hook(c2, NULL, NULL);
 
     /* A cancel made while nobody waits cancels the next wait, once. */
     CU_ASSERT_EQUAL(tslock_lock_cancel(b), TSLOCK_OK);
-    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER),
-                    TSLOCK_ECANCELED);
+    CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER), TSLOCK_ECANCELED);
     CU_ASSERT_EQUAL(tslock_acquire(b, 30), TSLOCK_EBUSY);
     CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_acquire(b, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
@@ -532,8 +531,7 @@ static void test_arguments(void)
     CU_ASSERT_EQUAL(tslock_lock_set_ttl(l, 0), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_set_ttl(l, -5), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_set_unit(l, (tslock_unit)7), TSLOCK_EINVAL);
-    CU_ASSERT_EQUAL(tslock_lock_set_scheme(l, (tslock_scheme)9),
-                    TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_scheme(l, (tslock_scheme)9), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_set_release_form(l, (tslock_release_form)9),
                     TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_set_retry(l, 0, 5), TSLOCK_EINVAL);
@@ -555,12 +553,10 @@ int main(void)
     s = CU_add_suite("timestamp lock", NULL, NULL);
     CU_add_test(s, "acquire, busy, release", test_acquire_busy_release);
     CU_add_test(s, "stamps written in each unit", test_units_written);
-    CU_add_test(s, "legacy stamps read in each unit",
-                test_legacy_stamps_read);
+    CU_add_test(s, "legacy stamps read in each unit", test_legacy_stamps_read);
     CU_add_test(s, "unreadable values are never taken over",
                 test_unreadable_never_taken);
-    CU_add_test(s, "wrong type: clear error, nothing changed",
-                test_wrong_type);
+    CU_add_test(s, "wrong type: clear error, nothing changed", test_wrong_type);
     CU_add_test(s, "key vanishing between steps", test_vanishing_key);
     CU_add_test(s, "release reports loss in every form", test_release_lost);
     CU_add_test(s, "release margin", test_release_margin);

@@ -35,8 +35,14 @@ typedef struct actor {
 } actor;
 
 /* An actor that only records; one that pauses at `step` to run `fn`. */
-#define ACTOR(n) {.name = (n)}
-#define PAUSING(n, step, fn) {.name = (n), .at = (step), .action = (fn)}
+#define ACTOR(n)                                                               \
+    {                                                                          \
+        .name = (n)                                                            \
+    }
+#define PAUSING(n, step, fn)                                                   \
+    {                                                                          \
+        .name = (n), .at = (step), .action = (fn)                              \
+    }
 
 /*
  * The trace shows commands in the order the server receives them: an
@@ -57,8 +63,8 @@ static int actor_step(actor *a, const char *step)
     if (strcmp(step, "EVAL") == 0)
         return rc;
     used = strlen(trace);
-    snprintf(trace + used, sizeof(trace) - used, "%s%s:%s",
-             used ? " " : "", a->name, step);
+    snprintf(trace + used, sizeof(trace) - used, "%s%s:%s", used ? " " : "",
+             a->name, step);
     return rc;
 }
 
@@ -88,6 +94,8 @@ static tslock_lock *lock_on(tslock_client *c, const char *key, int64_t ttl)
 
     CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
     CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP)
+                    == TSLOCK_OK);
     return l;
 }
 
@@ -233,7 +241,7 @@ static void test_race_b_blind_getset_lets_both_hold(void)
     CU_ASSERT_STRING_EQUAL(trace, "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET "
                                   "P4:GETSET");
     CU_ASSERT_EQUAL(p4.inner_rc, NAIVE_HELD); /* P5 */
-    CU_ASSERT_EQUAL(rc4, NAIVE_HELD); /* both hold */
+    CU_ASSERT_EQUAL(rc4, NAIVE_HELD);         /* both hold */
     redisFree(r4);
     redisFree(r5);
 }
@@ -343,8 +351,8 @@ static void test_race_c_release_after_expiry(void)
         } else {
             /* tslock: the loss is reported, nothing is sent, B holds. */
             CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_ELOST);
-            CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(ca),
-                                          "lease ran out"));
+            CU_ASSERT_PTR_NOT_NULL(
+                strstr(tslock_client_errstr(ca), "lease ran out"));
             CU_ASSERT_STRING_EQUAL(trace, "");
             CU_ASSERT_STRING_EQUAL(stored(r, keys[i], buf, sizeof(buf)),
                                    tslock_lock_value(lb));
@@ -428,7 +436,10 @@ static void test_race_d_lua_keeps_other(void)
 
 /* ------------------------------- e. crash between SETNX and EXPIRE */
 
-static int crash(actor *self) { return 1; }
+static int crash(actor *self)
+{
+    return 1;
+}
 
 static void test_race_e_naive_crash_never_expires(void)
 {

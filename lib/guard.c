@@ -1,0 +1,149 @@
+/*
+ * guard.c - changing the lock key only while it still holds our value:
+ * delete it, set a new value, or set its TTL.  One Lua script where the
+ * server has scripts; the WATCH form lives in compat/; the classic form
+ * (GET, compare, then act) is for servers with neither and has a gap.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+tslock_release_form tslock__best_form(const tslock_client *c)
+{
+    return c->caps & TSLOCK_CAP_LUA     ? TSLOCK_RELEASE_LUA
+           : c->caps & TSLOCK_CAP_WATCH ? TSLOCK_RELEASE_WATCH
+                                        : TSLOCK_RELEASE_CLASSIC;
+}
+
+int tslock__lease_runs(tslock_lock *l)
+{
+    return tslock__now(l->client, TSLOCK_CLOCK_WALL) + l->margin_ms
+           <= l->expires_ms;
+}
+
+int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why)
+{
+    return tslock__fail(l->client, TSLOCK_ELOST,
+                        "lock '%s' was not %s: %s; nothing changed", l->key,
+                        verb, why);
+}
+
+int tslock__guard_compare(tslock_lock *l, const redisReply *r,
+                          const char *expect, const char *verb)
+{
+    char why[200];
+
+    if (r->type == REDIS_REPLY_NIL)
+        return tslock__guard_lost(l, verb, "the key is gone");
+    if (r->type != REDIS_REPLY_STRING)
+        return tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
+    if (r->len != strlen(expect) || memcmp(r->str, expect, r->len) != 0) {
+        snprintf(why, sizeof(why), "it now holds \"%.*s\", not our \"%s\"",
+                 r->len > 64 ? 64 : (int)r->len, r->str, expect);
+        return tslock__guard_lost(l, verb, why);
+    }
+    return TSLOCK_OK;
+}
+
+int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
+                        redisReply **r)
+{
+    const char *argv[3] = {tslock_step_name(step), l->key, arg};
+
+    return tslock__command(l->client, step, l->key, arg == NULL ? 2 : 3, argv,
+                           NULL, r);
+}
+
+static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
+                       const char *expect, const char *arg, const char *verb)
+{
+    static const enum tslock__script scripts[] = {
+        SCRIPT_DEL_IF_EQUAL, SCRIPT_SET_IF_EQUAL, SCRIPT_PEXPIRE_IF_EQUAL};
+    const char *args[2] = {expect, arg};
+    redisReply *r = NULL;
+    int rc = tslock__script_run(l->client, scripts[op], l->key,
+                                arg == NULL ? 1 : 2, args, &r);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER)
+        rc = tslock__unexpected(l->client, "compare script", "an integer", r);
+    else if (r->integer != 1)
+        rc = tslock__guard_lost(l, verb, "it no longer holds our value");
+    freeReplyObject(r);
+    return rc;
+}
+
+/*
+ * Redis 2.0 has neither scripts nor WATCH.  DEL: GET, compare, DEL.
+ * SET: GET and compare (to keep the gap small), then GETSET and check
+ * what it replaced; if that was not ours after all, put it back, which
+ * can itself race.  tslock(7) documents both gaps.
+ */
+static int guarded_classic(tslock_lock *l, enum tslock__guarded_op op,
+                           const char *expect, const char *arg, int check_lease,
+                           const char *verb)
+{
+    tslock_step act = op == GUARDED_DEL ? TSLOCK_STEP_DEL : TSLOCK_STEP_GETSET;
+    redisReply *r = NULL;
+    int rc;
+
+    if (op == GUARDED_PEXPIRE)
+        return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
+                            "a compare-and-expire needs Lua or WATCH");
+    rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    rc = tslock__guard_compare(l, r, expect, verb);
+    freeReplyObject(r);
+    if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
+        rc = tslock__guard_lost(l, verb, "our lease ran out");
+    if (rc == TSLOCK_OK)
+        rc = tslock__key_command(l, act, arg, &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (op == GUARDED_DEL) {
+        if (r->type != REDIS_REPLY_INTEGER)
+            rc = tslock__unexpected(l->client, "DEL", "an integer", r);
+        else if (r->integer != 1)
+            rc = tslock__guard_lost(l, verb, "the key vanished before DEL");
+    } else if ((rc = tslock__guard_compare(l, r, expect, verb))
+               == TSLOCK_ELOST) {
+        redisReply *undo = NULL;
+        if (r->type == REDIS_REPLY_STRING
+            && tslock__key_command(l, TSLOCK_STEP_GETSET, r->str, &undo)
+                   == TSLOCK_OK)
+            freeReplyObject(undo);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int tslock__guarded(tslock_lock *l, tslock_release_form form,
+                    enum tslock__guarded_op op, const char *expect,
+                    const char *arg, int check_lease, const char *verb)
+{
+    unsigned caps = l->client->caps;
+
+    if (form == TSLOCK_RELEASE_BEST)
+        form = tslock__best_form(l->client);
+    if (check_lease && !tslock__lease_runs(l))
+        return tslock__guard_lost(l, verb, "our lease ran out");
+    switch (form) {
+    case TSLOCK_RELEASE_LUA:
+        if (caps & TSLOCK_CAP_LUA)
+            return guarded_lua(l, op, expect, arg, verb);
+        break;
+    case TSLOCK_RELEASE_WATCH:
+        if (caps & TSLOCK_CAP_WATCH)
+            return tslock__guarded_watch(l, op, expect, arg, check_lease, verb);
+        break;
+    default:
+        return guarded_classic(l, op, expect, arg, check_lease, verb);
+    }
+    return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
+                        "the %s form needs %s, which this server lacks",
+                        form == TSLOCK_RELEASE_LUA ? "Lua" : "WATCH",
+                        form == TSLOCK_RELEASE_LUA ? "EVAL" : "WATCH");
+}

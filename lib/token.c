@@ -1,0 +1,156 @@
+/*
+ * token.c - the token lock: a random 128-bit token with a server-side
+ * TTL.  SET key token NX PX ttl where the server has it (2.6.12); the
+ * compat/ paths on older servers; release, extend and time-left compare
+ * the token first, so a lock that moved on is never touched.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+/* 16 bytes from the kernel, as 32 hex digits. */
+static int make_token(tslock_lock *l)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[16];
+    size_t i;
+
+    if (tslock__random_bytes(raw, sizeof(raw)) != TSLOCK_OK)
+        return tslock__fail(l->client, TSLOCK_EIO,
+                            "no randomness for a token (getrandom and "
+                            "/dev/urandom failed)");
+    for (i = 0; i < sizeof(raw); i++) {
+        l->value[2 * i] = hex[raw[i] >> 4];
+        l->value[2 * i + 1] = hex[raw[i] & 15];
+    }
+    l->value[2 * sizeof(raw)] = '\0';
+    return TSLOCK_OK;
+}
+
+/* SET key token NX PX ttl: +OK when taken, nil when held. */
+static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
+{
+    char ms[24];
+    const char *argv[6] = {"SET", l->key, l->value, "NX", "PX", ms};
+    redisReply *r = NULL;
+    int rc;
+
+    *holder_pttl = -1;
+    snprintf(ms, sizeof(ms), "%lld", (long long)l->ttl_ms);
+    rc = tslock__command(l->client, TSLOCK_STEP_SET, l->key, 6, argv, NULL, &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_STATUS)
+        rc = TSLOCK_OK;
+    else if (r->type == REDIS_REPLY_NIL)
+        rc = TSLOCK_EBUSY;
+    else
+        rc = tslock__unexpected(l->client, "SET NX PX", "+OK or nil", r);
+    freeReplyObject(r);
+    if (rc == TSLOCK_EBUSY && l->waiting) {
+        /* Learn when the holder's lease ends, to wake up just then. */
+        if (tslock__key_command(l, TSLOCK_STEP_PTTL, NULL, &r) == TSLOCK_OK) {
+            if (r->type == REDIS_REPLY_INTEGER)
+                *holder_pttl = r->integer;
+            freeReplyObject(r);
+        }
+    }
+    return rc;
+}
+
+static int token_try_acquire(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    int64_t now, holder_pttl = -1;
+    int rc = make_token(l);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    now = tslock__now(c, TSLOCK_CLOCK_WALL);
+    if (c->caps & TSLOCK_CAP_SET_NX_PX)
+        rc = acquire_set_nx_px(l, &holder_pttl);
+    else if (c->caps & TSLOCK_CAP_LUA)
+        rc = tslock__token_acquire_lua(l, &holder_pttl);
+    else if (c->caps & TSLOCK_CAP_WATCH)
+        rc = tslock__token_acquire_watch(l, &holder_pttl);
+    else
+        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                            "token mode needs Redis 2.2 or later: this "
+                            "server has no WATCH and no Lua, and a TTL on a "
+                            "lock key is deleted by the next SETNX; use the "
+                            "timestamp scheme");
+    if (rc == TSLOCK_OK) {
+        l->expires_ms = now + l->ttl_ms;
+        l->held = 1;
+    } else if (rc == TSLOCK_EBUSY) {
+        l->expires_ms = holder_pttl >= 0 ? now + holder_pttl : 0;
+        if (holder_pttl >= 0)
+            tslock__fail(c, rc, "lock '%s' is held for %lld ms more", l->key,
+                         (long long)holder_pttl);
+        else
+            tslock__fail(c, rc, "lock '%s' is held", l->key);
+    }
+    return rc;
+}
+
+static int token_release(tslock_lock *l)
+{
+    return tslock__guarded(l, l->release_form, GUARDED_DEL, l->value, NULL, 0,
+                           "released");
+}
+
+static int token_extend(tslock_lock *l, int64_t ttl_ms)
+{
+    char ms[24];
+    int64_t now = tslock__now(l->client, TSLOCK_CLOCK_WALL);
+    int rc;
+
+    snprintf(ms, sizeof(ms), "%lld", (long long)ttl_ms);
+    rc = tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_PEXPIRE, l->value, ms,
+                         0, "extended");
+    if (rc == TSLOCK_OK)
+        l->expires_ms = now + ttl_ms;
+    return rc;
+}
+
+static int token_time_left(tslock_lock *l, int64_t *ms_left)
+{
+    const char *args[1] = {l->value};
+    redisReply *r = NULL;
+    int rc;
+
+    if (!(l->client->caps & TSLOCK_CAP_LUA)) {
+        /* 2.2 - 2.4: compare, then the TTL in seconds (a query only). */
+        rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
+        if (rc != TSLOCK_OK)
+            return rc;
+        rc = tslock__guard_compare(l, r, l->value, "read");
+        freeReplyObject(r);
+        if (rc == TSLOCK_OK)
+            rc = tslock__key_command(l, TSLOCK_STEP_TTL, NULL, &r);
+        if (rc != TSLOCK_OK)
+            return rc;
+        if (r->type == REDIS_REPLY_INTEGER)
+            *ms_left = r->integer > 0 ? r->integer * 1000 : 0;
+        else
+            rc = tslock__unexpected(l->client, "TTL", "an integer", r);
+        freeReplyObject(r);
+        return rc;
+    }
+    rc = tslock__script_run(l->client, SCRIPT_PTTL_IF_EQUAL, l->key, 1, args,
+                            &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER)
+        rc = tslock__unexpected(l->client, "PTTL script", "an integer", r);
+    else if (r->integer == -3)
+        rc = tslock__guard_lost(l, "read", "it no longer holds our token");
+    else
+        *ms_left = r->integer > 0 ? r->integer : 0;
+    freeReplyObject(r);
+    return rc;
+}
+
+const struct tslock__scheme_ops tslock__token_ops = {
+    token_try_acquire, token_release, token_extend, token_time_left};
