@@ -96,4 +96,16 @@ void th_clock_advance(th_clock *c, int64_t ms);
  */
 int th_run_all(void);
 
+/*
+ * Start tests/oldredis ($OLDREDIS, else $top_builddir/tests/oldredis) in
+ * front of upstream, answering as Redis `version` ("2.0.5", "2.2.15",
+ * "2.4.18", "2.6.0", "2.6.11").  Fills p like a server: p->socket is the
+ * proxy's, so th_client() and th_redis() work on it; p->port is 0.
+ * Returns 0, or -1 with a message on stderr.
+ */
+int th_proxy_start(th_server *p, const th_server *upstream,
+                   const char *version);
+/* Stop a proxy by pid (SIGTERM) and remove its dir.  Idempotent. */
+void th_proxy_stop(th_server *p);
+
 #endif /* TSLOCK_TEST_HARNESS_H */

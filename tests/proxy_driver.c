@@ -1,0 +1,122 @@
+/*
+ * proxy_driver.c - start and stop tests/oldredis, the proxy that makes a
+ * real redis-server answer like Redis 2.0 - 2.6.11, for the test suites.
+ * The proxy dies with the test process (PR_SET_PDEATHSIG), so a crashed
+ * test leaves no proxy behind.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define MAX_PROXIES 8
+
+static th_server *live[MAX_PROXIES];
+
+static void stop_all(void)
+{
+    int i;
+
+    for (i = 0; i < MAX_PROXIES; i++)
+        if (live[i] != NULL)
+            th_proxy_stop(live[i]);
+}
+
+static const char *proxy_path(void)
+{
+    static char path[512];
+    const char *env = getenv("OLDREDIS");
+
+    if (env != NULL && env[0] != '\0')
+        return env;
+    env = getenv("top_builddir");
+    snprintf(path, sizeof(path), "%s/tests/oldredis",
+             env != NULL && env[0] != '\0' ? env : ".");
+    return path;
+}
+
+static int wait_ready(int fd)
+{
+    char buf[16];
+    ssize_t n;
+
+    do
+        n = read(fd, buf, sizeof(buf));
+    while (n < 0 && errno == EINTR);
+    return n > 0 && strncmp(buf, "ready", 5) == 0 ? 0 : -1;
+}
+
+int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
+{
+    static int registered;
+    const char *bin = proxy_path();
+    char fdarg[16];
+    int ready[2], i, rc;
+    pid_t parent = getpid();
+
+    memset(p, 0, sizeof(*p));
+    snprintf(p->dir, sizeof(p->dir), "%s/tslock-proxy.XXXXXX",
+             getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(p->dir) == NULL || pipe(ready) != 0) {
+        fprintf(stderr, "th_proxy_start: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(p->socket, sizeof(p->socket), "%s/redis-%s.sock", p->dir, version);
+    snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
+    p->pid = fork();
+    if (p->pid == 0) {
+        close(ready[0]);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
+        execl(bin, bin, "--emulate", version, "--listen", p->socket,
+              "--upstream", upstream->socket, "--ready-fd", fdarg,
+              (char *)NULL);
+        fprintf(stderr, "th_proxy_start: cannot run %s: %s\n", bin,
+                strerror(errno));
+        _exit(127);
+    }
+    close(ready[1]);
+    rc = p->pid > 0 ? wait_ready(ready[0]) : -1;
+    close(ready[0]);
+    if (rc != 0) {
+        fprintf(stderr, "th_proxy_start: %s did not become ready\n", bin);
+        th_proxy_stop(p);
+        return -1;
+    }
+    if (!registered) {
+        registered = 1;
+        atexit(stop_all);
+    }
+    for (i = 0; i < MAX_PROXIES; i++)
+        if (live[i] == NULL) {
+            live[i] = p;
+            break;
+        }
+    return 0;
+}
+
+void th_proxy_stop(th_server *p)
+{
+    int i;
+
+    for (i = 0; i < MAX_PROXIES; i++)
+        if (live[i] == p)
+            live[i] = NULL;
+    if (p->pid > 0) {
+        kill(p->pid, SIGTERM);
+        waitpid(p->pid, NULL, 0);
+        p->pid = 0;
+    }
+    if (p->socket[0] != '\0')
+        unlink(p->socket);
+    if (p->dir[0] != '\0')
+        rmdir(p->dir);
+    p->dir[0] = p->socket[0] = '\0';
+}
