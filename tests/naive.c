@@ -133,3 +133,19 @@ int naive_blind_getset_acquire(naive_client *n, const char *key, int64_t ttl_ms)
     freeReplyObject(cmd(n, "GETSET %s %s", key, n->value));
     return NAIVE_HELD;
 }
+
+int naive_token_get_then_del(naive_client *n, const char *key,
+                             const char *token)
+{
+    redisReply *r;
+    int ours;
+
+    if (step(n, "GET"))
+        return NAIVE_CRASHED;
+    r = cmd(n, "GET %s", key, NULL);
+    ours = r->type == REDIS_REPLY_STRING && strcmp(r->str, token) == 0;
+    freeReplyObject(r);
+    if (!ours)
+        return 0;
+    return naive_unconditional_release(n, key);
+}

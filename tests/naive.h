@@ -56,4 +56,12 @@ int naive_setnx_expire_acquire(naive_client *n, const char *key, int ttl_s);
  */
 int naive_blind_getset_acquire(naive_client *n, const char *key,
                                int64_t ttl_ms);
+
+/*
+ * The token release that reads, compares and deletes in three steps:
+ * GET, compare with our token, DEL.  Returns 1 when it sent DEL.
+ */
+int naive_token_get_then_del(naive_client *n, const char *key,
+                             const char *token);
+
 #endif

@@ -493,6 +493,133 @@ static void test_race_e_stamp_recovers(void)
     redisFree(r);
 }
 
+/* ------------------------------------------ tokens: f and g */
+
+static tslock_lock *token_lock(tslock_client *c, const char *k)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, k) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN)
+                    == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 10000);
+    return l;
+}
+
+/*
+ * The server ends A's lease: PEXPIRE 0 makes the key expire now, which
+ * is what the TTL does once A has paused past it.
+ */
+static void expire_now(const char *k)
+{
+    redisContext *r = th_redis(&srv);
+    freeReplyObject(redisCommand(r, "PEXPIRE %s 0", k));
+    redisFree(r);
+}
+
+static void test_race_f_token_release_after_expiry(void)
+{
+    static const char *keys[] = {"race:f:del", "race:f:lib"};
+    redisContext *r = th_redis(&srv);
+    actor a = ACTOR("A"), b = ACTOR("B");
+    tslock_client *ca, *cb;
+    char buf[64];
+    int i;
+
+    reset();
+    ca = client_as(&a);
+    cb = client_as(&b);
+    for (i = 0; i < 2; i++) {
+        tslock_lock *la = token_lock(ca, keys[i]),
+                    *lb = token_lock(cb, keys[i]);
+        naive_client na = naive_as(&a, r);
+
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_EBUSY);
+        expire_now(keys[i]); /* A is paused past its lease */
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(lb, 0), TSLOCK_OK);
+        if (i == 0) {
+            /* A's unconditional DEL deletes B's lock. */
+            naive_unconditional_release(&na, keys[i]);
+            CU_ASSERT_STRING_EQUAL(stored(r, keys[i], buf, sizeof(buf)),
+                                   "(nil)");
+        } else {
+            /* tslock compares the token: A learns of the loss, B holds. */
+            CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_ELOST);
+            CU_ASSERT_STRING_EQUAL(stored(r, keys[i], buf, sizeof(buf)),
+                                   tslock_lock_value(lb));
+            CU_ASSERT_EQUAL(tslock_release(lb), TSLOCK_OK);
+        }
+        tslock_lock_free(la);
+        tslock_lock_free(lb);
+    }
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    redisFree(r);
+}
+
+static tslock_lock *race_g_lb;
+static const char *race_g_key;
+
+/* A has seen its own token; its lease ends and B acquires. */
+static int race_g_takeover(actor *self)
+{
+    expire_now(race_g_key);
+    self->inner_rc = tslock_acquire(race_g_lb, 0);
+    return 0;
+}
+
+static void run_race_g(int naive, const char *k, const char *want_trace)
+{
+    redisContext *r = th_redis(&srv);
+    actor a = PAUSING("A", naive ? "DEL" : "EVALSHA", race_g_takeover);
+    actor b = ACTOR("B");
+    tslock_client *ca, *cb;
+    tslock_lock *la;
+    char buf[64];
+
+    reset();
+    ca = client_as(&a);
+    cb = client_as(&b);
+    la = token_lock(ca, k);
+    race_g_lb = token_lock(cb, k);
+    race_g_key = k;
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
+    trace[0] = '\0';
+    if (naive) {
+        naive_client na = naive_as(&a, r);
+        CU_ASSERT_EQUAL(naive_token_get_then_del(&na, k, tslock_lock_value(la)),
+                        1);
+        CU_ASSERT_STRING_EQUAL(stored(r, k, buf, sizeof(buf)), "(nil)");
+    } else {
+        CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_ELOST);
+        CU_ASSERT_STRING_EQUAL(stored(r, k, buf, sizeof(buf)),
+                               tslock_lock_value(race_g_lb));
+        CU_ASSERT_EQUAL(tslock_release(race_g_lb), TSLOCK_OK);
+    }
+    CU_ASSERT_EQUAL(a.inner_rc, TSLOCK_OK); /* B acquired in the gap */
+    if (strcmp(trace, want_trace) != 0)
+        fprintf(stderr, "\n  trace: %s\n", trace);
+    CU_ASSERT_STRING_EQUAL(trace, want_trace);
+    tslock_lock_free(la);
+    tslock_lock_free(race_g_lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    redisFree(r);
+}
+
+/* GET, compare, DEL: B's lock is deleted in the gap. */
+static void test_race_g_token_get_then_del(void)
+{
+    run_race_g(1, "race:g:naive", "A:GET B:SET A:DEL");
+}
+
+/* One compare-and-delete script: nothing fits in between. */
+static void test_race_g_token_lua(void)
+{
+    run_race_g(0, "race:g:lua", "B:SET A:EVALSHA");
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -522,6 +649,12 @@ int main(void)
                 test_race_e_naive_crash_never_expires);
     CU_add_test(s, "e. timestamp lock recovers after a crash",
                 test_race_e_stamp_recovers);
+    CU_add_test(s, "f. token release after expiry: DEL, tslock",
+                test_race_f_token_release_after_expiry);
+    CU_add_test(s, "g. token GET, then DEL deletes B's lock",
+                test_race_g_token_get_then_del);
+    CU_add_test(s, "g. token Lua compare-and-delete keeps B's lock",
+                test_race_g_token_lua);
     {
         int rc = th_run_all();
         th_server_stop(&srv);
