@@ -1765,9 +1765,21 @@ static void conn_free(conn *c)
 typedef struct worker {
     struct worker *next;
     pthread_t tid;
-    int done; /* set by the thread as it ends (atomic) */
+    int done; /* set by the thread as it ends, under workers_lock */
     conn *c;
 } worker;
+
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int worker_done(worker *w)
+{
+    int done;
+
+    pthread_mutex_lock(&workers_lock);
+    done = w->done;
+    pthread_mutex_unlock(&workers_lock);
+    return done;
+}
 
 static void *worker_main(void *arg)
 {
@@ -1777,7 +1789,9 @@ static void *worker_main(void *arg)
     if (w->c->up)
         conn_loop(w->c);
     conn_free(w->c);
-    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&workers_lock);
+    w->done = 1;
+    pthread_mutex_unlock(&workers_lock);
     return NULL;
 }
 
@@ -1787,7 +1801,7 @@ static worker *reap(worker *list, int all)
 
     while (*pp) {
         worker *w = *pp;
-        if (all || __atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+        if (all || worker_done(w)) {
             pthread_join(w->tid, NULL);
             *pp = w->next;
             free(w);
