@@ -518,6 +518,111 @@ TSLOCK_EXTERN int64_t tslock_lock_expires_ms(const tslock_lock *lock);
  */
 TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
 
+/* =========================================== handles and inspection ==== */
+
+/*
+ * tslock_lock_handle - a printable handle of the current hold, which
+ * tslock_lock_adopt() turns back into a held lock object in another
+ * process or on another connection.  The forms are "token:VALUE" and
+ * "timestamp-UNIT:VALUE" with UNIT ms, s or float.  A timestamp-scheme
+ * extension writes a new stamp, so the handle changes with it.
+ *
+ * Returns NULL when the lock is not held.
+ * Ownership: borrowed; valid until the next call on the lock.
+ */
+TSLOCK_EXTERN const char *tslock_lock_handle(const tslock_lock *lock);
+
+/*
+ * tslock_lock_adopt - make lock hold what handle describes, as if it had
+ * acquired it, so it can be released, extended or read.
+ *
+ * Nothing is sent to the server; a handle whose hold is gone is found
+ * out by the next release or extend (TSLOCK_ELOST).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL, or a handle that does not
+ * parse; the detail names what was expected) or TSLOCK_ESTATE (already
+ * held).
+ * Ownership: handle is copied.
+ */
+TSLOCK_EXTERN int tslock_lock_adopt(tslock_lock *lock, const char *handle);
+
+/*
+ * tslock_lock_peek - read what holds the lock's key now, whoever wrote
+ * it (GET and PTTL, or TTL before Redis 2.6).
+ *
+ * value, size: receive the stored value, "" when the key is absent
+ * (truncated to size - 1 bytes).  ttl_ms: receives the server TTL in ms,
+ * -1 when the key has none, -2 when it is absent (may be NULL).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL, TSLOCK_EWRONGTYPE or a connection
+ * code.
+ */
+TSLOCK_EXTERN int tslock_lock_peek(tslock_lock *lock, char *value, size_t size,
+                                   int64_t *ttl_ms);
+
+/*
+ * tslock_value_classify - tell from a stored value which kind of lock
+ * wrote it: 32 hex digits are a token (tslock's, or redis-py's uuid
+ * hex); a plausible stamp is a timestamp in the unit its magnitude and
+ * form show (a '.' means float seconds; otherwise milliseconds, else
+ * seconds).
+ *
+ * scheme, unit, expires_ms: receive the verdict (unit and expires_ms
+ * only for stamps; expires_ms is 0 for tokens).  Any may be NULL.
+ * Returns TSLOCK_OK, TSLOCK_EUNREADABLE (neither), or TSLOCK_EINVAL.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_value_classify(const char *value, size_t len,
+                                        tslock_scheme *scheme,
+                                        tslock_unit *unit, int64_t *expires_ms);
+
+/* ========================================================== watchdog ==== */
+
+/* Keeps one held lock renewed from a thread of its own.  Opaque. */
+typedef struct tslock_watchdog tslock_watchdog;
+
+/*
+ * Called once, from the watchdog's thread, when a renewal fails: code is
+ * the tslock code (TSLOCK_ELOST when the lock moved on) and detail the
+ * renewing client's message.
+ */
+typedef void (*tslock_watchdog_fn)(int code, const char *detail,
+                                   void *userdata);
+
+/*
+ * tslock_watchdog_start - renew a held lock every interval_ms until
+ * stopped, on renew_client from a new thread.
+ *
+ * lock: a held lock.  renew_client: a connected client used only by the
+ * watchdog while it runs, so a busy caller never delays a renewal.
+ * interval_ms: 0 for a third of the lock's ttl.  Each renewal sets the
+ * lease to the lock's ttl (tslock_extend()).  on_failure: may be NULL;
+ * tslock_watchdog_status() reports the same.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL, TSLOCK_ESTATE (lock not held),
+ * TSLOCK_ENOMEM or TSLOCK_EIO (no thread).
+ * Ownership: *out is new and freed by tslock_watchdog_stop().
+ * Threads: while it runs, neither lock nor renew_client may be used by
+ * the caller; stop the watchdog first.
+ */
+TSLOCK_EXTERN int
+tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
+                      tslock_client *renew_client, int64_t interval_ms,
+                      tslock_watchdog_fn on_failure, void *userdata);
+
+/*
+ * tslock_watchdog_status - TSLOCK_OK while every renewal has succeeded,
+ * else the code of the failure that ended the renewals.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_watchdog_status(const tslock_watchdog *watchdog);
+
+/*
+ * tslock_watchdog_stop - stop renewing, join the thread, hand the renewed
+ * hold back to the lock (no longer held if a renewal found it lost), and
+ * free the watchdog.
+ *
+ * Returns the final tslock_watchdog_status(); TSLOCK_OK for NULL.
+ */
+TSLOCK_EXTERN int tslock_watchdog_stop(tslock_watchdog *watchdog);
+
 /* ========================================================= utilities ==== */
 
 /*

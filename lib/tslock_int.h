@@ -61,8 +61,9 @@ struct tslock_lock {
     int retry_max_ms;
     int fencing;
     int held;
-    int waiting;                    /* inside a waiting acquire */
-    char value[TSLOCK__VALUE_SIZE]; /* what we wrote for our hold */
+    int waiting;                          /* inside a waiting acquire */
+    char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
+    char handle[TSLOCK__VALUE_SIZE + 24]; /* tslock_lock_handle() */
     int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
     int64_t fence;
     volatile sig_atomic_t cancel_flag;

@@ -1,0 +1,150 @@
+/*
+ * handle.c - carrying a hold between processes (handles and adoption),
+ * and reading any lock's key whoever wrote it (peek and classify), for
+ * the tslock command's acquire / release / status.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+static const char *const unit_names[] = {"ms", "s", "float"};
+
+const char *tslock_lock_handle(const tslock_lock *l)
+{
+    tslock_lock *m = (tslock_lock *)l; /* the buffer is a cache */
+
+    if (l == NULL || !l->held)
+        return NULL;
+    if (l->used == TSLOCK_SCHEME_TOKEN)
+        snprintf(m->handle, sizeof(m->handle), "token:%s", l->value);
+    else
+        snprintf(m->handle, sizeof(m->handle), "timestamp-%s:%s",
+                 unit_names[l->unit], l->value);
+    return m->handle;
+}
+
+static int is_token(const char *v, size_t len)
+{
+    size_t i;
+
+    if (len != 32)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+int tslock_lock_adopt(tslock_lock *l, const char *handle)
+{
+    const char *colon, *value;
+    size_t i;
+
+    if (l == NULL || handle == NULL)
+        return TSLOCK_EINVAL;
+    if (l->held)
+        return tslock__fail(l->client, TSLOCK_ESTATE,
+                            "lock '%s' is already held", l->key);
+    colon = strchr(handle, ':');
+    value = colon != NULL ? colon + 1 : "";
+    if (colon != NULL && strlen(value) < sizeof(l->value)) {
+        if ((size_t)(colon - handle) == 5 && strncmp(handle, "token", 5) == 0
+            && is_token(value, strlen(value))) {
+            l->used = TSLOCK_SCHEME_TOKEN;
+            l->ops = &tslock__token_ops;
+            l->expires_ms = 0;
+            goto adopt;
+        }
+        for (i = 0; i < 3; i++) {
+            char prefix[24];
+            const char *why;
+            snprintf(prefix, sizeof(prefix), "timestamp-%s:", unit_names[i]);
+            if (strncmp(handle, prefix, strlen(prefix)) == 0
+                && tslock__stamp_parse(value, strlen(value), (tslock_unit)i,
+                                       &l->expires_ms, &why)
+                       == TSLOCK_OK) {
+                l->used = TSLOCK_SCHEME_TIMESTAMP;
+                l->ops = &tslock__timestamp_ops;
+                l->unit = (tslock_unit)i;
+                goto adopt;
+            }
+        }
+    }
+    return tslock__fail(l->client, TSLOCK_EINVAL,
+                        "handle \"%.80s\" is not token:<32 hex digits> or "
+                        "timestamp-{ms,s,float}:<stamp>",
+                        handle);
+adopt:
+    memcpy(l->value, value, strlen(value) + 1);
+    l->held = 1;
+    l->fence = 0;
+    return TSLOCK_OK;
+}
+
+int tslock_value_classify(const char *v, size_t len, tslock_scheme *scheme,
+                          tslock_unit *unit, int64_t *expires_ms)
+{
+    static const tslock_unit order[] = {TSLOCK_UNIT_FLOAT, TSLOCK_UNIT_MS,
+                                        TSLOCK_UNIT_S};
+    int64_t exp = 0;
+    const char *why;
+    size_t i;
+
+    if (v == NULL)
+        return TSLOCK_EINVAL;
+    if (is_token(v, len)) {
+        if (scheme != NULL)
+            *scheme = TSLOCK_SCHEME_TOKEN;
+        if (expires_ms != NULL)
+            *expires_ms = 0;
+        return TSLOCK_OK;
+    }
+    for (i = memchr(v, '.', len) != NULL ? 0 : 1; i < 3; i++)
+        if (tslock__stamp_parse(v, len, order[i], &exp, &why) == TSLOCK_OK) {
+            if (scheme != NULL)
+                *scheme = TSLOCK_SCHEME_TIMESTAMP;
+            if (unit != NULL)
+                *unit = order[i];
+            if (expires_ms != NULL)
+                *expires_ms = exp;
+            return TSLOCK_OK;
+        }
+    return TSLOCK_EUNREADABLE;
+}
+
+int tslock_lock_peek(tslock_lock *l, char *value, size_t size, int64_t *ttl_ms)
+{
+    redisReply *r = NULL;
+    int lua, absent = 0, rc;
+
+    if (l == NULL || value == NULL || size == 0)
+        return TSLOCK_EINVAL;
+    tslock__clear_error(l->client);
+    rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    value[0] = '\0';
+    if (r->type == REDIS_REPLY_STRING)
+        snprintf(value, size, "%.*s", (int)r->len, r->str);
+    else if (r->type == REDIS_REPLY_NIL)
+        absent = 1;
+    else
+        rc = tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
+    freeReplyObject(r);
+    if (rc != TSLOCK_OK || ttl_ms == NULL)
+        return rc;
+    lua = (l->client->caps & TSLOCK_CAP_LUA) != 0; /* PTTL came with Lua */
+    rc = tslock__key_command(l, lua ? TSLOCK_STEP_PTTL : TSLOCK_STEP_TTL, NULL,
+                             &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER)
+        rc = tslock__unexpected(l->client, "TTL", "an integer", r);
+    else if (absent)
+        *ttl_ms = -2; /* before 2.8 a missing key also answers -1 */
+    else
+        *ttl_ms = r->integer < 0 ? -1 : lua ? r->integer : r->integer * 1000;
+    freeReplyObject(r);
+    return rc;
+}

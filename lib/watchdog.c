@@ -1,0 +1,157 @@
+/*
+ * watchdog.c - keeping a held lock renewed from a thread of its own, on a
+ * connection of its own, so a caller busy with its work never delays a
+ * renewal.  The thread works on a copy of the hold and hands it back when
+ * stopped.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tslock_int.h"
+
+struct tslock_watchdog {
+    tslock_lock *lock; /* the caller's, untouched while we run */
+    tslock_lock *copy; /* the hold, on the renewing client */
+    int64_t interval_ms;
+    tslock_watchdog_fn on_failure;
+    void *userdata;
+    atomic_int status;
+    int stop_pipe[2];
+    pthread_t thread;
+};
+
+/* Wait interval_ms, or until stopped: 1 when stopped. */
+static int stopped_during(tslock_watchdog *w)
+{
+    struct pollfd pfd = {.fd = w->stop_pipe[0], .events = POLLIN};
+    struct timespec ts;
+    int64_t end, left;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    end = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + w->interval_ms;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        left = end - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        if (left <= 0)
+            return 0;
+        if (poll(&pfd, 1, left > 60000 ? 60000 : (int)left) > 0)
+            return 1;
+    }
+}
+
+static void *renew_loop(void *arg)
+{
+    tslock_watchdog *w = arg;
+
+    while (!stopped_during(w)) {
+        int rc = tslock_extend(w->copy, 0);
+        if (rc != TSLOCK_OK) {
+            atomic_store(&w->status, rc);
+            if (w->on_failure != NULL)
+                w->on_failure(rc, tslock_client_errstr(w->copy->client),
+                              w->userdata);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static tslock_lock *copy_hold(const tslock_lock *l, tslock_client *c)
+{
+    tslock_lock *copy = NULL;
+    int fds[2];
+
+    if (tslock_lock_new(&copy, c, l->key) != TSLOCK_OK)
+        return NULL;
+    /* Everything but the client and the copy's own cancel pipe. */
+    memcpy(fds, copy->cancel_pipe, sizeof(fds));
+    free(copy->key);
+    memcpy(copy, l, sizeof(*copy));
+    copy->client = c;
+    memcpy(copy->cancel_pipe, fds, sizeof(fds));
+    copy->key = strdup(l->key);
+    if (copy->key == NULL) {
+        tslock_lock_free(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+int tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
+                          tslock_client *renew_client, int64_t interval_ms,
+                          tslock_watchdog_fn on_failure, void *userdata)
+{
+    tslock_watchdog *w;
+
+    if (out == NULL || lock == NULL || renew_client == NULL || interval_ms < 0)
+        return TSLOCK_EINVAL;
+    *out = NULL;
+    if (!lock->held)
+        return tslock__fail(lock->client, TSLOCK_ESTATE,
+                            "lock '%s' is not held", lock->key);
+    w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return TSLOCK_ENOMEM;
+    w->lock = lock;
+    w->interval_ms = interval_ms > 0 ? interval_ms : lock->ttl_ms / 3;
+    if (w->interval_ms < 1)
+        w->interval_ms = 1;
+    w->on_failure = on_failure;
+    w->userdata = userdata;
+    atomic_init(&w->status, TSLOCK_OK);
+    w->copy = copy_hold(lock, renew_client);
+    if (w->copy == NULL || pipe(w->stop_pipe) != 0) {
+        tslock_lock_free(w->copy);
+        free(w);
+        return TSLOCK_ENOMEM;
+    }
+    if (pthread_create(&w->thread, NULL, renew_loop, w) != 0) {
+        close(w->stop_pipe[0]);
+        close(w->stop_pipe[1]);
+        tslock_lock_free(w->copy);
+        free(w);
+        return tslock__fail(lock->client, TSLOCK_EIO,
+                            "cannot start the watchdog thread");
+    }
+    *out = w;
+    return TSLOCK_OK;
+}
+
+int tslock_watchdog_status(const tslock_watchdog *w)
+{
+    return w == NULL ? TSLOCK_OK : atomic_load(&((tslock_watchdog *)w)->status);
+}
+
+int tslock_watchdog_stop(tslock_watchdog *w)
+{
+    tslock_lock *l;
+    int rc;
+
+    if (w == NULL)
+        return TSLOCK_OK;
+    (void)!write(w->stop_pipe[1], "x", 1);
+    pthread_join(w->thread, NULL);
+    rc = atomic_load(&w->status);
+    l = w->lock;
+    /* Hand the renewed hold back: a new stamp, a new lease end. */
+    memcpy(l->value, w->copy->value, sizeof(l->value));
+    l->expires_ms = w->copy->expires_ms;
+    l->held = w->copy->held;
+    if (rc != TSLOCK_OK)
+        memcpy(l->client->errstr, w->copy->client->errstr,
+               sizeof(l->client->errstr));
+    close(w->stop_pipe[0]);
+    close(w->stop_pipe[1]);
+    tslock_lock_free(w->copy);
+    free(w);
+    return rc;
+}
