@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -115,6 +118,10 @@ static pid_t spawn(char *const argv[])
     }
     if (pid == 0) {
         int null = open("/dev/null", O_RDONLY);
+#ifdef __linux__
+        /* Even a SIGKILLed check must not leave servers behind. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
         dup2(null, 0);
         execvp(argv[0], argv);
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
@@ -277,7 +284,8 @@ static int stop_proxy(pid_t pid)
 
 /* ------------------------------------------------------------ checks */
 
-static void result(int ok, const char *what, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+result(int ok, const char *what, const char *fmt, ...)
 {
     va_list ap;
 
@@ -345,8 +353,7 @@ static void expect_bulk(const char *what, redisReply *r, const char *s)
     expect(what, r, REDIS_REPLY_STRING, s);
 }
 
-static void expect_error_has(const char *what, redisReply *r,
-                             const char *part)
+static void expect_error_has(const char *what, redisReply *r, const char *part)
 {
     char got[300];
 
@@ -432,9 +439,8 @@ static void raw_expect(const char *what, int fd, const char *req,
     escape(want, wn, e1, sizeof e1);
     escape(got, n, e2, sizeof e2);
     result(n == wn && memcmp(got, want, wn) == 0 && (!want_eof || eof), what,
-           "expected \"%s\"%s, got \"%s\"%s", e1,
-           want_eof ? " then close" : "", e2,
-           want_eof && !eof ? " and no close" : "");
+           "expected \"%s\"%s, got \"%s\"%s", e1, want_eof ? " then close" : "",
+           e2, want_eof && !eof ? " and no close" : "");
 }
 
 /* ------------------------------------------------------------ the rows */
@@ -462,16 +468,14 @@ static void row_basics(redisContext *c)
     expect_error("SELECT 99", CMD(c, "SELECT 99"), "ERR invalid DB index");
     expect_ok("SELECT 0", CMD(c, "SELECT 0"));
     expect_ok("SET string", CMD(c, "SET b:s v"));
-    expect_error("LPUSH on a string",
-                 CMD(c, "LPUSH b:s x"),
+    expect_error("LPUSH on a string", CMD(c, "LPUSH b:s x"),
                  "ERR Operation against a key holding the wrong kind of "
                  "value");
     expect_error("unknown modern command keeps the name as sent",
                  CMD(c, "UNLINK b:s"), "ERR unknown command 'UNLINK'");
     expect_error("HELLO is unknown", CMD(c, "hello 3"),
                  "ERR unknown command 'hello'");
-    expect_error("EXISTS with two keys (3.0.3+)",
-                 CMD(c, "EXISTS b:s b:k"),
+    expect_error("EXISTS with two keys (3.0.3+)", CMD(c, "EXISTS b:s b:k"),
                  "ERR wrong number of arguments for 'exists' command");
 }
 
@@ -541,8 +545,7 @@ static void row_volatile_writes(redisContext *c)
     } else {
         expect_int("SETNX on a key with a TTL", CMD(c, "SETNX v:lock owner2"),
                    0);
-        expect_bulk("the first owner keeps it", CMD(c, "GET v:lock"),
-                    "owner1");
+        expect_bulk("the first owner keeps it", CMD(c, "GET v:lock"), "owner1");
         expect_int_in("and its TTL", CMD(c, "TTL v:lock"), 99, 100);
     }
     expect_ok("SET counter", CMD(c, "SET v:ctr 5"));
@@ -557,8 +560,8 @@ static void row_expire_again(redisContext *c)
     expect_int("EXPIRE missing key", CMD(c, "EXPIRE x:missing 10"), 0);
     expect_int("first EXPIRE", CMD(c, "EXPIRE x:k 100"), 1);
     if (vnum < 20103) {
-        expect_int("2.0: EXPIRE on a key with a TTL",
-                   CMD(c, "EXPIRE x:k 5"), 0);
+        expect_int("2.0: EXPIRE on a key with a TTL", CMD(c, "EXPIRE x:k 5"),
+                   0);
         expect_int_in("2.0: the old TTL stays", CMD(c, "TTL x:k"), 99, 100);
     } else {
         expect_int("EXPIRE on a key with a TTL", CMD(c, "EXPIRE x:k 5"), 1);
@@ -574,8 +577,8 @@ static long long server_ms(redisContext *direct)
     long long ms = -1;
 
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        ms = atoll(r->element[0]->str) * 1000
-             + atoll(r->element[1]->str) / 1000;
+        ms =
+            atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
     freeReplyObject(r);
     return ms;
 }
@@ -592,8 +595,7 @@ static void check_expiry_grain(redisContext *direct, long long before)
         freeReplyObject(r);
         r = CMD(direct, "PTTL t:k");
         if (vnum < 20600)
-            expect_int_in("whole-second expiry (upstream PTTL)", r, 900,
-                          2000);
+            expect_int_in("whole-second expiry (upstream PTTL)", r, 900, 2000);
         else
             expect_int_in("millisecond expiry (upstream PTTL)", r, 0, 1000);
         return;
@@ -670,8 +672,9 @@ static void row_scripting_unknown(redisContext *c)
             expect_error(what, r, msg);
             continue;
         }
-        result(r && !(r->type == REDIS_REPLY_ERROR
-                      && strncmp(r->str, "ERR unknown command", 19) == 0),
+        result(r
+                   && !(r->type == REDIS_REPLY_ERROR
+                        && strncmp(r->str, "ERR unknown command", 19) == 0),
                what, "refused: %s", r && r->str ? r->str : "(no reply)");
         freeReplyObject(r);
     }
@@ -710,8 +713,7 @@ static void row_lua26(const target *t, redisContext *c)
     expect_error("a command 2.6 did not have, by pcall",
                  CMD(c, "EVAL %s 0", "return redis.pcall('unlink','l:k')"),
                  "Unknown Redis command called from Lua script");
-    expect_error_has("error() wording",
-                     CMD(c, "EVAL %s 0", "error('boom')"),
+    expect_error_has("error() wording", CMD(c, "EVAL %s 0", "error('boom')"),
                      "ERR Error running script (call to f_");
     want = CMD(t->direct, "SCRIPT LOAD %s", "return 7");
     r = CMD(c, "SCRIPT LOAD %s", "return 7");
@@ -816,8 +818,7 @@ static void row_auth_required(const target *t)
                  "ERR operation not permitted");
     expect_error("unknown command before AUTH", CMD(c, "UNLINK a:k"),
                  "ERR unknown command 'UNLINK'");
-    expect_error("wrong password", CMD(c, "AUTH nope"),
-                 "ERR invalid password");
+    expect_error("wrong password", CMD(c, "AUTH nope"), "ERR invalid password");
     expect_ok("right password", CMD(c, "AUTH secret"));
     expect("GET after AUTH", CMD(c, "GET a:k"), REDIS_REPLY_NIL, NULL);
     redisFree(c);
@@ -846,8 +847,7 @@ static void row_multi_refusals(const target *t)
                    "+OK\r\n+QUEUED\r\n*1\r\n-ERR Syntax error, try CLIENT "
                    "(LIST | KILL ip:port)\r\n",
                    0);
-    raw_expect("TTL -1 inside EXEC", fd,
-               "MULTI\r\nTTL m:none\r\nEXEC\r\n",
+    raw_expect("TTL -1 inside EXEC", fd, "MULTI\r\nTTL m:none\r\nEXEC\r\n",
                "+OK\r\n+QUEUED\r\n*1\r\n:-1\r\n", 0);
     if (fd >= 0)
         close(fd);
@@ -860,8 +860,8 @@ static void row_pubsub(const target *t)
 
     raw_expect("SUBSCRIBE", fd, "SUBSCRIBE ps:chan\r\n",
                "*3\r\n$9\r\nsubscribe\r\n$7\r\nps:chan\r\n:1\r\n", 0);
-    expect_int("PUBLISH to one subscriber",
-               CMD(pub, "PUBLISH ps:chan hello"), 1);
+    expect_int("PUBLISH to one subscriber", CMD(pub, "PUBLISH ps:chan hello"),
+               1);
     raw_expect("the message arrives", fd, "",
                "*3\r\n$7\r\nmessage\r\n$7\r\nps:chan\r\n$5\r\nhello\r\n", 0);
     raw_expect("other commands while subscribed", fd, "PING\r\n",
@@ -940,6 +940,9 @@ static void setup_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGALRM, &sa, NULL);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGABRT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -969,8 +972,7 @@ int main(int argc, char **argv)
         dir[0] = '\0';
         return 2;
     }
-    if (start_server(server, "plain", NULL, plain_sock, sizeof plain_sock)
-            < 0
+    if (start_server(server, "plain", NULL, plain_sock, sizeof plain_sock) < 0
         || start_server(server, "auth", "secret", auth_sock, sizeof auth_sock)
                < 0)
         return 2;

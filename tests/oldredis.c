@@ -5,19 +5,41 @@
  * Every client gets its own thread and its own upstream connection, so
  * MULTI, WATCH, SELECT and AUTH state live on the real server, per client.
  * Every command that existed in the emulated version is executed by that
- * server; the proxy refuses what did not exist yet, checks arity as the old
- * server did, turns the few commands whose old semantics differ into one
- * atomic Lua script (2.0's writes to volatile keys, 2.0's EXPIRE,
- * whole-second expiry before 2.6), wraps client scripts on 2.6 so that
- * redis.call() refuses what 2.6 refused, and rewords replies the way old
- * servers worded them.  tests/README-oldredis.md has the details and the
- * sources; shared/REDIS-VERSIONS.md has the wire replies it reproduces.
+ * server.  shared/REDIS-VERSIONS.md lists the wire replies reproduced; the
+ * old semantics come from the redis.c of those releases:
+ *
+ *  - Commands the version lacked: "-ERR unknown command 'NAME'", NAME as
+ *    sent.  Arity as the old command table had it (SET takes no options
+ *    before 2.6.12, INFO no section before 2.6, LPUSH one value before
+ *    2.4, AUTH one word).  Inside MULTI such a refusal aborts EXEC from
+ *    2.6.5 on (EXECABORT); before, EXEC ran what was queued.
+ *  - 2.0: a write through lookupKeyWrite() (SETNX, INCR, LPUSH, HSET, ...)
+ *    deletes a key that has a TTL first; EXPIRE cannot change a TTL (:0);
+ *    QUIT closes without a reply.  Each is one Lua EVAL upstream, so it is
+ *    atomic and is queued like the command inside MULTI.
+ *  - Before 2.6 expiry was kept in whole unix seconds: EXPIRE k n at second
+ *    s lasts until second s+n+1 begins, and TTL is the stored second minus
+ *    now (--exact-expiry keeps the modern milliseconds instead).
+ *  - 2.6: client scripts run with a prelude whose redis.call() refuses
+ *    what 2.6 refused (commands it lacked, its arity, writes after TIME or
+ *    another random command, SPOP and blocking commands) and answers TTL
+ *    of a missing key with -1; errors are worded "ERR Error running script
+ *    (call to f_<sha>): ...", and SHAs are the client's.
+ *  - Replies: TTL/PTTL of a missing key -1, INFO with the emulated
+ *    redis_version (flat before 2.6), old AUTH/NOAUTH/WRONGTYPE/SELECT
+ *    wordings, CLIENT subcommands of 2.4 and 2.6.9.
+ *
+ * Not emulated: BLPOP/BRPOP deleting a volatile list on 2.0, 2.0's
+ * de-authentication after a failed AUTH, MONITOR's old line format,
+ * SYNC/PSYNC (unknown), OBJECT ENCODING names, options that later
+ * versions added to commands of variable arity (ZADD NX, ZRANGE BYSCORE).
  *
  * Usage: oldredis --emulate VERSION (--listen PATH | --listen-port N)
  *                 (--upstream PATH | --upstream-port N) [--ready-fd N]
  *                 [--exact-expiry]
- *
- * Needs only hiredis, libc and pthreads.  Stops cleanly on SIGTERM/SIGINT.
+ * Writes "ready\n" to fd N once listening ("ready PORT\n" for
+ * --listen-port 0), serves until SIGTERM/SIGINT, then exits 0.  Needs only
+ * hiredis, libc and pthreads.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -504,6 +505,193 @@ static void test_fencing(void)
     tslock_client_free(c);
 }
 
+/* ------------------------------------------------ handles, peek */
+
+static void test_handles(void)
+{
+    tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
+    tslock_lock *a = NULL, *b = NULL;
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TOKEN,
+                                            TSLOCK_SCHEME_TIMESTAMP};
+    static const char *bad[] = {"",
+                                "token",
+                                "token:xyz",
+                                "token:0123456789abcdef0123456789ABCDEF",
+                                "timestamp-ms:hello",
+                                "timestamp-ms:1700000000",
+                                "timestamp-hours:1700000000",
+                                "bridge:1"};
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        char handle[128];
+        CU_ASSERT_FATAL(tslock_lock_new(&a, c1, "lock:handle") == TSLOCK_OK);
+        CU_ASSERT_FATAL(tslock_lock_new(&b, c2, "lock:handle") == TSLOCK_OK);
+        tslock_lock_set_scheme(a, schemes[i]);
+        tslock_lock_set_unit(a, TSLOCK_UNIT_S);
+        CU_ASSERT_PTR_NULL(tslock_lock_handle(a));
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
+        snprintf(handle, sizeof(handle), "%s", tslock_lock_handle(a));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(handle, i == 0 ? "token:" : "timestamp-s:"));
+        /* Another process (here: client) adopts and extends it. */
+        CU_ASSERT_EQUAL(tslock_lock_adopt(b, handle), TSLOCK_OK);
+        CU_ASSERT_TRUE(tslock_lock_is_held(b));
+        CU_ASSERT_EQUAL(tslock_lock_adopt(b, handle), TSLOCK_ESTATE);
+        CU_ASSERT_EQUAL(tslock_extend(b, 20000), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+        CU_ASSERT_TRUE(holds("lock:handle", NULL));
+        tslock_lock_free(a);
+        tslock_lock_free(b);
+    }
+    CU_ASSERT_FATAL(tslock_lock_new(&b, c2, "lock:handle") == TSLOCK_OK);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CU_ASSERT_EQUAL(tslock_lock_adopt(b, bad[i]), TSLOCK_EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c2), "handle"));
+    }
+    CU_ASSERT_EQUAL(tslock_lock_adopt(b, NULL), TSLOCK_EINVAL);
+    CU_ASSERT_FALSE(tslock_lock_is_held(b));
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+static void test_classify_and_peek(void)
+{
+    static const struct {
+        const char *value;
+        int rc;
+        tslock_scheme scheme;
+        tslock_unit unit;
+    } cases[] = {
+        {"9f86d081884c7d659a2feaa0c55ad015", TSLOCK_OK, TSLOCK_SCHEME_TOKEN, 0},
+        {"1700000030001", TSLOCK_OK, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_UNIT_MS},
+        {"1700000031", TSLOCK_OK, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_UNIT_S},
+        {"1700000030.25", TSLOCK_OK, TSLOCK_SCHEME_TIMESTAMP,
+         TSLOCK_UNIT_FLOAT},
+        {"hello", TSLOCK_EUNREADABLE, 0, 0},
+        {"42", TSLOCK_EUNREADABLE, 0, 0},
+    };
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL, *t = NULL;
+    char value[64];
+    int64_t ttl = 0;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tslock_scheme scheme = TSLOCK_SCHEME_AUTO;
+        tslock_unit unit = TSLOCK_UNIT_MS;
+        int rc = tslock_value_classify(cases[i].value, strlen(cases[i].value),
+                                       &scheme, &unit, NULL);
+        CU_ASSERT_EQUAL(rc, cases[i].rc);
+        if (rc == TSLOCK_OK) {
+            CU_ASSERT_EQUAL(scheme, cases[i].scheme);
+            if (scheme == TSLOCK_SCHEME_TIMESTAMP)
+                CU_ASSERT_EQUAL(unit, cases[i].unit);
+        }
+    }
+    CU_ASSERT_EQUAL(tslock_value_classify(NULL, 0, NULL, NULL, NULL),
+                    TSLOCK_EINVAL);
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:peek") == TSLOCK_OK);
+    raw_do("DEL %s", "lock:peek", NULL);
+    CU_ASSERT_EQUAL(tslock_lock_peek(l, value, sizeof(value), &ttl), TSLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(value, "");
+    CU_ASSERT_EQUAL(ttl, -2);
+    raw_do("SET %s %s", "lock:peek", "1700000030001");
+    CU_ASSERT_EQUAL(tslock_lock_peek(l, value, sizeof(value), &ttl), TSLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(value, "1700000030001");
+    CU_ASSERT_EQUAL(ttl, -1);
+    raw_do("DEL %s", "lock:peek", NULL);
+    CU_ASSERT_FATAL(tslock_lock_new(&t, c, "lock:peek") == TSLOCK_OK);
+    tslock_lock_set_scheme(t, TSLOCK_SCHEME_TOKEN);
+    tslock_lock_set_ttl(t, 5000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(t, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_peek(l, value, sizeof(value), &ttl), TSLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(value, tslock_lock_value(t));
+    CU_ASSERT_TRUE(ttl > 0 && ttl <= 5000);
+    CU_ASSERT_EQUAL(tslock_release(t), TSLOCK_OK);
+    raw_do("RPUSH %s %s", "lock:peek", "x");
+    CU_ASSERT_EQUAL(tslock_lock_peek(l, value, sizeof(value), &ttl),
+                    TSLOCK_EWRONGTYPE);
+    raw_do("DEL %s", "lock:peek", NULL);
+    tslock_lock_free(l);
+    tslock_lock_free(t);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------------ watchdog */
+
+static int failure_pipe[2];
+
+static void on_renew_failure(int code, const char *detail, void *ud)
+{
+    int *seen = ud;
+
+    *seen = code;
+    (void)!write(failure_pipe[1], "x", 1);
+}
+
+/*
+ * The watchdog keeps a 600 ms lease alive for several lease lengths
+ * while another client waits in vain; a lease lost behind its back is
+ * reported by callback and status.
+ */
+static void test_watchdog(void)
+{
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TOKEN,
+                                            TSLOCK_SCHEME_TIMESTAMP};
+    size_t i;
+
+    CU_ASSERT_FATAL(pipe(failure_pipe) == 0);
+    for (i = 0; i < 2; i++) {
+        tslock_client *c = th_client(&srv), *renew = th_client(&srv);
+        tslock_client *other = th_client(&srv);
+        tslock_lock *l = NULL, *o = NULL;
+        tslock_watchdog *w = NULL;
+        int seen = TSLOCK_OK;
+        char byte;
+
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:dog") == TSLOCK_OK);
+        CU_ASSERT_FATAL(tslock_lock_new(&o, other, "lock:dog") == TSLOCK_OK);
+        tslock_lock_set_scheme(l, schemes[i]);
+        tslock_lock_set_scheme(o, schemes[i]);
+        tslock_lock_set_ttl(l, 600);
+        tslock_lock_set_retry(o, 10, 20);
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(
+            tslock_watchdog_start(&w, l, renew, 100, on_renew_failure, &seen),
+            TSLOCK_OK);
+        /* Three lease lengths: the other client never gets in. */
+        CU_ASSERT_EQUAL(tslock_acquire(o, 1800), TSLOCK_EBUSY);
+        CU_ASSERT_EQUAL(tslock_watchdog_status(w), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_watchdog_stop(w), TSLOCK_OK);
+        CU_ASSERT_TRUE(tslock_lock_is_held(l));
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+
+        /* Now lose it behind the watchdog's back. */
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(
+            tslock_watchdog_start(&w, l, renew, 50, on_renew_failure, &seen),
+            TSLOCK_OK);
+        raw_do("DEL %s", "lock:dog", NULL);
+        CU_ASSERT_EQUAL(read(failure_pipe[0], &byte, 1), 1);
+        CU_ASSERT_EQUAL(seen, TSLOCK_ELOST);
+        CU_ASSERT_EQUAL(tslock_watchdog_status(w), TSLOCK_ELOST);
+        CU_ASSERT_EQUAL(tslock_watchdog_stop(w), TSLOCK_ELOST);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ESTATE);
+        tslock_lock_free(l);
+        tslock_lock_free(o);
+        tslock_client_free(c);
+        tslock_client_free(renew);
+        tslock_client_free(other);
+    }
+    CU_ASSERT_EQUAL(tslock_watchdog_stop(NULL), TSLOCK_OK);
+    close(failure_pipe[0]);
+    close(failure_pipe[1]);
+}
+
 /* ------------------------------------------------ arguments */
 
 static void test_arguments(void)
@@ -567,6 +755,9 @@ int main(void)
                 test_wait_wakes_at_holder_expiry);
     CU_add_test(s, "cancel a wait", test_cancel);
     CU_add_test(s, "fencing numbers grow", test_fencing);
+    CU_add_test(s, "handles: print and adopt", test_handles);
+    CU_add_test(s, "classify and peek at any value", test_classify_and_peek);
+    CU_add_test(s, "watchdog renews and reports a loss", test_watchdog);
     CU_add_test(s, "argument checks", test_arguments);
     rc = th_run_all();
     redisFree(raw);
