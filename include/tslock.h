@@ -108,7 +108,8 @@ typedef enum tslock_scheme {
     TSLOCK_SCHEME_AUTO = 0,      /* the best scheme the server allows */
     TSLOCK_SCHEME_TIMESTAMP = 1, /* classic SETNX/GETSET expiry stamp */
     TSLOCK_SCHEME_TOKEN = 2,     /* random token with a server TTL */
-    TSLOCK_SCHEME_BRIDGE = 3     /* stamp shared with legacy clients */
+    TSLOCK_SCHEME_BRIDGE = 3     /* a stamp legacy clients read, unique
+                                    to its holder, with a safety TTL */
 } tslock_scheme;
 
 /* The unit a timestamp-scheme stamp is written in. */

@@ -19,7 +19,8 @@ const char *tslock_lock_handle(const tslock_lock *l)
     if (l->used == TSLOCK_SCHEME_TOKEN)
         snprintf(m->handle, sizeof(m->handle), "token:%s", l->value);
     else
-        snprintf(m->handle, sizeof(m->handle), "timestamp-%s:%s",
+        snprintf(m->handle, sizeof(m->handle), "%s-%s:%s",
+                 l->used == TSLOCK_SCHEME_BRIDGE ? "bridge" : "timestamp",
                  unit_names[l->unit], l->value);
     return m->handle;
 }
@@ -56,24 +57,31 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
             l->expires_ms = 0;
             goto adopt;
         }
-        for (i = 0; i < 3; i++) {
+        for (i = 0; i < 6; i++) {
+            tslock_unit unit = (tslock_unit)(i % 3);
+            int bridge = i >= 3;
             char prefix[24];
             const char *why;
-            snprintf(prefix, sizeof(prefix), "timestamp-%s:", unit_names[i]);
-            if (strncmp(handle, prefix, strlen(prefix)) == 0
-                && tslock__stamp_parse(value, strlen(value), (tslock_unit)i,
+            snprintf(prefix, sizeof(prefix),
+                     "%s-%s:", bridge ? "bridge" : "timestamp",
+                     unit_names[unit]);
+            if (strncmp(handle, prefix, strlen(prefix)) != 0
+                || tslock__stamp_parse(value, strlen(value), unit,
                                        &l->expires_ms, &why)
-                       == TSLOCK_OK) {
-                l->used = TSLOCK_SCHEME_TIMESTAMP;
-                l->ops = &tslock__timestamp_ops;
-                l->unit = (tslock_unit)i;
-                goto adopt;
-            }
+                       != TSLOCK_OK)
+                continue;
+            l->used = bridge ? TSLOCK_SCHEME_BRIDGE : TSLOCK_SCHEME_TIMESTAMP;
+            l->ops = &tslock__timestamp_ops;
+            l->unit = unit;
+            if (bridge) /* the earliest the lease can end: never too late */
+                l->expires_ms -= tslock__bridge_bound_ms(unit, l->ttl_ms)
+                                 + (unit == TSLOCK_UNIT_S ? 2000 : 1);
+            goto adopt;
         }
     }
     return tslock__fail(l->client, TSLOCK_EINVAL,
                         "handle \"%.80s\" is not token:<32 hex digits> or "
-                        "timestamp-{ms,s,float}:<stamp>",
+                        "{timestamp,bridge}-{ms,s,float}:<stamp>",
                         handle);
 adopt:
     memcpy(l->value, value, strlen(value) + 1);

@@ -142,14 +142,9 @@ static int resolve_scheme(tslock_lock *l)
         l->used = l->client->caps & token_caps ? TSLOCK_SCHEME_TOKEN
                                                : TSLOCK_SCHEME_TIMESTAMP;
         break;
-    case TSLOCK_SCHEME_TIMESTAMP:
-    case TSLOCK_SCHEME_TOKEN:
+    default:
         l->used = l->scheme;
         break;
-    default:
-        return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
-                            "the bridge scheme is not available in this "
-                            "version of tslock");
     }
     l->ops = l->used == TSLOCK_SCHEME_TOKEN ? &tslock__token_ops
                                             : &tslock__timestamp_ops;

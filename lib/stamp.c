@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tslock_int.h"
 
@@ -137,4 +138,45 @@ int tslock_stamp_format(char *buf, size_t size, tslock_unit unit,
         return TSLOCK_EINVAL;
     }
     return n;
+}
+
+int64_t tslock__bridge_bound_ms(tslock_unit unit, int64_t ttl_ms)
+{
+    switch (unit) {
+    case TSLOCK_UNIT_MS:
+        return ttl_ms / 10 < 999 ? ttl_ms / 10 : 999;
+    case TSLOCK_UNIT_S:
+        return (ttl_ms / 10000 < 9 ? ttl_ms / 10000 : 9) * 1000;
+    default:
+        return 0; /* the randomness goes into extra fraction digits */
+    }
+}
+
+/*
+ * A bridge stamp: the classic stamp of the unit, made unique to its
+ * holder.  Whole-number units add a random amount of at most
+ * tslock__bridge_bound_ms(); float seconds carry six random digits after
+ * the millisecond ones, which float() reads as the same time.
+ */
+int tslock__bridge_stamp(char *buf, size_t size, tslock_unit unit,
+                         int64_t now_ms, int64_t ttl_ms, uint64_t random)
+{
+    int64_t bound = tslock__bridge_bound_ms(unit, ttl_ms), base;
+    int n = tslock_stamp_format(buf, size, unit, now_ms, ttl_ms);
+
+    if (n < 0)
+        return n;
+    if (unit == TSLOCK_UNIT_FLOAT) {
+        if ((size_t)n + 7 > size)
+            return TSLOCK_EINVAL;
+        return n
+               + snprintf(buf + n, size - (size_t)n, "%06u",
+                          (unsigned)(random % 1000000));
+    }
+    base = strtoll(buf, NULL, 10);
+    if (unit == TSLOCK_UNIT_MS)
+        base += (int64_t)(random % (uint64_t)(bound + 1));
+    else
+        base += (int64_t)(random % (uint64_t)(bound / 1000 + 1));
+    return snprintf(buf, size, "%" PRId64, base);
 }

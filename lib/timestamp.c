@@ -13,28 +13,73 @@
 /* SETNX, GET and DEL on a key that vanished: tries before giving up. */
 #define VANISH_RETRIES 3
 
-/* Format our stamp for a lease starting now into l->value. */
-static int make_stamp(tslock_lock *l)
+/*
+ * Format the stamp for a lease starting now into buf; *lease_end gets
+ * when our lease ends.  For the timestamp scheme that is the stamp
+ * itself.  A bridge stamp lies a little past the lease (a per-holder
+ * random amount, so it is unique), and the lease ends at now + ttl.
+ */
+static int make_stamp(tslock_lock *l, char *buf, size_t size, int64_t ttl_ms,
+                      int64_t *lease_end)
 {
     tslock_client *c = l->client;
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
+    const char *why;
+    int n;
 
-    if (tslock_stamp_format(l->value, sizeof(l->value), l->unit, now, l->ttl_ms)
-        < 0)
+    if (l->used == TSLOCK_SCHEME_BRIDGE)
+        n = tslock__bridge_stamp(buf, size, l->unit, now, ttl_ms,
+                                 tslock__random64(c));
+    else
+        n = tslock_stamp_format(buf, size, l->unit, now, ttl_ms);
+    if (n < 0)
         return tslock__fail(
             c, TSLOCK_ECLOCK,
             "wall clock gave an implausible time (%" PRId64 " ms)", now);
+    if (l->used == TSLOCK_SCHEME_BRIDGE)
+        *lease_end = now + ttl_ms;
+    else
+        tslock__stamp_parse(buf, (size_t)n, l->unit, lease_end, &why);
     return TSLOCK_OK;
 }
 
-/* The lease we wrote is ours from now on. */
-static int hold(tslock_lock *l)
+/*
+ * A bridge lock also gets a server TTL a second past its stamp, so a key
+ * whose holder died goes away even if no legacy client ever looks.  Only
+ * where a write keeps a key's TTL (2.2+): on 2.0 the next SETNX would
+ * delete the key.  Best effort: the stamp alone keeps the lock correct.
+ */
+static void set_safety_ttl(tslock_lock *l)
 {
-    const char *why = NULL;
+    unsigned caps = l->client->caps;
+    int64_t stamp_ms = 0, ms;
+    char num[24];
+    redisReply *r = NULL;
+    const char *why;
 
-    tslock__stamp_parse(l->value, strlen(l->value), l->unit, &l->expires_ms,
-                        &why);
+    if (l->used != TSLOCK_SCHEME_BRIDGE || !(caps & TSLOCK_CAP_TTL_KEEPS)
+        || tslock__stamp_parse(l->value, strlen(l->value), l->unit, &stamp_ms,
+                               &why)
+               != TSLOCK_OK)
+        return;
+    ms = stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000;
+    if (caps & TSLOCK_CAP_LUA)
+        snprintf(num, sizeof(num), "%" PRId64, ms);
+    else
+        tslock__seconds_up(num, sizeof(num), ms);
+    if (tslock__key_command(
+            l, caps & TSLOCK_CAP_LUA ? TSLOCK_STEP_PEXPIRE : TSLOCK_STEP_EXPIRE,
+            num, &r)
+        == TSLOCK_OK)
+        freeReplyObject(r);
+}
+
+/* The lease we wrote is ours from now on. */
+static int hold(tslock_lock *l, int64_t lease_end)
+{
+    l->expires_ms = lease_end;
     l->held = 1;
+    set_safety_ttl(l);
     return TSLOCK_OK;
 }
 
@@ -83,8 +128,8 @@ static void restore_winner(tslock_lock *l, const char *winner)
 static int take_over(tslock_lock *l, const char *seen)
 {
     redisReply *r = NULL;
-    int64_t exp = 0;
-    int rc = make_stamp(l);
+    int64_t exp = 0, lease_end = 0;
+    int rc = make_stamp(l, l->value, sizeof(l->value), l->ttl_ms, &lease_end);
 
     if (rc == TSLOCK_OK)
         rc = tslock__key_command(l, TSLOCK_STEP_GETSET, l->value, &r);
@@ -95,10 +140,10 @@ static int take_over(tslock_lock *l, const char *seen)
          * The key was deleted after our GET, so GETSET acted as a SET on
          * a free lock: every later SETNX or GETSET sees our stamp.
          */
-        rc = hold(l);
+        rc = hold(l, lease_end);
     } else if (r->type == REDIS_REPLY_STRING && strcmp(r->str, seen) == 0
                && r->len == strlen(seen)) {
-        rc = hold(l);
+        rc = hold(l, lease_end);
     } else if (r->type == REDIS_REPLY_STRING) {
         /* Another client's GETSET came first: it holds the lock. */
         if (tslock__stamp_parse(r->str, r->len, l->unit, &exp,
@@ -121,9 +166,9 @@ static int ts_try_acquire(tslock_lock *l)
 
     for (attempt = 0; attempt < VANISH_RETRIES; attempt++) {
         redisReply *r = NULL;
-        int64_t exp;
+        int64_t exp, lease_end = 0;
 
-        rc = make_stamp(l);
+        rc = make_stamp(l, l->value, sizeof(l->value), l->ttl_ms, &lease_end);
         if (rc == TSLOCK_OK)
             rc = tslock__key_command(l, TSLOCK_STEP_SETNX, l->value, &r);
         if (rc != TSLOCK_OK)
@@ -135,7 +180,7 @@ static int ts_try_acquire(tslock_lock *l)
         }
         if (r->integer == 1) {
             freeReplyObject(r);
-            return hold(l);
+            return hold(l, lease_end);
         }
         freeReplyObject(r);
         rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
@@ -173,18 +218,15 @@ static int ts_release(tslock_lock *l)
 static int ts_extend(tslock_lock *l, int64_t ttl_ms)
 {
     char stamp[TSLOCK__VALUE_SIZE];
-    int64_t now = tslock__now(l->client, TSLOCK_CLOCK_WALL);
-    int rc;
+    int64_t lease_end = 0;
+    int rc = make_stamp(l, stamp, sizeof(stamp), ttl_ms, &lease_end);
 
-    if (tslock_stamp_format(stamp, sizeof(stamp), l->unit, now, ttl_ms) < 0)
-        return tslock__fail(
-            l->client, TSLOCK_ECLOCK,
-            "wall clock gave an implausible time (%" PRId64 " ms)", now);
-    rc = tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_SET, l->value, stamp,
-                         1, "extended");
+    if (rc == TSLOCK_OK)
+        rc = tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_SET, l->value,
+                             stamp, 1, "extended");
     if (rc == TSLOCK_OK) {
         memcpy(l->value, stamp, sizeof(stamp));
-        hold(l);
+        hold(l, lease_end);
     }
     return rc;
 }

@@ -132,6 +132,10 @@ int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
 int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
                         int64_t *expires_ms, const char **why);
 const char *tslock__unit_name(tslock_unit unit);
+/* How far past the classic stamp a bridge stamp may lie, in ms. */
+int64_t tslock__bridge_bound_ms(tslock_unit unit, int64_t ttl_ms);
+int tslock__bridge_stamp(char *buf, size_t size, tslock_unit unit,
+                         int64_t now_ms, int64_t ttl_ms, uint64_t random);
 
 /* ---- guard.c: change the key only while it holds our value */
 enum tslock__guarded_op { GUARDED_DEL, GUARDED_SET, GUARDED_PEXPIRE };

@@ -46,10 +46,12 @@ static struct target targets[] = {
 };
 #define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
 
-static const tslock_scheme schemes[] = {
-    TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_AUTO};
-static const char *const scheme_names[] = {"timestamp", "token", "auto"};
-#define N_SCHEMES 3
+static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
+                                        TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_AUTO,
+                                        TSLOCK_SCHEME_BRIDGE};
+static const char *const scheme_names[] = {"timestamp", "token", "auto",
+                                           "bridge"};
+#define N_SCHEMES 4
 
 /* The combination the running suite tests, set by its init. */
 static struct target *cur;
@@ -131,10 +133,12 @@ static struct costs expected_costs(unsigned caps, tslock_scheme used)
         k.release = lua ? 1 : 5;
         k.extend = lua ? 1 : 5;
     } else {
-        k.acquire = 1;
+        /* A bridge stamp also gets its safety TTL where TTLs are safe. */
+        int ttl = used == TSLOCK_SCHEME_BRIDGE && (caps & TSLOCK_CAP_TTL_KEEPS);
+        k.acquire = 1 + ttl;
         k.busy = 2;
         k.release = lua ? 1 : watch ? 5 : 2;
-        k.extend = lua ? 1 : watch ? 5 : 2;
+        k.extend = (lua ? 1 : watch ? 5 : 2) + ttl;
     }
     return k;
 }
