@@ -108,4 +108,10 @@ int th_proxy_start(th_server *p, const th_server *upstream,
 /* Stop a proxy by pid (SIGTERM) and remove its dir.  Idempotent. */
 void th_proxy_stop(th_server *p);
 
+/*
+ * Rounds per load-test worker: $TSLOCK_TEST_ROUNDS when set (make
+ * check-valgrind sets a few), else dflt.
+ */
+int th_rounds(int dflt);
+
 #endif /* TSLOCK_TEST_HARNESS_H */

@@ -120,3 +120,11 @@ void th_proxy_stop(th_server *p)
         rmdir(p->dir);
     p->dir[0] = p->socket[0] = '\0';
 }
+
+int th_rounds(int dflt)
+{
+    const char *env = getenv("TSLOCK_TEST_ROUNDS");
+    int n = env != NULL ? atoi(env) : 0;
+
+    return n > 0 ? n : dflt;
+}

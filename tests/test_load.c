@@ -18,8 +18,8 @@
 
 #include "harness.h"
 
+static int rounds;
 #define WORKERS 8
-#define ROUNDS  1000
 
 static th_server srv;
 
@@ -45,7 +45,7 @@ static void critical_section(void)
     atomic_fetch_sub(&sh->inside, 1);
 }
 
-/* One worker process: ROUNDS acquisitions; exits with _exit(). */
+/* One worker process: rounds acquisitions; exits with _exit(). */
 static void worker(const char *key, tslock_unit unit, tslock_release_form form)
 {
     tslock_client *c = th_client(&srv);
@@ -59,7 +59,7 @@ static void worker(const char *key, tslock_unit unit, tslock_release_form form)
     tslock_lock_set_unit(l, unit);
     tslock_lock_set_release_form(l, form);
     tslock_lock_set_retry(l, 1, 3);
-    for (i = 0; i < ROUNDS; i++) {
+    for (i = 0; i < rounds; i++) {
         rc = tslock_acquire(l, 60000);
         if (rc != TSLOCK_OK) {
             fprintf(stderr, "worker %d: acquire: %s (%s)\n", (int)getpid(),
@@ -111,9 +111,9 @@ static void run_load(const char *key, tslock_unit unit,
                + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     CU_ASSERT_TRUE(clean);
     CU_ASSERT_EQUAL(atomic_load(&sh->failures), 0);
-    CU_ASSERT_EQUAL(atomic_load(&sh->acquisitions), WORKERS * ROUNDS);
+    CU_ASSERT_EQUAL(atomic_load(&sh->acquisitions), WORKERS * rounds);
     CU_ASSERT_EQUAL(atomic_load(&sh->overlaps), 0);
-    CU_ASSERT_EQUAL(sh->counter, WORKERS * ROUNDS);
+    CU_ASSERT_EQUAL(sh->counter, WORKERS * rounds);
 }
 
 static void test_ms_lua(void)
@@ -138,6 +138,8 @@ int main(void)
 {
     CU_pSuite s;
     int rc;
+
+    rounds = th_rounds(1000);
 
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);

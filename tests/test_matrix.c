@@ -18,8 +18,8 @@
 
 #include "harness.h"
 
+static int rounds;
 #define WORKERS  8
-#define ROUNDS   100
 #define ALL_CAPS ~0u
 
 struct target {
@@ -266,7 +266,7 @@ static void worker(void)
     tslock_lock *l = lock_for(c, 10000);
     int i, seen;
 
-    for (i = 0; i < ROUNDS; i++) {
+    for (i = 0; i < rounds; i++) {
         if (tslock_acquire(l, 60000) != TSLOCK_OK) {
             fprintf(stderr, "  worker: %s\n", tslock_client_errstr(c));
             atomic_fetch_add(&sh->failures, 1);
@@ -313,9 +313,9 @@ static void test_load(void)
            atomic_load(&sh->overlaps));
     CU_ASSERT_TRUE(clean);
     CU_ASSERT_EQUAL(atomic_load(&sh->failures), 0);
-    CU_ASSERT_EQUAL(atomic_load(&sh->acquisitions), WORKERS * ROUNDS);
+    CU_ASSERT_EQUAL(atomic_load(&sh->acquisitions), WORKERS * rounds);
     CU_ASSERT_EQUAL(atomic_load(&sh->overlaps), 0);
-    CU_ASSERT_EQUAL(sh->counter, WORKERS * ROUNDS);
+    CU_ASSERT_EQUAL(sh->counter, WORKERS * rounds);
 }
 
 /* -------------------------------------- the 2.0 hazard, shown for real */
@@ -361,6 +361,8 @@ int main(void)
 {
     size_t t, s;
     int rc = 1;
+
+    rounds = th_rounds(100);
 
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
