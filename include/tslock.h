@@ -163,6 +163,13 @@ typedef enum tslock_clock_id {
     TSLOCK_CLOCK_MONOTONIC = 1 /* deadlines and waits */
 } tslock_clock_id;
 
+/* Where stamps take the wall-clock time from. */
+typedef enum tslock_time_source {
+    TSLOCK_TIME_LOCAL = 0, /* this host's clock, as legacy clients do */
+    TSLOCK_TIME_SERVER = 1 /* this host's clock corrected by the server's
+                              TIME, measured at connect (Redis >= 2.6) */
+} tslock_time_source;
+
 /*
  * A clock, for tests: returns the time of clock `which` in milliseconds.
  * Must not fail; a negative value is reported as TSLOCK_ECLOCK.
@@ -331,6 +338,28 @@ TSLOCK_EXTERN int tslock_client_set_step_hook(tslock_client *client,
 TSLOCK_EXTERN int tslock_client_set_clock(tslock_client *client,
                                           tslock_clock_fn clock,
                                           void *userdata);
+
+/*
+ * tslock_client_set_time_source - take stamp times from this host's clock
+ * (the default) or from the server's clock.
+ *
+ * TSLOCK_TIME_SERVER makes every tslock client of a server agree on time
+ * to within half a round trip, whatever their hosts' clocks say: the
+ * offset is measured from the TIME reply of the capability probe at each
+ * connect, so it costs no round trip on the lock path.  Servers without
+ * TIME (before 2.6) fall back to the local clock.  Legacy clients sharing
+ * the key still read stamps with their own clocks.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_client_set_time_source(tslock_client *client,
+                                                tslock_time_source source);
+
+/*
+ * tslock_client_clock_offset - the server's wall clock minus this host's,
+ * in milliseconds, as measured at the last connect; 0 when the server has
+ * no TIME or the client never connected.
+ */
+TSLOCK_EXTERN int64_t tslock_client_clock_offset(const tslock_client *client);
 
 /*
  * tslock_step_name - the command name of a step, e.g. "GETSET".

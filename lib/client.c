@@ -313,6 +313,20 @@ int tslock_client_set_step_hook(tslock_client *c, tslock_step_hook hook,
     return TSLOCK_OK;
 }
 
+int tslock_client_set_time_source(tslock_client *c, tslock_time_source source)
+{
+    if (c == NULL
+        || (source != TSLOCK_TIME_LOCAL && source != TSLOCK_TIME_SERVER))
+        return TSLOCK_EINVAL;
+    c->time_source = source;
+    return TSLOCK_OK;
+}
+
+int64_t tslock_client_clock_offset(const tslock_client *c)
+{
+    return c == NULL || !(c->caps & TSLOCK_CAP_TIME) ? 0 : c->clock_offset_ms;
+}
+
 int tslock_client_set_clock(tslock_client *c, tslock_clock_fn clock,
                             void *userdata)
 {
@@ -358,9 +372,12 @@ int tslock__probe(tslock_client *c)
                                       {"SET", "tslock:probe", "x", "NX", "XX"}};
     static const int argcs[] = {1, 1, 3, 1, 5};
     redisReply *r[5] = {NULL};
+    int64_t sent, received;
     int i, rc = TSLOCK_OK;
 
     c->caps = 0;
+    c->clock_offset_ms = 0;
+    sent = tslock__system_ms(TSLOCK_CLOCK_WALL);
     for (i = 0; i < 5; i++) {
         if (redisAppendCommandArgv(c->ctx, argcs[i], probes[i], NULL)
             != REDIS_OK)
@@ -374,6 +391,7 @@ int tslock__probe(tslock_client *c)
         }
         r[i] = reply;
     }
+    received = tslock__system_ms(TSLOCK_CLOCK_WALL);
     if (r[0]->type == REDIS_REPLY_ERROR) {
         rc = tslock__reply_error(c, "INFO", r[0]);
         goto out;
@@ -383,8 +401,15 @@ int tslock__probe(tslock_client *c)
         c->caps |= TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS;
     if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)
         c->caps |= TSLOCK_CAP_LUA;
-    if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2)
+    if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2
+        && r[3]->element[0]->type == REDIS_REPLY_STRING
+        && r[3]->element[1]->type == REDIS_REPLY_STRING) {
+        /* The server read its clock about halfway through the trip. */
+        int64_t server = strtoll(r[3]->element[0]->str, NULL, 10) * 1000
+                         + strtoll(r[3]->element[1]->str, NULL, 10) / 1000;
         c->caps |= TSLOCK_CAP_TIME;
+        c->clock_offset_ms = server - (sent + received) / 2;
+    }
     if (r[4]->type == REDIS_REPLY_ERROR
         && strstr(r[4]->str, "wrong number of arguments") == NULL
         && strncmp(r[4]->str, "ERR unknown command", 19) != 0)

@@ -16,7 +16,7 @@
 
 #include "tslock_int.h"
 
-static int64_t system_clock_ms(tslock_clock_id which)
+int64_t tslock__system_ms(tslock_clock_id which)
 {
     struct timespec ts;
     clockid_t id =
@@ -31,7 +31,10 @@ int64_t tslock__now(tslock_client *c, tslock_clock_id which)
 {
     if (c->clock != NULL)
         return c->clock(which, c->clock_ud);
-    return system_clock_ms(which);
+    if (which == TSLOCK_CLOCK_WALL && c->time_source == TSLOCK_TIME_SERVER
+        && (c->caps & TSLOCK_CAP_TIME))
+        return tslock__system_ms(which) + c->clock_offset_ms;
+    return tslock__system_ms(which);
 }
 
 /* Fill buf from the kernel's generator; never from rand(). */
@@ -82,7 +85,8 @@ uint64_t tslock__random64(tslock_client *c)
 
     if (x == 0) {
         if (tslock__random_bytes(&x, sizeof(x)) != TSLOCK_OK || x == 0)
-            x = (uint64_t)system_clock_ms(TSLOCK_CLOCK_MONOTONIC) * 2654435761u
+            x = (uint64_t)tslock__system_ms(TSLOCK_CLOCK_MONOTONIC)
+                    * 2654435761u
                 | 1u;
     }
     x ^= x >> 12;
@@ -100,11 +104,11 @@ uint64_t tslock__random64(tslock_client *c)
  */
 int tslock__wait(tslock_lock *l, int64_t ms)
 {
-    int64_t end = system_clock_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
+    int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
 
     for (;;) {
         struct pollfd pfd = {.fd = l->cancel_pipe[0], .events = POLLIN};
-        int64_t left = end - system_clock_ms(TSLOCK_CLOCK_MONOTONIC);
+        int64_t left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
         int n;
 
         if (l->cancel_flag)

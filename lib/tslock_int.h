@@ -43,7 +43,9 @@ struct tslock_client {
     void *hook_ud;
     tslock_clock_fn clock;
     void *clock_ud;
-    uint64_t rng; /* xorshift state for retry jitter */
+    tslock_time_source time_source;
+    int64_t clock_offset_ms; /* server wall clock minus ours, from TIME */
+    uint64_t rng;            /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -80,6 +82,7 @@ void tslock__clear_error(tslock_client *c);
 
 /* ---- clock.c */
 int64_t tslock__now(tslock_client *c, tslock_clock_id which);
+int64_t tslock__system_ms(tslock_clock_id which);
 uint64_t tslock__random64(tslock_client *c);
 int tslock__random_bytes(void *buf, size_t len);
 /* Wait up to ms on the lock's cancel pipe; TSLOCK_ECANCELED or OK. */

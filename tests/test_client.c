@@ -5,6 +5,7 @@
  * command timeouts, and connection errors with their causes.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
@@ -246,6 +247,37 @@ static void test_command_timeout(void)
     redisFree(r);
 }
 
+/* Stamps on the server's clock: the offset is measured at connect. */
+static void test_server_time(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+    int64_t offset = tslock_client_clock_offset(c), stamp;
+    struct timeval tv;
+
+    CU_ASSERT_TRUE(offset > -1000 && offset < 1000); /* same host */
+    CU_ASSERT_EQUAL(tslock_client_set_time_source(c, TSLOCK_TIME_SERVER),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_time_source(c, (tslock_time_source)7),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:time") == TSLOCK_OK);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP);
+    tslock_lock_set_ttl(l, 60000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    gettimeofday(&tv, NULL);
+    stamp = strtoll(tslock_lock_value(l), NULL, 10);
+    CU_ASSERT_TRUE(
+        llabs(stamp - ((int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000 + 60001))
+        < 2000);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    /* Without TIME (before 2.6) there is no offset to apply. */
+    tslock_client_limit_caps(c, ~TSLOCK_CAP_TIME);
+    CU_ASSERT_EQUAL(tslock_client_clock_offset(c), 0);
+    tslock_client_free(c);
+    CU_ASSERT_EQUAL(tslock_client_clock_offset(NULL), 0);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -267,6 +299,7 @@ int main(void)
     CU_add_test(s, "wrap a caller's redisContext", test_wrap);
     CU_add_test(s, "dropped connection and reconnect", test_dropped_connection);
     CU_add_test(s, "command timeout", test_command_timeout);
+    CU_add_test(s, "stamps on the server's clock", test_server_time);
     rc = th_run_all();
     th_server_stop(&srv);
     th_server_stop(&auth_srv);
