@@ -1,0 +1,409 @@
+#!/bin/sh
+# test_cli.sh - the tslock command against a private redis-server on a
+# Unix socket in a temp dir (stopped by its pid on the way out): exit
+# statuses, signal forwarding, renewal, waiting, URLs, status on legacy
+# stamps and tokens, handles, and the demo.  POSIX sh.  Ordering is
+# checked through files written by the commands, never by timing alone.
+set -u
+
+tool="${top_builddir:-.}/tools/tslock"
+server="${REDIS_SERVER:-}"
+[ -n "$server" ] || server=redis-server
+if ! command -v "$server" >/dev/null 2>&1; then
+    echo "redis-server not found; skipped"
+    exit 77
+fi
+cli=$(command -v redis-cli 2>/dev/null \
+    || echo "$(dirname "$(command -v "$server")")/redis-cli")
+if [ ! -x "$cli" ]; then
+    echo "redis-cli not found; skipped"
+    exit 77
+fi
+if [ ! -x "$tool" ]; then
+    echo "no tool at $tool"
+    exit 1
+fi
+
+# /tmp, not $TMPDIR: a Unix socket path must stay under ~100 bytes.
+dir=$(mktemp -d /tmp/tslock-cli.XXXXXX) || exit 1
+sock="$dir/redis.sock"
+U="unix://$sock"
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+"$server" --port 0 --unixsocket "$sock" --save '' --appendonly no \
+    --dir "$dir" --logfile "$dir/redis.log" &
+pid=$!
+i=0
+until "$cli" -s "$sock" ping >/dev/null 2>&1; do
+    i=$((i + 1))
+    if [ $i -gt 200 ]; then
+        echo "redis-server did not start"
+        exit 1
+    fi
+    sleep 0.05
+done
+
+passed=0
+failed=0
+out="$dir/out"
+err="$dir/err"
+
+ok() {
+    passed=$((passed + 1))
+    echo "ok - $1"
+}
+
+not_ok() {
+    failed=$((failed + 1))
+    echo "FAIL - $1"
+    [ -s "$err" ] && sed 's/^/    stderr: /' "$err" | head -5
+    [ -s "$out" ] && sed 's/^/    stdout: /' "$out" | head -5
+    return 0
+}
+
+# t NAME STATUS COMMAND...: run it (stdout, stderr to files), check status.
+t() {
+    name=$1
+    want=$2
+    shift 2
+    "$@" >"$out" 2>"$err"
+    rc=$?
+    if [ "$rc" -eq "$want" ]; then
+        ok "$name"
+    else
+        not_ok "$name (exit $rc, expected $want)"
+    fi
+}
+
+# check NAME COMMAND...: a condition on the last run's files.
+check() {
+    name=$1
+    shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+one_line() {
+    [ "$(wc -l <"$err")" -eq 1 ] && grep -q -- "$1" "$err"
+}
+
+no_stderr() {
+    [ ! -s "$err" ]
+}
+
+has() {
+    grep -q -- "$1" "$2"
+}
+
+key_exists() {
+    [ "$("$cli" -s "$sock" exists "$1")" = 1 ]
+}
+
+# Wait (up to 10 s) for a file to exist: a handshake.
+await_file() {
+    n=0
+    until [ -e "$1" ]; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
+# Wait (up to 10 s) for a file to contain a pattern: a handshake.
+await() {
+    n=0
+    until grep -q -- "$1" "$2" 2>/dev/null; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
+now_ms() {
+    "$cli" -s "$sock" time | {
+        read -r s
+        read -r us
+        echo $((s * 1000 + us / 1000))
+    }
+}
+
+ts="$tool -u $U"
+
+# ------------------------------------------------------------ usage
+t "no arguments" 64 $tool
+check "no arguments: one line" one_line "missing KEY"
+t "unknown long option" 64 $ts --bogus k -- true
+check "unknown long option: one line" one_line "unknown option '--bogus'"
+t "unknown short option" 64 $ts -x k -- true
+check "unknown short option: one line" one_line "unknown option '-x'"
+for bad in 0 -5 abc 10ms; do
+    t "ttl $bad" 64 $ts -t "$bad" k -- true
+    check "ttl $bad: one line" one_line "got '$bad'"
+done
+t "ttl missing value" 64 $tool -t
+check "ttl missing value: one line" one_line "needs a value"
+t "wait -2" 64 $ts -w -2 k -- true
+check "wait -2: one line" one_line "got '-2'"
+t "conflict exit code 300" 64 $ts -E 300 k -- true
+check "conflict exit code 300: one line" one_line "got '300'"
+t "unknown mode" 64 $ts -m fancy k -- true
+check "unknown mode: one line" one_line "auto, token, timestamp or bridge"
+t "unknown stamp unit" 64 $ts --stamp min k -- true
+check "unknown stamp unit: one line" one_line "ms, s or float, got 'min'"
+t "KEY without -- COMMAND" 64 $ts k
+check "KEY without -- COMMAND: one line" one_line "missing '-- COMMAND'"
+t "COMMAND without --" 64 $ts k true
+check "COMMAND without --: one line" one_line "missing '--' between KEY"
+t "-- without KEY" 64 $ts -- true
+check "-- without KEY: one line" one_line "missing KEY before '--'"
+t "-- without COMMAND" 64 $ts k --
+check "-- without COMMAND: one line" one_line "missing COMMAND"
+t "acquire without KEY" 64 $ts acquire
+check "acquire without KEY: one line" one_line "acquire expects KEY"
+t "release without HANDLE" 64 $ts release k
+check "release without HANDLE: one line" one_line "expects KEY HANDLE"
+t "bad handle" 64 $ts release k nonsense
+check "bad handle: one line" one_line "token:"
+t "kill-on-loss without renew" 64 $ts --kill-on-loss k -- true
+t "help" 0 $tool --help
+check "help on stdout" has "usage: tslock" "$out"
+t "version" 0 $tool -V
+check "version on stdout" has "^tslock " "$out"
+
+# -------------------------------------------------------------- URLs
+bad_url() {
+    t "bad URL $1" 64 $tool -u "$1" status k
+    check "bad URL $1: one line naming $2" one_line "$2"
+    check "bad URL $1: no password shown" eval '! grep -q s3cret "$err"'
+}
+bad_url "redis://:s3cret@localhost:99999" "port"
+bad_url "redis://:s3cret@localhost:http" "port"
+bad_url "http://localhost:6379" "redis:// or unix://"
+bad_url "rediss://localhost" "TLS"
+bad_url "redis://:s3cret@localhost:6379/x" "database"
+bad_url "redis://localhost:6379/-1" "database"
+bad_url "unix://$sock?db=two" "database"
+bad_url "unix://relative/path" "absolute"
+bad_url "unix://$sock?timeout=5" "unknown URL parameter"
+bad_url "redis://:s3cret%zz@localhost" "percent"
+bad_url "redis://alice@localhost" "no password"
+t "bad \$REDIS_URL" 64 env REDIS_URL=nope $tool status k
+check "bad \$REDIS_URL: named" one_line "REDIS_URL"
+
+# TCP URLs are parsed, then refused by a closed port: 69, not 64.
+t "redis://host:port/db parsed" 69 $tool -v -u redis://127.0.0.1:1/3 status k
+check "redis://host:port/db: host, port, db" \
+    has "127.0.0.1 port 1, db 3" "$err"
+t "user:password@ percent-decoded" 69 \
+    $tool -v -u 'redis://al%40ice:p%3Ass@127.0.0.1:1' status k
+check "user:password@: user decoded" has "user al@ice, with a password" "$err"
+check "user:password@: password not shown" eval '! grep -q "p:ss" "$err"'
+t "[v6]:port parsed" 69 $tool -v -u 'redis://[::1]:1' status k
+check "[v6]:port: host" has "::1 port 1" "$err"
+t "unix ?db=2" 0 $tool -u "unix://$sock?db=2" acquire dbkey
+check "unix ?db=2: key in db 2" \
+    eval '[ "$("$cli" -s "$sock" -n 2 exists dbkey)" = 1 ]'
+check "unix ?db=2: not in db 0" eval '! key_exists dbkey'
+t "\$REDIS_URL used" 0 env REDIS_URL="$U" $tool status k
+t "db out of range: server error" 70 $tool -u "unix://$sock?db=99999" status k
+t "dead socket: connection error" 69 $tool -u "unix://$dir/none.sock" k -- true
+check "dead socket: one line" one_line "none.sock"
+
+# ACL users arrived in Redis 6.
+if "$cli" -s "$sock" acl setuser alice on '>s3cret' '~*' '+@all' \
+    >/dev/null 2>&1; then
+    t "user:password@ authenticates" 0 \
+        $tool -u "unix://alice:s3cret@$sock" status k
+    t "wrong password: connection error" 69 \
+        $tool -u "unix://alice:wrong@$sock" status k
+    check "wrong password: one line" one_line "TSLOCK_EAUTH"
+    t "\$REDISCLI_AUTH supplies the password" 0 \
+        env REDISCLI_AUTH=s3cret $tool -u "unix://alice@$sock" status k
+else
+    echo "# skipped ACL tests: server has no ACL"
+fi
+
+# ----------------------------------------------------- exit statuses
+t "COMMAND's status 0" 0 $ts k1 -- true
+t "COMMAND's status 7" 7 $ts k1 -- sh -c 'exit 7'
+check "k1 released" eval '! key_exists k1'
+t "acquire" 0 $ts acquire k1
+h1=$(cat "$out")
+t "busy: default status 1" 1 $ts k1 -- true
+check "busy: says so" has "busy" "$err"
+t "busy: -E 3" 3 $ts -E 3 k1 -- true
+t "busy: -q is silent" 1 $ts -q k1 -- true
+check "busy: -q prints nothing" no_stderr
+t "release" 0 $ts release k1 "$h1"
+t "COMMAND not found: 127" 127 $ts k2 -- "$dir/no-such-command"
+check "COMMAND not found: says so" has "cannot run" "$err"
+printf '#!/bin/sh\n' >"$dir/not-exec"
+t "COMMAND not executable: 126" 126 $ts k2 -- "$dir/not-exec"
+check "k2 released after exec failure" eval '! key_exists k2'
+t "lease lost: 75" 75 $ts -t 200 k3 -- sleep 0.5
+check "lease lost: loud warning" has "WARNING.*mutual exclusion" "$err"
+t "COMMAND failed and lease lost: 75" 75 $ts -t 200 k3 -- sh -c 'sleep 0.5; exit 3'
+t "verbose: scheme and server" 0 $ts -v k4 -- true
+check "verbose: server version" has "server: Redis [0-9]" "$err"
+check "verbose: capabilities" has "capabilities:" "$err"
+check "verbose: scheme" has "with the token scheme" "$err"
+
+# ----------------------------------------------------------- signals
+rm -f "$dir/ready"
+$ts k5 -- sh -c "trap 'exit 42' TERM; touch '$dir/ready'
+    while :; do sleep 0.05; done" >"$out" 2>"$err" &
+bg=$!
+await_file "$dir/ready"
+kill -TERM $bg
+wait $bg
+rc=$?
+check "SIGTERM forwarded: COMMAND's trap status 42" [ $rc -eq 42 ]
+check "SIGTERM forwarded: lock released" eval '! key_exists k5'
+t "COMMAND killed by SIGKILL: 137" 137 $ts k6 -- sh -c 'kill -KILL $$'
+check "COMMAND killed: lock released" eval '! key_exists k6'
+
+# SIGINT while waiting: tslock runs in the foreground (a background job
+# of a script ignores SIGINT); a helper sends it once tslock waits.
+if [ "$(sh -c 'kill -INT $$; echo alive' 2>/dev/null)" = alive ]; then
+    echo "# skipped SIGINT test: SIGINT is ignored here"
+else
+    t "hold k7" 0 $ts acquire k7
+    h7=$(cat "$out")
+    rm -f "$dir/ran" "$dir/pid"
+    (await waiting "$err" && kill -INT "$(cat "$dir/pid")") &
+    helper=$!
+    t "SIGINT while waiting: 130" 130 sh -c "echo \$\$ >'$dir/pid'; \
+        exec $ts -v -w 10000 k7 -- touch '$dir/ran'"
+    wait $helper
+    check "SIGINT while waiting: COMMAND not run" [ ! -e "$dir/ran" ]
+    t "release k7" 0 $ts release k7 "$h7"
+fi
+
+# ----------------------------------------------------------- waiting
+t "hold k8" 0 $ts acquire k8
+h8=$(cat "$out")
+t "-w 0: busy at once" 1 $ts -w 0 k8 -- true
+t "-w 200: waits, then busy" 1 $ts -w 200 k8 -- true
+check "-w 200: says it waited" has "after waiting 200 ms" "$err"
+$ts -v -w -1 k8 -- sh -c "echo W >>'$dir/order8'" 2>"$dir/err8" &
+bg=$!
+await waiting "$dir/err8"
+echo R >>"$dir/order8"
+t "release k8 while -w -1 waits" 0 $ts release k8 "$h8"
+wait $bg
+rc=$?
+check "-w -1: waited until released" [ $rc -eq 0 ]
+check "-w -1: ran after the release" \
+    [ "$(tr -d '\n' <"$dir/order8")" = RW ]
+
+# ----------------------------------------------------------- renewal
+# A holds k9 with a 300 ms lease for 1.2 s, renewed; B waits for it.
+order="$dir/order9"
+$ts -r -t 300 k9 -- sh -c "echo A-start >>'$order'; sleep 1.2; \
+    echo A-end >>'$order'" >"$dir/outA" 2>"$dir/errA" &
+a=$!
+await A-start "$order"
+t "renew: B waits for A" 0 $ts -v -t 300 -w 10000 k9 -- \
+    sh -c "echo B >>'$order'"
+check "renew: B did wait" has "waiting" "$err"
+wait $a
+rc=$?
+check "renew: A exits 0" [ $rc -eq 0 ]
+check "renew: A kept the lock through 4 leases" \
+    [ "$(tr '\n' ' ' <"$order")" = "A-start A-end B " ]
+t "renewal fails: 75" 75 $ts -r -t 300 k10 -- \
+    sh -c "'$cli' -s '$sock' del k10 >/dev/null; sleep 0.5"
+check "renewal fails: warned at once" has "WARNING: renewing the lease" "$err"
+rm -f "$dir/termed"
+t "--kill-on-loss: 75" 75 $ts -r --kill-on-loss -t 300 k11 -- \
+    sh -c "trap 'touch \"$dir/termed\"; exit 9' TERM
+        '$cli' -s '$sock' del k11 >/dev/null; sleep 5 & wait \$!"
+check "--kill-on-loss: COMMAND got SIGTERM" [ -e "$dir/termed" ]
+
+# ------------------------------------------------------------ status
+now=$(now_ms)
+t "status: free" 0 $ts status nokey
+check "status: free says so" has "^state: free" "$out"
+"$cli" -s "$sock" set st_ms $((now + 60000)) >/dev/null
+t "status: ms stamp" 0 $ts status st_ms
+check "status: ms stamp held" has "^state: held" "$out"
+check "status: ms stamp unit" has "^unit: ms" "$out"
+check "status: ms stamp time left" has "^time left: [0-9]* ms" "$out"
+check "status: ms stamp no server TTL" has "^server TTL: none" "$out"
+"$cli" -s "$sock" set st_s $((now / 1000 + 60)) >/dev/null
+t "status: s stamp" 0 $ts status st_s
+check "status: s stamp unit" has "^unit: s$" "$out"
+"$cli" -s "$sock" set st_f "$((now / 1000 + 60)).250" px 90000 >/dev/null
+t "status: float stamp" 0 $ts status st_f
+check "status: float stamp unit" has "^unit: float" "$out"
+check "status: float stamp server TTL" has "^server TTL: [0-9]* ms" "$out"
+"$cli" -s "$sock" set st_old $((now - 5000)) >/dev/null
+t "status: expired stamp" 0 $ts status st_old
+check "status: expired stamp says so" has "^state: expired" "$out"
+check "status: expired N ms ago" has "^expired: [0-9]* ms ago" "$out"
+"$cli" -s "$sock" set st_odd "hello world" >/dev/null
+t "status: unreadable value" 0 $ts status st_odd
+check "status: unreadable shown raw" has 'value: "hello world"' "$out"
+check "status: unreadable noted" has "^note: " "$out"
+t "status -q" 0 $ts -q status st_ms
+check "status -q: one word" [ "$(cat "$out")" = held ]
+"$cli" -s "$sock" rpush st_list x >/dev/null
+t "status: wrong type is a server error" 70 $ts status st_list
+
+# ----------------------------------------------------------- handles
+t "acquire: token" 0 $ts acquire h1
+h=$(cat "$out")
+check "acquire: token handle" eval 'echo "$h" | grep -Eq "^token:[0-9a-f]{32}$"'
+t "status: token" 0 $ts status h1
+check "status: token scheme" has "^scheme: token" "$out"
+check "status: token time left" has "^time left: [0-9]* ms (server TTL)" "$out"
+t "extend: token" 0 $ts -t 60000 extend h1 "$h"
+check "extend: token handle unchanged" [ "$(cat "$out")" = "$h" ]
+t "release: token" 0 $ts release h1 "$h"
+check "release: token gone" eval '! key_exists h1'
+t "release again: lost" 75 $ts release h1 "$h"
+check "release again: loud warning" has "WARNING" "$err"
+t "acquire: timestamp ms" 0 $ts -m timestamp -t 10000 acquire h2
+h=$(cat "$out")
+check "acquire: timestamp-ms handle" eval 'echo "$h" | grep -q "^timestamp-ms:"'
+t "extend: timestamp" 0 $ts -t 20000 extend h2 "$h"
+h_new=$(cat "$out")
+check "extend: timestamp handle changed" [ -n "$h_new" -a "$h_new" != "$h" ]
+t "release with the old handle: lost" 75 $ts release h2 "$h"
+t "release with the new handle" 0 $ts release h2 "$h_new"
+t "acquire: timestamp float" 0 $ts -m timestamp --stamp float acquire h3
+check "acquire: timestamp-float handle" has "^timestamp-float:" "$out"
+t "acquire: timestamp s" 0 $ts -m timestamp --stamp s acquire h4
+check "acquire: timestamp-s handle" has "^timestamp-s:" "$out"
+$ts -m bridge acquire h5 >"$out" 2>"$err"
+rc=$?
+if [ $rc -eq 0 ]; then
+    check "bridge: handle" has "^bridge-" "$out"
+else
+    check "bridge: unsupported is a clear server error" \
+        eval '[ $rc -eq 70 ] && one_line bridge'
+fi
+
+# -------------------------------------------------------------- demo
+t "demo runs" 0 $tool demo --workers 4 --duration 500
+# Columns: ... holds overlaps past-lease foreign-DEL lost.
+demo_column() {
+    awk -v row="$1" -v back="$2" 'BEGIN { bad = 1 }
+        $1 == row && $NF ~ /^[0-9-]+$/ { bad = $(NF - back) != 0 }
+        END { exit bad }' "$out"
+}
+for s in 3 4; do
+    check "demo: scheme $s has no overlaps" demo_column $s 3
+    check "demo: scheme $s has no foreign DELs" demo_column $s 1
+done
+check "demo: broken schemes labelled" has "^1 .*(broken)" "$out"
+demo_dir=$(sed -n 's|.* on \(/tmp/tslock-demo\.[^/]*\)/redis.sock$|\1|p' "$out")
+check "demo: its server's directory is gone" \
+    eval '[ -n "$demo_dir" ] && [ ! -e "$demo_dir" ]'
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,276 @@
+/*
+ * admin.c - the forms that work on a lock across invocations: acquire
+ * (print a handle), release and extend (take the handle back), and
+ * status (read whatever holds a key, whoever wrote it).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* Room for any value status shows; longer ones are cut. */
+#define PEEK_SIZE 4096
+
+/*
+ * Check a handle before connecting, so a mistyped handle is a usage
+ * error even when the server is down.  A lock object needs a client,
+ * but not a connected one: adoption sends nothing.
+ */
+static int check_handle(const char *handle)
+{
+    tslock_client *c = NULL;
+    tslock_lock *l = NULL;
+    int rc = tslock_client_new(&c);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_new(&l, c, "handle-check");
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_adopt(l, handle);
+    if (rc == TSLOCK_EINVAL)
+        cli_error("%s", tslock_client_errstr(c));
+    else if (rc != TSLOCK_OK)
+        cli_error("cannot read the handle: %s", tslock_strerror(rc));
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    return rc == TSLOCK_OK       ? CLI_EXIT_OK
+           : rc == TSLOCK_EINVAL ? CLI_EXIT_USAGE
+                                 : cli_status_for(rc);
+}
+
+/* Connect and make the lock; with a handle, adopt it. */
+static int open_lock(const struct cli_options *o, const char *key,
+                     const char *handle, tslock_client **c, tslock_lock **l)
+{
+    int status = handle != NULL ? check_handle(handle) : CLI_EXIT_OK;
+    int rc;
+
+    *c = NULL;
+    *l = NULL;
+    if (status == CLI_EXIT_OK)
+        status = cli_connect(o, c);
+    if (status == CLI_EXIT_OK)
+        status = cli_lock_new(o, *c, key, l);
+    if (status != CLI_EXIT_OK || handle == NULL)
+        return status;
+    rc = tslock_lock_adopt(*l, handle);
+    return rc == TSLOCK_OK ? CLI_EXIT_OK : cli_fail(*c, rc, "bad handle");
+}
+
+static void close_lock(tslock_client *c, tslock_lock *l)
+{
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+static int lost_warning(tslock_client *c, const char *key)
+{
+    cli_error("WARNING: '%s' is no longer held by this handle (%s); "
+              "another holder may have run at the same time: mutual "
+              "exclusion may have been broken",
+              key, tslock_client_errstr(c));
+    return CLI_EXIT_LOST;
+}
+
+int cli_acquire(const struct cli_options *o, const char *key)
+{
+    tslock_client *c;
+    tslock_lock *l;
+    int status;
+
+    cli_signals_install();
+    status = open_lock(o, key, NULL, &c, &l);
+    if (status == CLI_EXIT_OK)
+        status = cli_take(o, c, l, key);
+    if (status == CLI_EXIT_OK) {
+        printf("%s\n", tslock_lock_handle(l));
+        if (fflush(stdout) != 0) {
+            cli_error("cannot print the handle; releasing '%s'", key);
+            (void)tslock_release(l);
+            status = CLI_EXIT_OSERR;
+        }
+    }
+    close_lock(c, l);
+    return status;
+}
+
+int cli_release(const struct cli_options *o, const char *key,
+                const char *handle)
+{
+    tslock_client *c;
+    tslock_lock *l;
+    int status = open_lock(o, key, handle, &c, &l);
+    int rc;
+
+    if (status == CLI_EXIT_OK) {
+        rc = tslock_release(l);
+        if (rc == TSLOCK_OK)
+            cli_verbose("released '%s'", key);
+        else if (rc == TSLOCK_ELOST)
+            status = lost_warning(c, key);
+        else
+            status = cli_fail(c, rc, "cannot release the lock");
+    }
+    close_lock(c, l);
+    return status;
+}
+
+int cli_extend(const struct cli_options *o, const char *key, const char *handle)
+{
+    tslock_client *c;
+    tslock_lock *l;
+    int status = open_lock(o, key, handle, &c, &l);
+    int rc;
+
+    if (status == CLI_EXIT_OK) {
+        rc = tslock_extend(l, 0);
+        if (rc == TSLOCK_OK) {
+            cli_verbose("extended '%s' to %" PRId64 " ms from now", key,
+                        o->ttl_ms);
+            printf("%s\n", tslock_lock_handle(l));
+        } else if (rc == TSLOCK_ELOST) {
+            status = lost_warning(c, key);
+        } else {
+            status = cli_fail(c, rc, "cannot extend the lock");
+        }
+    }
+    close_lock(c, l);
+    return status;
+}
+
+/* ------------------------------------------------------------ status */
+
+static void print_state(const char *state)
+{
+    if (cli_verbosity < 0)
+        printf("%s\n", state);
+    else
+        printf("state: %s\n", state);
+}
+
+static void print_server_ttl(int64_t ttl_ms)
+{
+    if (ttl_ms >= 0)
+        printf("server TTL: %" PRId64 " ms\n", ttl_ms);
+    else
+        printf("server TTL: none\n");
+}
+
+/* A value as text a terminal shows safely: C escapes, cut at 200. */
+static void print_raw(const char *label, const char *v)
+{
+    size_t i;
+
+    printf("%s: \"", label);
+    for (i = 0; v[i] != '\0' && i < 200; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20 || ch >= 0x7f)
+            printf("\\x%02x", ch);
+        else
+            putchar(ch);
+    }
+    printf("\"%s\n", v[i] != '\0' ? " (cut)" : "");
+}
+
+static void print_time(int64_t unix_ms)
+{
+    time_t secs = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    char buf[32];
+
+    if (gmtime_r(&secs, &tm) == NULL)
+        return;
+    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    printf("expires at: %s.%03dZ\n", buf, (int)(unix_ms % 1000));
+}
+
+static void print_token(const char *v, int64_t ttl_ms)
+{
+    print_state("held");
+    if (cli_verbosity < 0)
+        return;
+    printf("scheme: token\nvalue: %s\n", v);
+    if (ttl_ms >= 0)
+        printf("time left: %" PRId64 " ms (server TTL)\n", ttl_ms);
+    else
+        printf("time left: unlimited (no server TTL: it never expires on "
+               "its own)\n");
+}
+
+static void print_stamp(const char *v, tslock_unit unit, int64_t expires_ms,
+                        int64_t ttl_ms, int64_t now_ms)
+{
+    /* Expired once the clock passes the stamp, as every client reads it. */
+    int64_t left = expires_ms - now_ms;
+
+    print_state(left >= 0 ? "held" : "expired");
+    if (cli_verbosity < 0)
+        return;
+    printf("scheme: timestamp\nstamp: %s\nunit: %s\n", v, cli_unit_name(unit));
+    print_time(expires_ms);
+    if (left >= 0)
+        printf("time left: %" PRId64 " ms\n", left);
+    else
+        printf("expired: %" PRId64 " ms ago (the next taker may take "
+               "it over)\n",
+               -left);
+    print_server_ttl(ttl_ms);
+}
+
+static void print_unreadable(const char *v, int64_t ttl_ms)
+{
+    print_state("held");
+    if (cli_verbosity < 0)
+        return;
+    printf("scheme: unknown\n");
+    print_raw("value", v);
+    printf("note: neither a token nor a plausible stamp in ms, s or float "
+           "seconds; tslock treats it as held and never takes it over\n");
+    print_server_ttl(ttl_ms);
+}
+
+static void print_status(const char *v, int64_t ttl_ms, int64_t now_ms)
+{
+    tslock_scheme scheme;
+    tslock_unit unit;
+    int64_t expires_ms;
+
+    if (ttl_ms == -2) {
+        print_state("free");
+        return;
+    }
+    if (tslock_value_classify(v, strlen(v), &scheme, &unit, &expires_ms)
+        != TSLOCK_OK)
+        print_unreadable(v, ttl_ms);
+    else if (scheme == TSLOCK_SCHEME_TOKEN)
+        print_token(v, ttl_ms);
+    else
+        print_stamp(v, unit, expires_ms, ttl_ms, now_ms);
+}
+
+int cli_status(const struct cli_options *o, const char *key)
+{
+    static char value[PEEK_SIZE];
+    tslock_client *c;
+    tslock_lock *l;
+    int64_t ttl_ms = -2;
+    int status = open_lock(o, key, NULL, &c, &l);
+    int rc;
+
+    if (status == CLI_EXIT_OK) {
+        rc = tslock_lock_peek(l, value, sizeof(value), &ttl_ms);
+        /* With --clock server, judge stamps by the server's clock. */
+        int64_t now_ms = cli_wall_ms();
+        if (o->time_source == TSLOCK_TIME_SERVER)
+            now_ms += tslock_client_clock_offset(c);
+        if (rc == TSLOCK_OK)
+            print_status(value, ttl_ms, now_ms);
+        else
+            status = cli_fail(c, rc, "cannot read the lock");
+    }
+    close_lock(c, l);
+    return status;
+}

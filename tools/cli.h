@@ -1,0 +1,157 @@
+/*
+ * cli.h - declarations shared by the files of the tslock command: its
+ * exit statuses, its options, the URL parser, the connection helpers and
+ * the entry points of each form (run, acquire, release, extend, status,
+ * demo).  tslock(1) documents everything declared here that a user sees.
+ */
+#ifndef TSLOCK_CLI_H
+#define TSLOCK_CLI_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tslock.h>
+
+/*
+ * Exit statuses.  The busy status is an option (-E); the rest are fixed
+ * and documented in tslock(1).  They follow sysexits.h where one fits,
+ * and stay clear of 0, 1 and the shell's 126, 127 and 128+N.
+ */
+#define CLI_EXIT_OK          0
+#define CLI_EXIT_BUSY        1  /* default of -E */
+#define CLI_EXIT_USAGE       64 /* EX_USAGE: bad option, URL or argument */
+#define CLI_EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: connect, timeout, auth */
+#define CLI_EXIT_SOFTWARE    70 /* EX_SOFTWARE: server refused, bad reply */
+#define CLI_EXIT_OSERR       71 /* EX_OSERR: fork, pipe, memory, temp dir */
+#define CLI_EXIT_LOST        75 /* EX_TEMPFAIL: lease lost while in use */
+#define CLI_EXIT_NOEXEC      126
+#define CLI_EXIT_NOTFOUND    127
+#define CLI_EXIT_SIGNAL_BASE 128
+
+/* Where to connect, from a redis:// or unix:// URL. */
+struct cli_url {
+    int is_unix;
+    char *host; /* TCP host name or address, or the socket path */
+    int port;
+    int db;
+    char *user;     /* ACL user, NULL for none */
+    char *password; /* NULL for none */
+};
+
+/* Everything the options set; filled by main() before any form runs. */
+struct cli_options {
+    struct cli_url url;
+    tslock_scheme scheme;
+    tslock_unit unit;
+    int64_t ttl_ms;
+    int ttl_given; /* the demo has its own default lease */
+    int64_t wait_ms;
+    tslock_time_source time_source;
+    int renew;
+    int kill_on_loss;
+    int busy_status;
+    int workers;         /* demo */
+    int64_t duration_ms; /* demo: per scheme */
+};
+
+/* -1 with -q, 0 by default, 1 with -v. */
+extern int cli_verbosity;
+
+/* One line on stderr, prefixed "tslock: ", always printed. */
+void cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Chatter: printed unless -q. */
+void cli_info(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Steps: printed only with -v. */
+void cli_verbose(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---- url.c */
+
+/*
+ * Parse text into out.  On failure returns -1 with one line in err that
+ * names what was expected and what came (never the password).  user and
+ * password are percent-decoded; a URL without a password takes
+ * $REDISCLI_AUTH.  Free with cli_url_free().
+ */
+int cli_url_parse(const char *text, struct cli_url *out, char *err,
+                  size_t errsize);
+void cli_url_free(struct cli_url *url);
+/* "unix socket /p, db 2, user alice" - never the password. */
+void cli_url_describe(const struct cli_url *url, char *buf, size_t size);
+
+/* ---- session.c: connections, locks and what their codes mean */
+
+/* The exit status for a tslock code that is an error. */
+int cli_status_for(int code);
+/* Connect a new client to url; on failure prints why, returns status. */
+int cli_connect(const struct cli_options *o, tslock_client **out);
+/* A lock on key with the options' scheme, ttl and unit. */
+int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
+                 tslock_lock **out);
+/* "token", "timestamp" ... for messages. */
+const char *cli_scheme_name(tslock_scheme scheme);
+const char *cli_unit_name(tslock_unit unit);
+/* Print "what: TSLOCK_Ex: detail" and return the exit status for rc. */
+int cli_fail(tslock_client *c, int rc, const char *what);
+/* Current wall-clock time in Unix milliseconds. */
+int64_t cli_wall_ms(void);
+int64_t cli_mono_ms(void);
+
+/*
+ * Take the lock as the options say (-w), reporting busy and errors.  A
+ * SIGINT, SIGTERM or SIGHUP during the wait cancels it (the signal
+ * handlers must be installed) and gives 128 + the signal, with the lock
+ * not held.  Returns CLI_EXIT_OK with the lock held, or the exit status.
+ */
+int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
+             const char *key);
+
+/* ---- the forms */
+int cli_run(const struct cli_options *o, const char *key, char **command);
+int cli_acquire(const struct cli_options *o, const char *key);
+int cli_release(const struct cli_options *o, const char *key,
+                const char *handle);
+int cli_extend(const struct cli_options *o, const char *key,
+               const char *handle);
+int cli_status(const struct cli_options *o, const char *key);
+int cli_demo(const struct cli_options *o);
+
+/* ---- signals.c: what tslock does with INT, TERM and HUP */
+
+/*
+ * Install the handler for SIGINT, SIGTERM and SIGHUP (each unless it was
+ * ignored when tslock started, as shells do).  While a wait is
+ * registered the handler cancels it; while a child is registered it
+ * forwards the signal.
+ */
+void cli_signals_install(void);
+/* Ignore SIGPIPE: a server that hangs up gives an error, not death. */
+void cli_signals_ignore_pipe(void);
+/*
+ * Block SIGINT, SIGTERM and SIGHUP in the calling thread, the old mask
+ * in *old.  Threads started meanwhile inherit the block, so the handler
+ * only ever runs in the main thread.
+ */
+void cli_signals_block(sigset_t *old);
+/* Put back the dispositions tslock started with (in a child). */
+void cli_signals_restore(void);
+void cli_signals_wait_on(tslock_lock *l); /* NULL to stop */
+void cli_signals_forward_to(int pid);     /* 0 to stop */
+/* The last of INT, TERM, HUP received, or 0. */
+int cli_signals_received(void);
+
+#endif /* TSLOCK_CLI_H */

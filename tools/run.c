@@ -1,0 +1,311 @@
+/*
+ * run.c - the run form, tslock KEY -- COMMAND: take KEY, run COMMAND as a
+ * child (its lease renewed from a thread of the library with --renew),
+ * pass signals on to it, release KEY once it has exited, and choose the
+ * exit status by the rule in tslock(1): lost lease, then COMMAND's own
+ * status, then a failed release.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* File descriptors below this are checked for "inherited by tslock". */
+#define FD_SCAN_LIMIT 1024
+
+struct run_state {
+    const struct cli_options *o;
+    const char *key;
+    tslock_client *client;
+    tslock_client *renew_client;
+    tslock_lock *lock;
+    tslock_watchdog *watchdog;
+    atomic_int child_pid;
+    atomic_int renew_failed; /* the failing code, 0 while renewals work */
+    atomic_int term_sent;    /* --kill-on-loss sends SIGTERM once */
+    int lost;                /* the lease was lost before COMMAND ended */
+    char lost_why[512];
+    int release_status; /* non-zero when releasing failed */
+    unsigned char inherited[FD_SCAN_LIMIT / 8];
+};
+
+/*
+ * The library's connections and pipes are not close-on-exec, and
+ * COMMAND (or a daemon it starts) must not keep our Redis connections
+ * open.  Descriptors open when tslock started are the caller's and are
+ * passed on; every other one is ours and closed on exec.
+ */
+static void note_inherited_fds(struct run_state *s)
+{
+    int fd;
+
+    for (fd = 0; fd < FD_SCAN_LIMIT; fd++)
+        if (fcntl(fd, F_GETFD) != -1)
+            s->inherited[fd / 8] |= (unsigned char)(1u << (fd % 8));
+}
+
+static void close_own_fds_on_exec(const struct run_state *s)
+{
+    int fd, flags;
+
+    for (fd = 3; fd < FD_SCAN_LIMIT; fd++) {
+        if (s->inherited[fd / 8] & (1u << (fd % 8)))
+            continue;
+        flags = fcntl(fd, F_GETFD);
+        if (flags != -1)
+            fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+}
+
+static void send_term_once(struct run_state *s)
+{
+    int pid = atomic_load(&s->child_pid);
+
+    if (pid > 0 && s->o->kill_on_loss && !atomic_exchange(&s->term_sent, 1))
+        kill((pid_t)pid, SIGTERM);
+}
+
+/* From the watchdog's thread: say so at once, the status comes later. */
+static void on_renew_failure(int code, const char *detail, void *userdata)
+{
+    struct run_state *s = userdata;
+
+    atomic_store(&s->renew_failed, code);
+    cli_error("WARNING: renewing the lease on '%s' failed: %s: %s; %s; %s",
+              s->key, tslock_errname(code), detail,
+              code == TSLOCK_ELOST
+                  ? "the lock is no longer ours, so mutual exclusion may "
+                    "be broken already"
+                  : "mutual exclusion may be broken once the lease runs out",
+              s->o->kill_on_loss ? "sending SIGTERM to COMMAND (--kill-on-loss)"
+                                 : "COMMAND keeps running");
+    send_term_once(s);
+}
+
+static int start_renewal(struct run_state *s)
+{
+    sigset_t old;
+    int status, rc;
+
+    if (!s->o->renew)
+        return CLI_EXIT_OK;
+    status = cli_connect(s->o, &s->renew_client);
+    if (status != CLI_EXIT_OK)
+        return status;
+    /* The renewing thread must never be the one a signal lands in. */
+    cli_signals_block(&old);
+    rc = tslock_watchdog_start(&s->watchdog, s->lock, s->renew_client, 0,
+                               on_renew_failure, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != TSLOCK_OK)
+        return cli_fail(s->client, rc, "cannot start renewing the lease");
+    cli_verbose("renewing the lease every %" PRId64
+                " ms on a second connection",
+                s->o->ttl_ms / 3 > 0 ? s->o->ttl_ms / 3 : 1);
+    return CLI_EXIT_OK;
+}
+
+/* In the child: COMMAND with the signal setup tslock started with. */
+static void exec_child(char **command, const sigset_t *mask, int report_fd)
+{
+    int err;
+
+    cli_signals_restore();
+    pthread_sigmask(SIG_SETMASK, mask, NULL);
+    execvp(command[0], command);
+    err = errno;
+    (void)!write(report_fd, &err, sizeof(err));
+    _exit(err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
+}
+
+/* Read the child's exec errno from the pipe; nothing means exec worked. */
+static void report_exec_failure(int fd, const char *name)
+{
+    int err = 0;
+    ssize_t n;
+
+    while ((n = read(fd, &err, sizeof(err))) < 0 && errno == EINTR)
+        ;
+    if (n == (ssize_t)sizeof(err))
+        cli_error("cannot run '%s': %s", name, strerror(err));
+}
+
+/*
+ * Fork and exec.  Signals are blocked across fork so one that arrives
+ * then is forwarded once the child's pid is known, never lost.  An exec
+ * failure comes back through a close-on-exec pipe, so the message is
+ * printed here and not from the forked copy of a threaded process.
+ */
+static int spawn(struct run_state *s, char **command, pid_t *pid)
+{
+    sigset_t old;
+    int fds[2], fork_errno, sig;
+
+    if (pipe(fds) != 0) {
+        cli_error("cannot make a pipe: %s", strerror(errno));
+        return CLI_EXIT_OSERR;
+    }
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    cli_signals_block(&old);
+    sig = cli_signals_received();
+    *pid = sig != 0 ? -1 : fork();
+    fork_errno = errno;
+    if (*pid == 0)
+        exec_child(command, &old, fds[1]);
+    if (*pid > 0) {
+        cli_signals_forward_to((int)*pid);
+        atomic_store(&s->child_pid, (int)*pid);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(fds[1]);
+    if (*pid > 0)
+        report_exec_failure(fds[0], command[0]);
+    close(fds[0]);
+    if (sig != 0) {
+        cli_info("stopped by signal %d before running COMMAND", sig);
+        return CLI_EXIT_SIGNAL_BASE + sig;
+    }
+    if (*pid < 0) {
+        cli_error("cannot fork: %s", strerror(fork_errno));
+        return CLI_EXIT_OSERR;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Wait for COMMAND; its status as a shell reports it. */
+static int wait_child(pid_t pid)
+{
+    int st;
+
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            cli_error("cannot wait for COMMAND: %s", strerror(errno));
+            return CLI_EXIT_OSERR;
+        }
+    }
+    cli_signals_forward_to(0);
+    if (WIFSIGNALED(st)) {
+        cli_verbose("COMMAND was killed by signal %d", WTERMSIG(st));
+        return CLI_EXIT_SIGNAL_BASE + WTERMSIG(st);
+    }
+    cli_verbose("COMMAND exited with status %d", WEXITSTATUS(st));
+    return WEXITSTATUS(st);
+}
+
+static int run_child(struct run_state *s, char **command, int *child_status)
+{
+    pid_t pid;
+    int status;
+
+    close_own_fds_on_exec(s);
+    cli_verbose("running %s", command[0]);
+    status = spawn(s, command, &pid);
+    if (status != CLI_EXIT_OK)
+        return status;
+    if (atomic_load(&s->renew_failed) != 0)
+        send_term_once(s); /* failed before the pid was known */
+    *child_status = wait_child(pid);
+    return CLI_EXIT_OK;
+}
+
+static void note_lost(struct run_state *s, const char *what)
+{
+    if (!s->lost)
+        snprintf(s->lost_why, sizeof(s->lost_why), "%s: %s", what,
+                 tslock_client_errstr(s->client));
+    s->lost = 1;
+}
+
+/* Release once; after a connection failure reconnect and try again. */
+static int release_with_retry(struct run_state *s)
+{
+    int rc = tslock_release(s->lock);
+
+    if ((rc == TSLOCK_EIO || rc == TSLOCK_ETIMEDOUT)
+        && tslock_lock_is_held(s->lock)) {
+        cli_verbose("release failed (%s); reconnecting once",
+                    tslock_client_errstr(s->client));
+        if (tslock_client_reconnect(s->client) == TSLOCK_OK)
+            rc = tslock_release(s->lock);
+    }
+    return rc;
+}
+
+/* Stop renewing, then release: both can find the lease lost. */
+static void end_hold(struct run_state *s)
+{
+    int rc;
+
+    if (s->watchdog != NULL) {
+        rc = tslock_watchdog_stop(s->watchdog);
+        s->watchdog = NULL;
+        if (rc != TSLOCK_OK)
+            note_lost(s, "renewal failed");
+    }
+    if (!tslock_lock_is_held(s->lock))
+        return;
+    rc = release_with_retry(s);
+    if (rc == TSLOCK_OK)
+        cli_verbose("released '%s'", s->key);
+    else if (rc == TSLOCK_ELOST)
+        note_lost(s, "release found it gone");
+    else
+        s->release_status = cli_fail(s->client, rc,
+                                     "cannot release the lock (it stays "
+                                     "held until its lease runs out)");
+}
+
+/* The rule of tslock(1): lost, then COMMAND's status, then release. */
+static int choose_status(struct run_state *s, int status, int child_status)
+{
+    if (s->lost) {
+        cli_error("WARNING: the lease on '%s' was lost before COMMAND "
+                  "finished (%s); another holder may have run at the "
+                  "same time: mutual exclusion may have been broken",
+                  s->key, s->lost_why);
+        return CLI_EXIT_LOST;
+    }
+    if (status != CLI_EXIT_OK)
+        return status;
+    if (child_status != 0)
+        return child_status;
+    return s->release_status;
+}
+
+int cli_run(const struct cli_options *o, const char *key, char **command)
+{
+    struct run_state s;
+    int status, child_status = 0;
+
+    memset(&s, 0, sizeof(s));
+    s.o = o;
+    s.key = key;
+    note_inherited_fds(&s);
+    cli_signals_install();
+    status = cli_connect(o, &s.client);
+    if (status == CLI_EXIT_OK)
+        status = cli_lock_new(o, s.client, key, &s.lock);
+    if (status == CLI_EXIT_OK)
+        status = cli_take(o, s.client, s.lock, key);
+    if (status != CLI_EXIT_OK)
+        goto out;
+    status = start_renewal(&s);
+    if (status == CLI_EXIT_OK)
+        status = run_child(&s, command, &child_status);
+    end_hold(&s);
+    status = choose_status(&s, status, child_status);
+out:
+    tslock_lock_free(s.lock);
+    tslock_client_free(s.renew_client);
+    tslock_client_free(s.client);
+    return status;
+}

@@ -1,0 +1,253 @@
+/*
+ * session.c - what every form of the command shares: messages on stderr,
+ * connecting as the URL says, making a lock as the options say, taking it
+ * with -w, and turning library codes into exit statuses and one-line
+ * messages.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "cli.h"
+
+int cli_verbosity;
+
+static void vmessage(const char *fmt, va_list ap)
+{
+    char line[1024];
+
+    /* One write per line, so lines from two threads never interleave. */
+    vsnprintf(line, sizeof(line), fmt, ap);
+    fprintf(stderr, "tslock: %s\n", line);
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+}
+
+void cli_info(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cli_verbosity < 0)
+        return;
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+}
+
+void cli_verbose(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cli_verbosity < 1)
+        return;
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+}
+
+int64_t cli_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cli_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *cli_scheme_name(tslock_scheme scheme)
+{
+    switch (scheme) {
+    case TSLOCK_SCHEME_AUTO:
+        return "auto";
+    case TSLOCK_SCHEME_TIMESTAMP:
+        return "timestamp";
+    case TSLOCK_SCHEME_TOKEN:
+        return "token";
+    case TSLOCK_SCHEME_BRIDGE:
+        return "bridge";
+    }
+    return "?";
+}
+
+const char *cli_unit_name(tslock_unit unit)
+{
+    switch (unit) {
+    case TSLOCK_UNIT_MS:
+        return "ms";
+    case TSLOCK_UNIT_S:
+        return "s";
+    case TSLOCK_UNIT_FLOAT:
+        return "float";
+    }
+    return "?";
+}
+
+int cli_status_for(int code)
+{
+    switch (code) {
+    case TSLOCK_EIO:
+    case TSLOCK_ETIMEDOUT:
+    case TSLOCK_EAUTH:
+        return CLI_EXIT_UNAVAILABLE;
+    case TSLOCK_ENOMEM:
+        return CLI_EXIT_OSERR;
+    default:
+        return CLI_EXIT_SOFTWARE;
+    }
+}
+
+int cli_fail(tslock_client *c, int rc, const char *what)
+{
+    const char *detail = tslock_client_errstr(c);
+
+    cli_error("%s: %s: %s", what, tslock_errname(rc),
+              detail[0] != '\0' ? detail : tslock_strerror(rc));
+    return cli_status_for(rc);
+}
+
+static void describe_caps(unsigned caps, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s%s%s%s%s", caps == 0 ? " none" : "",
+             caps & TSLOCK_CAP_WATCH ? " WATCH" : "",
+             caps & TSLOCK_CAP_LUA ? " Lua" : "",
+             caps & TSLOCK_CAP_TIME ? " TIME" : "",
+             caps & TSLOCK_CAP_SET_NX_PX ? " SET-NX-PX" : "",
+             caps & TSLOCK_CAP_TTL_KEEPS ? " TTL-keeps" : "");
+}
+
+static void report_server(tslock_client *c)
+{
+    int major, minor, patch;
+    char caps[96];
+
+    if (cli_verbosity < 1)
+        return;
+    describe_caps(tslock_client_caps(c), caps, sizeof(caps));
+    if (tslock_client_server_version(c, &major, &minor, &patch) == TSLOCK_OK)
+        cli_verbose("server: Redis %d.%d.%d; capabilities:%s", major, minor,
+                    patch, caps);
+    else
+        cli_verbose("server: version unknown; capabilities:%s", caps);
+    cli_verbose("server clock minus this host's: %" PRId64 " ms",
+                tslock_client_clock_offset(c));
+}
+
+int cli_connect(const struct cli_options *o, tslock_client **out)
+{
+    const struct cli_url *u = &o->url;
+    tslock_client *c = NULL;
+    char where[512];
+    int rc;
+
+    *out = NULL;
+    cli_url_describe(u, where, sizeof(where));
+    cli_verbose("connecting to %s", where);
+    rc = tslock_client_new(&c);
+    if (rc == TSLOCK_OK && u->password != NULL)
+        rc = tslock_client_set_auth(c, u->user, u->password);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_db(c, u->db);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_time_source(c, o->time_source);
+    if (rc == TSLOCK_OK)
+        rc = u->is_unix ? tslock_client_connect_unix(c, u->host)
+                        : tslock_client_connect_tcp(c, u->host, u->port);
+    if (rc != TSLOCK_OK) {
+        int status = cli_fail(c, rc, "cannot use the server");
+        tslock_client_free(c);
+        return status;
+    }
+    report_server(c);
+    *out = c;
+    return CLI_EXIT_OK;
+}
+
+int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
+                 tslock_lock **out)
+{
+    tslock_lock *l = NULL;
+    int rc = tslock_lock_new(&l, c, key);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_set_scheme(l, o->scheme);
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_set_ttl(l, o->ttl_ms);
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_set_unit(l, o->unit);
+    if (rc != TSLOCK_OK) {
+        tslock_lock_free(l);
+        *out = NULL;
+        return cli_fail(c, rc, "cannot set up the lock");
+    }
+    *out = l;
+    return CLI_EXIT_OK;
+}
+
+/* What became of an attempt to take the lock: the message, the status. */
+static int taken_or_not(const struct cli_options *o, tslock_client *c,
+                        tslock_lock *l, const char *key, int rc)
+{
+    const char *detail = tslock_client_errstr(c);
+    int sig = cli_signals_received();
+
+    if (sig != 0) {
+        /* A signal during the attempt: give up, even if it succeeded. */
+        if (rc == TSLOCK_OK)
+            (void)tslock_release(l);
+        cli_info("stopped by signal %d while taking '%s'", sig, key);
+        return CLI_EXIT_SIGNAL_BASE + sig;
+    }
+    switch (rc) {
+    case TSLOCK_OK:
+        cli_verbose("took '%s' with the %s scheme (asked: %s), lease %" PRId64
+                    " ms",
+                    key, cli_scheme_name(tslock_lock_scheme_used(l)),
+                    cli_scheme_name(o->scheme), o->ttl_ms);
+        return CLI_EXIT_OK;
+    case TSLOCK_EBUSY:
+    case TSLOCK_EUNREADABLE:
+        if (o->wait_ms > 0)
+            cli_info("busy after waiting %" PRId64 " ms: %s", o->wait_ms,
+                     detail[0] != '\0' ? detail : "lock is held");
+        else
+            cli_info("busy: %s", detail[0] != '\0' ? detail : "lock is held");
+        return o->busy_status;
+    default:
+        return cli_fail(c, rc, "cannot take the lock");
+    }
+}
+
+int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
+             const char *key)
+{
+    int rc;
+
+    cli_signals_wait_on(l);
+    rc = tslock_acquire(l, 0);
+    if ((rc == TSLOCK_EBUSY || rc == TSLOCK_EUNREADABLE) && o->wait_ms != 0
+        && cli_signals_received() == 0) {
+        if (o->wait_ms < 0)
+            cli_verbose("'%s' is held; waiting until it is free", key);
+        else
+            cli_verbose("'%s' is held; waiting up to %" PRId64 " ms", key,
+                        o->wait_ms);
+        rc = tslock_acquire(l, o->wait_ms);
+    }
+    cli_signals_wait_on(NULL);
+    return taken_or_not(o, c, l, key, rc);
+}

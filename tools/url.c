@@ -1,0 +1,318 @@
+/*
+ * url.c - reading where to connect from a URL: redis://[[user]:password@]
+ * host[:port][/db] and unix://[[user]:password@]/path/to/socket[?db=N].
+ * A bad URL gets one line naming the part that is wrong; the line never
+ * repeats the password, since URLs end up in logs.
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+
+#define DEFAULT_PORT 6379
+
+struct parse_error {
+    char *buf;
+    size_t size;
+};
+
+static int url_fail(struct parse_error *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static int url_fail(struct parse_error *e, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(e->buf, e->size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decode s[0..len) into a new string at *out. */
+static int decode(const char *s, size_t len, const char *what, char **out,
+                  struct parse_error *e)
+{
+    char *d = malloc(len + 1);
+    size_t i, n = 0;
+
+    if (d == NULL)
+        return url_fail(e, "out of memory");
+    for (i = 0; i < len; i++) {
+        int hi, lo;
+        if (s[i] != '%') {
+            d[n++] = s[i];
+            continue;
+        }
+        hi = i + 2 < len ? hex_value(s[i + 1]) : -1;
+        lo = i + 2 < len ? hex_value(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            free(d);
+            return url_fail(e,
+                            "the %s in the URL has a bad percent-escape "
+                            "(expected %%XX with two hex digits, not %%00)",
+                            what);
+        }
+        d[n++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    d[n] = '\0';
+    *out = d;
+    return 0;
+}
+
+/* A database number: decimal digits only, within an int. */
+static int parse_db(const char *s, size_t len, int *db, struct parse_error *e)
+{
+    long v = 0;
+    size_t i;
+
+    for (i = 0; i < len && i < 10; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            break;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (len == 0 || i != len || v > INT_MAX)
+        return url_fail(e,
+                        "the database in the URL must be a number from 0 "
+                        "up, got '%.*s'",
+                        (int)(len > 40 ? 40 : len), s);
+    *db = (int)v;
+    return 0;
+}
+
+/* The query: only db=N is understood; *have_db says one was seen. */
+static int parse_query(const char *q, struct cli_url *u, int *have_db,
+                       struct parse_error *e)
+{
+    while (*q != '\0') {
+        size_t len = strcspn(q, "&");
+        if (len > 3 && strncmp(q, "db=", 3) == 0) {
+            if (*have_db)
+                return url_fail(e, "the URL names the database twice");
+            if (parse_db(q + 3, len - 3, &u->db, e) != 0)
+                return -1;
+            *have_db = 1;
+        } else if (len > 0) {
+            return url_fail(e,
+                            "unknown URL parameter '%.*s' (only db=N is "
+                            "understood)",
+                            (int)(len > 40 ? 40 : len), q);
+        }
+        q += len + (q[len] == '&');
+    }
+    return 0;
+}
+
+/* "user:password", ":password" or "user", already cut from the '@'. */
+static int parse_userinfo(const char *s, size_t len, struct cli_url *u,
+                          struct parse_error *e)
+{
+    const char *colon = memchr(s, ':', len);
+    size_t user_len = colon != NULL ? (size_t)(colon - s) : len;
+
+    if (user_len > 0 && decode(s, user_len, "user", &u->user, e) != 0)
+        return -1;
+    if (colon != NULL
+        && decode(colon + 1, len - user_len - 1, "password", &u->password, e)
+               != 0)
+        return -1;
+    return 0;
+}
+
+static int parse_port(const char *s, size_t len, int *port,
+                      struct parse_error *e)
+{
+    long v = 0;
+    size_t i;
+
+    for (i = 0; i < len && i < 6 && isdigit((unsigned char)s[i]); i++)
+        v = v * 10 + (s[i] - '0');
+    if (len == 0 || i != len || v < 1 || v > 65535)
+        return url_fail(e,
+                        "the port in the URL must be a number from 1 to "
+                        "65535, got '%.*s'",
+                        (int)(len > 40 ? 40 : len), s);
+    *port = (int)v;
+    return 0;
+}
+
+/* "host", "host:port", "[v6]" or "[v6]:port". */
+static int parse_hostport(const char *s, size_t len, struct cli_url *u,
+                          struct parse_error *e)
+{
+    const char *host = s, *port = NULL;
+    size_t host_len = len;
+
+    if (len > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (close == NULL)
+            return url_fail(e, "the URL has '[' with no ']' around the host");
+        host = s + 1;
+        host_len = (size_t)(close - host);
+        if (close + 1 < s + len && close[1] != ':')
+            return url_fail(e, "expected ':port' after ']' in the URL");
+        if (close + 1 < s + len)
+            port = close + 2;
+    } else {
+        const char *colon = memchr(s, ':', len);
+        if (colon != NULL && memchr(colon + 1, ':', len - (colon - s) - 1))
+            return url_fail(e, "an IPv6 host in a URL must be in brackets, "
+                               "as in redis://[::1]:6379");
+        if (colon != NULL) {
+            host_len = (size_t)(colon - s);
+            port = colon + 1;
+        }
+    }
+    if (host_len == 0)
+        return url_fail(e, "the URL has no host (expected "
+                           "redis://host[:port][/db])");
+    if (port != NULL && parse_port(port, (size_t)(s + len - port), &u->port, e))
+        return -1;
+    return decode(host, host_len, "host", &u->host, e);
+}
+
+static int parse_redis(const char *rest, struct cli_url *u,
+                       struct parse_error *e)
+{
+    size_t auth_len = strcspn(rest, "/?");
+    const char *path = rest + auth_len, *at = NULL, *p;
+    size_t path_len = strcspn(path, "?");
+    int have_db = 0;
+
+    for (p = rest; p < rest + auth_len; p++)
+        if (*p == '@')
+            at = p; /* the last '@': an unescaped one in a password */
+    if (at != NULL) {
+        if (parse_userinfo(rest, (size_t)(at - rest), u, e) != 0)
+            return -1;
+        auth_len -= (size_t)(at + 1 - rest);
+        rest = at + 1;
+    }
+    if (parse_hostport(rest, auth_len, u, e) != 0)
+        return -1;
+    if (path_len > 1) {
+        if (parse_db(path + 1, path_len - 1, &u->db, e) != 0)
+            return -1;
+        have_db = 1;
+    }
+    if (path[path_len] == '?')
+        return parse_query(path + path_len + 1, u, &have_db, e);
+    return 0;
+}
+
+static int parse_unix(const char *rest, struct cli_url *u,
+                      struct parse_error *e)
+{
+    const char *at = strstr(rest, "@/");
+    size_t path_len;
+    int have_db = 0;
+
+    if (rest[0] != '/' && at != NULL) {
+        if (parse_userinfo(rest, (size_t)(at - rest), u, e) != 0)
+            return -1;
+        rest = at + 1;
+    }
+    path_len = strcspn(rest, "?");
+    if (rest[0] != '/' || path_len < 2)
+        return url_fail(e, "expected unix:///path/to/socket[?db=N] (an "
+                           "absolute socket path after unix://)");
+    u->is_unix = 1;
+    if (decode(rest, path_len, "socket path", &u->host, e) != 0)
+        return -1;
+    if (rest[path_len] == '?')
+        return parse_query(rest + path_len + 1, u, &have_db, e);
+    return 0;
+}
+
+/* A URL without a password takes the one in $REDISCLI_AUTH. */
+static int complete_auth(struct cli_url *u, struct parse_error *e)
+{
+    const char *env = getenv("REDISCLI_AUTH");
+
+    if (u->password == NULL && env != NULL && env[0] != '\0') {
+        u->password = strdup(env);
+        if (u->password == NULL)
+            return url_fail(e, "out of memory");
+    }
+    if (u->user != NULL && u->password == NULL)
+        return url_fail(e,
+                        "the URL names user '%s' but no password (give it "
+                        "in the URL or in $REDISCLI_AUTH)",
+                        u->user);
+    return 0;
+}
+
+int cli_url_parse(const char *text, struct cli_url *u, char *err,
+                  size_t errsize)
+{
+    struct parse_error e = {err, errsize};
+    const char *sep = strstr(text, "://");
+    size_t scheme_len = sep != NULL ? (size_t)(sep - text) : 0;
+    int rc;
+
+    memset(u, 0, sizeof(*u));
+    u->port = DEFAULT_PORT;
+    if (sep == NULL || scheme_len == 0 || strcspn(text, ":@/") < scheme_len)
+        rc = url_fail(&e, "expected a URL starting redis:// or unix://");
+    else if (scheme_len == 5 && strncasecmp(text, "redis", 5) == 0)
+        rc = parse_redis(sep + 3, u, &e);
+    else if (scheme_len == 4 && strncasecmp(text, "unix", 4) == 0)
+        rc = parse_unix(sep + 3, u, &e);
+    else if (scheme_len == 6 && strncasecmp(text, "rediss", 6) == 0)
+        rc = url_fail(&e, "rediss:// (TLS) is not supported; expected "
+                          "redis:// or unix://");
+    else
+        rc = url_fail(&e,
+                      "expected a URL starting redis:// or unix://, got "
+                      "'%.*s://'",
+                      (int)(scheme_len > 20 ? 20 : scheme_len), text);
+    if (rc == 0)
+        rc = complete_auth(u, &e);
+    if (rc != 0)
+        cli_url_free(u);
+    return rc;
+}
+
+void cli_url_free(struct cli_url *u)
+{
+    free(u->host);
+    free(u->user);
+    if (u->password != NULL) {
+        /* Do not leave the password in freed memory. */
+        memset(u->password, 0, strlen(u->password));
+        free(u->password);
+    }
+    memset(u, 0, sizeof(*u));
+}
+
+void cli_url_describe(const struct cli_url *u, char *buf, size_t size)
+{
+    int n;
+
+    if (u->is_unix)
+        n = snprintf(buf, size, "unix socket %s", u->host);
+    else
+        n = snprintf(buf, size, "%s port %d", u->host, u->port);
+    if (n < 0 || (size_t)n >= size)
+        return;
+    snprintf(buf + n, size - n, ", db %d%s%s%s", u->db,
+             u->user != NULL ? ", user " : "", u->user != NULL ? u->user : "",
+             u->password != NULL ? ", with a password" : "");
+}
