@@ -660,9 +660,11 @@ TSLOCK_EXTERN int tslock_watchdog_stop(tslock_watchdog *watchdog);
  *
  * text, len: the value as stored (len bytes, NUL bytes included).
  * unit: the unit it is expected in.
- * expires_ms: receives the stored time in Unix milliseconds, as written
- * (for TSLOCK_UNIT_MS that includes the "+1"; the lock counts as expired
- * once the clock passes it).
+ * expires_ms: receives the last Unix millisecond the stamp is valid:
+ * the stored time as written for TSLOCK_UNIT_MS (including its "+1") and
+ * TSLOCK_UNIT_FLOAT; S.999 for a whole-seconds stamp S, which the clients
+ * that write it treat as valid through second S.  The lock counts as
+ * expired once the clock passes it.
  * Accepts plain decimal digits, and for TSLOCK_UNIT_FLOAT one '.' and a
  * fraction (digits past the third are dropped); rejects empty text,
  * spaces, signs, exponents, a fraction in the whole-number units,

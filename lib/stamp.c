@@ -100,7 +100,12 @@ int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
                "a larger unit?)";
         return TSLOCK_EUNREADABLE;
     }
-    *expires_ms = ms;
+    /*
+     * A whole-seconds stamp S stays valid through second S for the
+     * clients that write it (the Redis docs compare whole seconds), so
+     * it runs out at S.999, not at S.000.
+     */
+    *expires_ms = unit == TSLOCK_UNIT_S ? ms + 999 : ms;
     return TSLOCK_OK;
 }
 

@@ -51,27 +51,23 @@ static int make_stamp(tslock_lock *l, char *buf, size_t size, int64_t ttl_ms,
  */
 static void set_safety_ttl(tslock_lock *l)
 {
-    unsigned caps = l->client->caps;
-    int64_t stamp_ms = 0, ms;
-    char num[24];
-    redisReply *r = NULL;
+    int64_t stamp_ms = 0;
+    char keep[TSLOCK__ERRSTR_SIZE], num[24];
     const char *why;
 
-    if (l->used != TSLOCK_SCHEME_BRIDGE || !(caps & TSLOCK_CAP_TTL_KEEPS)
+    if (l->used != TSLOCK_SCHEME_BRIDGE
+        || !(l->client->caps & TSLOCK_CAP_TTL_KEEPS)
         || tslock__stamp_parse(l->value, strlen(l->value), l->unit, &stamp_ms,
                                &why)
                != TSLOCK_OK)
         return;
-    ms = stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000;
-    if (caps & TSLOCK_CAP_LUA)
-        snprintf(num, sizeof(num), "%" PRId64, ms);
-    else
-        tslock__seconds_up(num, sizeof(num), ms);
-    if (tslock__key_command(
-            l, caps & TSLOCK_CAP_LUA ? TSLOCK_STEP_PEXPIRE : TSLOCK_STEP_EXPIRE,
-            num, &r)
-        == TSLOCK_OK)
-        freeReplyObject(r);
+    /* Compare first: the key may already be another client's. */
+    snprintf(num, sizeof(num), "%" PRId64,
+             stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000);
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    (void)tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_PEXPIRE, l->value,
+                          num, 0, "given its safety TTL");
+    memcpy(l->client->errstr, keep, sizeof(keep));
 }
 
 /* The lease we wrote is ours from now on. */

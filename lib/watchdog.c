@@ -109,7 +109,7 @@ int tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
     w->userdata = userdata;
     atomic_init(&w->status, TSLOCK_OK);
     w->copy = copy_hold(lock, renew_client);
-    if (w->copy == NULL || pipe(w->stop_pipe) != 0) {
+    if (w->copy == NULL || pipe2(w->stop_pipe, O_CLOEXEC) != 0) {
         tslock_lock_free(w->copy);
         free(w);
         return TSLOCK_ENOMEM;

@@ -134,7 +134,10 @@ static struct costs expected_costs(unsigned caps, tslock_scheme used)
         k.extend = lua ? 1 : 5;
     } else {
         /* A bridge stamp also gets its safety TTL where TTLs are safe. */
-        int ttl = used == TSLOCK_SCHEME_BRIDGE && (caps & TSLOCK_CAP_TTL_KEEPS);
+        int ttl = used != TSLOCK_SCHEME_BRIDGE || !(caps & TSLOCK_CAP_TTL_KEEPS)
+                      ? 0
+                  : lua ? 1
+                        : 5; /* a WATCH-guarded EXPIRE */
         k.acquire = 1 + ttl;
         k.busy = 2;
         k.release = lua ? 1 : watch ? 5 : 2;

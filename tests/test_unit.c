@@ -174,7 +174,7 @@ struct parse_case {
 
 static const struct parse_case parse_accepted[] = {
     {"ms stamp", LIT("1700000000001"), TSLOCK_UNIT_MS, 1700000000001},
-    {"s stamp", LIT("1700000011"), TSLOCK_UNIT_S, 1700000011000},
+    {"s stamp", LIT("1700000011"), TSLOCK_UNIT_S, 1700000011999},
     {"float stamp", LIT("1700000000.25"), TSLOCK_UNIT_FLOAT, 1700000000250},
     {"float, one decimal", LIT("1700000000.2"), TSLOCK_UNIT_FLOAT,
      1700000000200},
@@ -192,8 +192,8 @@ static const struct parse_case parse_accepted[] = {
     /* The plausible range, 2000-01-01 and 2100-01-01 included. */
     {"ms, 2000-01-01", LIT("946684800000"), TSLOCK_UNIT_MS, 946684800000},
     {"ms, 2100-01-01", LIT("4102444800000"), TSLOCK_UNIT_MS, 4102444800000},
-    {"s, 2000-01-01", LIT("946684800"), TSLOCK_UNIT_S, 946684800000},
-    {"s, 2100-01-01", LIT("4102444800"), TSLOCK_UNIT_S, 4102444800000},
+    {"s, 2000-01-01", LIT("946684800"), TSLOCK_UNIT_S, 946684800999},
+    {"s, 2100-01-01", LIT("4102444800"), TSLOCK_UNIT_S, 4102444800999},
     {"float, 2000-01-01", LIT("946684800.000"), TSLOCK_UNIT_FLOAT,
      946684800000},
     {"float, 2100-01-01", LIT("4102444800.000"), TSLOCK_UNIT_FLOAT,
@@ -359,11 +359,12 @@ static void test_stamp_format_conventions(void)
 
 /*
  * How far past now + ttl a unit's stamp may lie: the +1 of the ms and s
- * conventions, and in seconds also the rounding of now and ttl.
+ * conventions; in seconds also the rounding of now and ttl, and a stamp
+ * S counting as valid through S.999.
  */
 static int64_t format_slack_ms(tslock_unit unit)
 {
-    return unit == TSLOCK_UNIT_MS ? 1 : unit == TSLOCK_UNIT_S ? 1999 : 0;
+    return unit == TSLOCK_UNIT_MS ? 1 : unit == TSLOCK_UNIT_S ? 2998 : 0;
 }
 
 static void check_round_trip(tslock_unit unit, int64_t now, int64_t ttl)
