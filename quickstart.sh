@@ -19,7 +19,7 @@ demo | test) ;;
 esac
 
 packages="build-essential autoconf automake libtool pkg-config
-          libhiredis-dev libcunit1-dev redis-server"
+          libhiredis-dev libcunit1-dev redis-server python3-redis"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
