@@ -41,10 +41,15 @@ make -j"$(nproc)"
 if [ "$what" = demo ]; then
     exec ./tools/tslock demo
 fi
-if ! make -j2 check; then
+status=0
+make -j2 check || status=$?
+passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
+failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
+if [ "$status" -ne 0 ]; then
     for f in tests/*.log doc/examples/*.log; do
-        [ -f "$f" ] && ! grep -q '^PASS\|^SKIP' "${f%.log}.trs" 2>/dev/null \
+        [ -f "$f" ] && grep -q '^:test-result: \(FAIL\|ERROR\)' "${f%.log}.trs" 2>/dev/null \
             && { echo "==== $f"; tail -50 "$f"; }
     done
-    exit 1
 fi
+echo "$passed passed, $failed failed"
+exit "$status"

@@ -428,8 +428,10 @@ TSLOCK_EXTERN int tslock_lock_set_release_form(tslock_lock *lock,
                                                tslock_release_form form);
 
 /*
- * tslock_lock_set_release_margin - refuse to delete when less than
- * margin_ms of the lease is left (room for clock skew between hosts).
+ * tslock_lock_set_release_margin - refuse to delete (or extend) a stamp
+ * when less than margin_ms of the lease is left (room for clock skew
+ * between hosts).  Timestamp and bridge schemes only: a token's lease is
+ * kept by the server's clock.
  *
  * Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
  */
@@ -475,6 +477,7 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
  * Returns TSLOCK_OK (deleted), TSLOCK_ELOST (not ours any more, or the
  * lease ran out: nothing deleted; not a failure, but mutual exclusion may
  * have been broken), TSLOCK_ESTATE (not held), TSLOCK_EWRONGTYPE,
+ * TSLOCK_EUNSUPPORTED (a forced release form the server lacks),
  * TSLOCK_EHOOK, or a connection code.  After any return but a connection
  * code or TSLOCK_EHOOK the lock object is no longer held.
  */
@@ -553,8 +556,9 @@ TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
 /*
  * tslock_lock_handle - a printable handle of the current hold, which
  * tslock_lock_adopt() turns back into a held lock object in another
- * process or on another connection.  The forms are "token:VALUE" and
- * "timestamp-UNIT:VALUE" with UNIT ms, s or float.  A timestamp-scheme
+ * process or on another connection.  The forms are "token:VALUE",
+ * "timestamp-UNIT:VALUE" and "bridge-UNIT:VALUE" with UNIT ms, s or
+ * float.  A timestamp-scheme
  * extension writes a new stamp, so the handle changes with it.
  *
  * Returns NULL when the lock is not held.
