@@ -65,8 +65,12 @@ int tslock__fail(tslock_client *c, int code, const char *fmt, ...)
     return code;
 }
 
+/*
+ * Start a call with an empty detail, except on a broken client: every
+ * call then returns TSLOCK_EIO, and the detail keeps saying why.
+ */
 void tslock__clear_error(tslock_client *c)
 {
-    if (c != NULL)
+    if (c != NULL && !c->broken)
         c->errstr[0] = '\0';
 }

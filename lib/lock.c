@@ -132,7 +132,7 @@ int tslock_lock_set_fencing(tslock_lock *l, int enabled)
  * it can be had atomically (SET NX PX, a Lua script, or WATCH), and the
  * timestamp scheme on servers with none of them (Redis 2.0).
  */
-static int resolve_scheme(tslock_lock *l)
+static void resolve_scheme(tslock_lock *l)
 {
     unsigned token_caps =
         TSLOCK_CAP_SET_NX_PX | TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH;
@@ -148,18 +148,16 @@ static int resolve_scheme(tslock_lock *l)
     }
     l->ops = l->used == TSLOCK_SCHEME_TOKEN ? &tslock__token_ops
                                             : &tslock__timestamp_ops;
-    return TSLOCK_OK;
 }
 
 static int try_once(tslock_lock *l)
 {
     int rc = tslock__check_usable(l->client);
 
-    if (rc == TSLOCK_OK)
-        rc = resolve_scheme(l);
-    if (rc == TSLOCK_OK)
-        rc = l->ops->try_acquire(l);
-    return rc;
+    if (rc != TSLOCK_OK)
+        return rc;
+    resolve_scheme(l);
+    return l->ops->try_acquire(l);
 }
 
 /*

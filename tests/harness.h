@@ -114,4 +114,10 @@ void th_proxy_stop(th_server *p);
  */
 int th_rounds(int dflt);
 
+/*
+ * A timestamp-scheme lock on key with a ttl_ms lease; a CUnit fatal
+ * failure if it cannot be made.
+ */
+tslock_lock *th_stamp_lock(tslock_client *c, const char *key, int64_t ttl_ms);
+
 #endif /* TSLOCK_TEST_HARNESS_H */

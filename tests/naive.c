@@ -48,7 +48,11 @@ static int setnx(naive_client *n, const char *key, int64_t ttl_ms)
     return won ? NAIVE_HELD : NAIVE_BUSY;
 }
 
-int naive_del_recovery_acquire(naive_client *n, const char *key, int64_t ttl_ms)
+/* The step both expiry recoveries share: SETNX, then GET a stale stamp. */
+#define SEEN_EXPIRED 2
+
+static int setnx_or_see_expired(naive_client *n, const char *key,
+                                int64_t ttl_ms)
 {
     redisReply *r;
     int expired, rc = setnx(n, key, ttl_ms);
@@ -60,8 +64,15 @@ int naive_del_recovery_acquire(naive_client *n, const char *key, int64_t ttl_ms)
     r = cmd(n, "GET %s", key, NULL);
     expired = java_expired(n, r);
     freeReplyObject(r);
-    if (!expired)
-        return NAIVE_BUSY;
+    return expired ? SEEN_EXPIRED : NAIVE_BUSY;
+}
+
+int naive_del_recovery_acquire(naive_client *n, const char *key, int64_t ttl_ms)
+{
+    int rc = setnx_or_see_expired(n, key, ttl_ms);
+
+    if (rc != SEEN_EXPIRED)
+        return rc;
     if (step(n, "DEL"))
         return NAIVE_CRASHED;
     freeReplyObject(cmd(n, "DEL %s", key, NULL));
@@ -114,18 +125,10 @@ int naive_setnx_expire_acquire(naive_client *n, const char *key, int ttl_s)
 
 int naive_blind_getset_acquire(naive_client *n, const char *key, int64_t ttl_ms)
 {
-    redisReply *r;
-    int expired, rc = setnx(n, key, ttl_ms);
+    int rc = setnx_or_see_expired(n, key, ttl_ms);
 
-    if (rc != NAIVE_BUSY)
+    if (rc != SEEN_EXPIRED)
         return rc;
-    if (step(n, "GET"))
-        return NAIVE_CRASHED;
-    r = cmd(n, "GET %s", key, NULL);
-    expired = java_expired(n, r);
-    freeReplyObject(r);
-    if (!expired)
-        return NAIVE_BUSY;
     if (step(n, "GETSET"))
         return NAIVE_CRASHED;
     snprintf(n->value, sizeof(n->value), "%" PRId64,

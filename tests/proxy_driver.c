@@ -2,7 +2,8 @@
  * proxy_driver.c - start and stop tests/oldredis, the proxy that makes a
  * real redis-server answer like Redis 2.0 - 2.6.11, for the test suites.
  * The proxy dies with the test process (PR_SET_PDEATHSIG), so a crashed
- * test leaves no proxy behind.
+ * test leaves no proxy behind.  Also the small helpers the suites share:
+ * load-test rounds and a timestamp-scheme lock.
  */
 #include <errno.h>
 #include <signal.h>
@@ -127,4 +128,15 @@ int th_rounds(int dflt)
     int n = env != NULL ? atoi(env) : 0;
 
     return n > 0 ? n : dflt;
+}
+
+tslock_lock *th_stamp_lock(tslock_client *c, const char *key, int64_t ttl_ms)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl_ms) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP)
+                    == TSLOCK_OK);
+    return l;
 }

@@ -26,17 +26,6 @@ static tslock_client *clocked_client(void)
     return c;
 }
 
-static tslock_lock *new_lock(tslock_client *c, const char *key, int64_t ttl)
-{
-    tslock_lock *l = NULL;
-
-    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
-    CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl) == TSLOCK_OK);
-    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP)
-                    == TSLOCK_OK);
-    return l;
-}
-
 static redisReply *raw_cmd(const char *fmt, const char *key, const char *arg)
 {
     redisReply *r = redisCommand(raw, fmt, key, arg);
@@ -82,8 +71,8 @@ static void test_acquire_busy_release(void)
     redisReply *ttl;
 
     tslock_client_set_clock(c2, th_clock_fn, &clk);
-    a = new_lock(c1, "lock:basic", 30000);
-    b = new_lock(c2, "lock:basic", 30000);
+    a = th_stamp_lock(c1, "lock:basic", 30000);
+    b = th_stamp_lock(c2, "lock:basic", 30000);
     CU_ASSERT_EQUAL(tslock_lock_scheme_used(a), TSLOCK_SCHEME_AUTO);
     CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
     CU_ASSERT_TRUE(tslock_lock_is_held(a));
@@ -129,7 +118,7 @@ static void test_units_written(void)
     size_t i;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        tslock_lock *l = new_lock(c, "lock:units", cases[i].ttl);
+        tslock_lock *l = th_stamp_lock(c, "lock:units", cases[i].ttl);
         CU_ASSERT_EQUAL(tslock_lock_set_unit(l, cases[i].unit), TSLOCK_OK);
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
         CU_ASSERT_TRUE(holds("lock:units", cases[i].want));
@@ -155,7 +144,7 @@ static void test_legacy_stamps_read(void)
     size_t i;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        tslock_lock *l = new_lock(c, "lock:legacy", 1000);
+        tslock_lock *l = th_stamp_lock(c, "lock:legacy", 1000);
         tslock_lock_set_unit(l, cases[i].unit);
         raw_do("SET %s %s", "lock:legacy", cases[i].live);
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EBUSY);
@@ -191,7 +180,7 @@ static void test_unreadable_never_taken(void)
     size_t i;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        tslock_lock *l = new_lock(c, "lock:unreadable", 1000);
+        tslock_lock *l = th_stamp_lock(c, "lock:unreadable", 1000);
         tslock_lock_set_unit(l, cases[i].unit);
         raw_do("SET %s %s", "lock:unreadable", cases[i].value);
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNREADABLE);
@@ -215,7 +204,7 @@ static void test_unreadable_never_taken(void)
 static void test_wrong_type(void)
 {
     tslock_client *c = clocked_client();
-    tslock_lock *l = new_lock(c, "lock:list", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:list", 1000);
     redisReply *r;
 
     raw_do("DEL %s", "lock:list", NULL);
@@ -258,7 +247,7 @@ static int vanish_hook(tslock_client *c, tslock_step step, const char *key,
 static void test_vanishing_key(void)
 {
     tslock_client *c = clocked_client();
-    tslock_lock *l = new_lock(c, "lock:vanish", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:vanish", 1000);
     char live[32];
 
     tslock_client_set_step_hook(c, vanish_hook, NULL);
@@ -285,7 +274,7 @@ static void test_vanishing_key(void)
 static void test_release_lost(void)
 {
     tslock_client *c = clocked_client();
-    tslock_lock *l = new_lock(c, "lock:lost", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:lost", 1000);
     static const tslock_release_form forms[] = {
         TSLOCK_RELEASE_BEST, TSLOCK_RELEASE_CLASSIC, TSLOCK_RELEASE_WATCH,
         TSLOCK_RELEASE_LUA};
@@ -322,7 +311,7 @@ static void test_release_lost(void)
 static void test_release_margin(void)
 {
     tslock_client *c = clocked_client();
-    tslock_lock *l = new_lock(c, "lock:margin", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:margin", 1000);
 
     CU_ASSERT_EQUAL(tslock_lock_set_release_margin(l, -1), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_set_release_margin(l, 300), TSLOCK_OK);
@@ -350,7 +339,7 @@ static int script_hook(tslock_client *c, tslock_step step, const char *key,
 static void test_script_flush(void)
 {
     tslock_client *c = clocked_client();
-    tslock_lock *l = new_lock(c, "lock:flush", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:flush", 1000);
 
     tslock_client_set_step_hook(c, script_hook, NULL);
     raw_do("SCRIPT FLUSH", NULL, NULL);
@@ -381,7 +370,7 @@ static int stop_hook(tslock_client *c, tslock_step step, const char *key,
 static void test_hook_stops(void)
 {
     tslock_client *c = clocked_client();
-    tslock_lock *l = new_lock(c, "lock:hook", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:hook", 1000);
 
     tslock_client_set_step_hook(c, stop_hook, NULL);
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EHOOK);
@@ -400,8 +389,8 @@ static void test_hook_stops(void)
 static void test_wait_deadline(void)
 {
     tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
-    tslock_lock *a = new_lock(c1, "lock:wait", 10000);
-    tslock_lock *b = new_lock(c2, "lock:wait", 10000);
+    tslock_lock *a = th_stamp_lock(c1, "lock:wait", 10000);
+    tslock_lock *b = th_stamp_lock(c2, "lock:wait", 10000);
     int64_t start;
 
     CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
@@ -427,8 +416,8 @@ static void test_wait_deadline(void)
 static void test_wait_wakes_at_holder_expiry(void)
 {
     tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
-    tslock_lock *a = new_lock(c1, "lock:expiry", 40);
-    tslock_lock *b = new_lock(c2, "lock:expiry", 1000);
+    tslock_lock *a = th_stamp_lock(c1, "lock:expiry", 40);
+    tslock_lock *b = th_stamp_lock(c2, "lock:expiry", 1000);
     int64_t start;
 
     tslock_lock_set_retry(b, 5000, 5000);
@@ -458,8 +447,8 @@ static int cancel_hook(tslock_client *c, tslock_step step, const char *key,
 static void test_cancel(void)
 {
     tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
-    tslock_lock *a = new_lock(c1, "lock:cancel", 10000);
-    tslock_lock *b = new_lock(c2, "lock:cancel", 10000);
+    tslock_lock *a = th_stamp_lock(c1, "lock:cancel", 10000);
+    tslock_lock *b = th_stamp_lock(c2, "lock:cancel", 10000);
 
     CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
     tslock_lock_set_retry(b, 1, 2);
@@ -487,7 +476,7 @@ static void test_cancel(void)
 static void test_fencing(void)
 {
     tslock_client *c = th_client(&srv);
-    tslock_lock *l = new_lock(c, "lock:fenced", 1000);
+    tslock_lock *l = th_stamp_lock(c, "lock:fenced", 1000);
     int64_t first;
 
     raw_do("DEL %s", "lock:fenced:fence", NULL);

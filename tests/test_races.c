@@ -88,17 +88,6 @@ static tslock_client *client_as(actor *a)
     return c;
 }
 
-static tslock_lock *lock_on(tslock_client *c, const char *key, int64_t ttl)
-{
-    tslock_lock *l = NULL;
-
-    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
-    CU_ASSERT_FATAL(tslock_lock_set_ttl(l, ttl) == TSLOCK_OK);
-    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP)
-                    == TSLOCK_OK);
-    return l;
-}
-
 static naive_client naive_as(actor *a, redisContext *redis)
 {
     naive_client n = {redis, &clk, naive_step_hook, a, ""};
@@ -192,8 +181,8 @@ static void test_race_a_getset_lets_one_hold(void)
     reset();
     c2 = client_as(&p2);
     c3 = client_as(&p3);
-    race_a_l2 = lock_on(c2, "race:a:lib", 500);
-    l3 = lock_on(c3, "race:a:lib", 500);
+    race_a_l2 = th_stamp_lock(c2, "race:a:lib", 500);
+    l3 = th_stamp_lock(c3, "race:a:lib", 500);
     plant_expired_stamp(r, "race:a:lib", 1000);
 
     CU_ASSERT_EQUAL(tslock_acquire(l3, 0), TSLOCK_EBUSY);
@@ -272,9 +261,9 @@ static void test_race_b_getset_loser_does_not_hold(void)
     c4 = client_as(&p4);
     c5 = client_as(&p5);
     c6 = client_as(&p6);
-    l4 = lock_on(c4, "race:b:lib", 500);
-    race_b_l5 = lock_on(c5, "race:b:lib", 500);
-    l6 = lock_on(c6, "race:b:lib", 500);
+    l4 = th_stamp_lock(c4, "race:b:lib", 500);
+    race_b_l5 = th_stamp_lock(c5, "race:b:lib", 500);
+    l6 = th_stamp_lock(c6, "race:b:lib", 500);
     plant_expired_stamp(r, "race:b:lib", 1000);
 
     CU_ASSERT_EQUAL(tslock_acquire(l4, 0), TSLOCK_EBUSY);
@@ -311,8 +300,8 @@ static tslock_lock *c_setup(const char *key, tslock_client *ca,
 {
     tslock_lock *lb;
 
-    *la = lock_on(ca, key, 1000);
-    lb = lock_on(cb, key, 1000);
+    *la = th_stamp_lock(ca, key, 1000);
+    lb = th_stamp_lock(cb, key, 1000);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(*la, 0), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_EBUSY);
     th_clock_advance(&clk, 2000);
@@ -391,8 +380,8 @@ static void run_race_d(tslock_release_form form, const char *key,
     reset();
     ca = client_as(&a);
     cb = client_as(&b);
-    la = lock_on(ca, key, 1000);
-    race_d_lb = lock_on(cb, key, 1000);
+    la = th_stamp_lock(ca, key, 1000);
+    race_d_lb = th_stamp_lock(cb, key, 1000);
     CU_ASSERT_EQUAL(tslock_lock_set_release_form(la, form), TSLOCK_OK);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
     trace[0] = '\0';
@@ -474,8 +463,8 @@ static void test_race_e_stamp_recovers(void)
     reset();
     ca = client_as(&a);
     cb = client_as(&b);
-    la = lock_on(ca, "race:e:lib", 1000);
-    lb = lock_on(cb, "race:e:lib", 1000);
+    la = th_stamp_lock(ca, "race:e:lib", 1000);
+    lb = th_stamp_lock(cb, "race:e:lib", 1000);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
     /* A dies holding the lock: no release, connection gone. */
     tslock_lock_free(la);
