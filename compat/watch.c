@@ -19,7 +19,7 @@ static int bare(tslock_lock *l, tslock_step step, redisReply **r)
 }
 
 /* Leave no WATCH behind on the connection, keeping the first error. */
-static void unwatch(tslock_lock *l)
+void tslock__unwatch(tslock_lock *l)
 {
     char keep[TSLOCK__ERRSTR_SIZE];
     redisReply *r = NULL;
@@ -32,10 +32,12 @@ static void unwatch(tslock_lock *l)
     memcpy(l->client->errstr, keep, sizeof(keep));
 }
 
-static int watch(tslock_lock *l)
+int tslock__watch_keys(tslock_lock *l, int nkeys, const char *const *keys)
 {
+    const char *argv[3] = {"WATCH", keys[0], nkeys > 1 ? keys[1] : NULL};
     redisReply *r = NULL;
-    int rc = tslock__key_command(l, TSLOCK_STEP_WATCH, NULL, &r);
+    int rc = tslock__command(l->client, TSLOCK_STEP_WATCH, l->key,
+                             nkeys > 1 ? 3 : 2, argv, NULL, &r);
 
     if (rc == TSLOCK_OK && r->type != REDIS_REPLY_STATUS)
         rc = tslock__unexpected(l->client, "WATCH", "+OK", r);
@@ -43,21 +45,26 @@ static int watch(tslock_lock *l)
     return rc;
 }
 
-/*
- * MULTI, the queued commands, EXEC.  *out gets EXEC's reply: nil when a
- * watched key changed, else one reply per queued command.
- */
-static int transaction(tslock_lock *l, int n, const tslock_step *steps,
-                       const char *const *args, redisReply **out)
+static int watch(tslock_lock *l)
+{
+    const char *keys[1] = {l->key};
+
+    return tslock__watch_keys(l, 1, keys);
+}
+
+int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
+                        redisReply **out)
 {
     redisReply *r = NULL;
     int i, rc = bare(l, TSLOCK_STEP_MULTI, &r);
 
+    *out = NULL;
     freeReplyObject(r);
     for (i = 0; rc == TSLOCK_OK && i < n; i++) {
-        rc = tslock__key_command(l, steps[i], args[i], &r);
+        rc = tslock__command(l->client, q[i].step, l->key, q[i].argc, q[i].argv,
+                             NULL, &r);
         if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR)
-            rc = tslock__reply_error(l->client, tslock_step_name(steps[i]), r);
+            rc = tslock__reply_error(l->client, q[i].argv[0], r);
         freeReplyObject(r);
     }
     if (rc != TSLOCK_OK) {
@@ -74,6 +81,25 @@ static int transaction(tslock_lock *l, int n, const tslock_step *steps,
         *out = NULL;
     }
     return rc;
+}
+
+/* MULTI, "STEP key [arg]" for each step, EXEC. */
+static int transaction(tslock_lock *l, int n, const tslock_step *steps,
+                       const char *const *args, redisReply **out)
+{
+    struct tslock__queued q[2];
+    const char *argv[2][3];
+    int i;
+
+    for (i = 0; i < n && i < 2; i++) {
+        argv[i][0] = tslock_step_name(steps[i]);
+        argv[i][1] = l->key;
+        argv[i][2] = args[i];
+        q[i].step = steps[i];
+        q[i].argc = args[i] == NULL ? 2 : 3;
+        q[i].argv = argv[i];
+    }
+    return tslock__transaction(l, i, q, out);
 }
 
 void tslock__seconds_up(char *buf, size_t size, int64_t ms)
@@ -102,7 +128,7 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
     if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
         rc = tslock__guard_lost(l, verb, "our lease ran out");
     if (rc != TSLOCK_OK) {
-        unwatch(l);
+        tslock__unwatch(l);
         return rc;
     }
     if (op == GUARDED_PEXPIRE) {
@@ -143,7 +169,7 @@ int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
         rc = TSLOCK_EBUSY;
     freeReplyObject(r);
     if (rc != TSLOCK_OK) {
-        unwatch(l);
+        tslock__unwatch(l);
         return rc;
     }
     tslock__seconds_up(secs, sizeof(secs), l->ttl_ms);

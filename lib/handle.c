@@ -18,6 +18,9 @@ const char *tslock_lock_handle(const tslock_lock *l)
         return NULL;
     if (l->used == TSLOCK_SCHEME_TOKEN)
         snprintf(m->handle, sizeof(m->handle), "token:%s", l->value);
+    else if (l->used == TSLOCK_SCHEME_BRIDGE && l->proof)
+        snprintf(m->handle, sizeof(m->handle), "bridge-%s:%s/%s",
+                 unit_names[l->unit], l->value, l->owner_token);
     else
         snprintf(m->handle, sizeof(m->handle), "%s-%s:%s",
                  l->used == TSLOCK_SCHEME_BRIDGE ? "bridge" : "timestamp",
@@ -39,8 +42,8 @@ static int is_token(const char *v, size_t len)
 
 int tslock_lock_adopt(tslock_lock *l, const char *handle)
 {
-    const char *colon, *value;
-    size_t i;
+    const char *colon, *value, *slash;
+    size_t i, len;
 
     if (l == NULL || handle == NULL)
         return TSLOCK_EINVAL;
@@ -49,9 +52,14 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
                             "lock '%s' is already held", l->key);
     colon = strchr(handle, ':');
     value = colon != NULL ? colon + 1 : "";
-    if (colon != NULL && strlen(value) < sizeof(l->value)) {
+    /* A bridge hold with its proof: <stamp>/<owner token>. */
+    slash = strchr(value, '/');
+    len = slash != NULL ? (size_t)(slash - value) : strlen(value);
+    if (slash != NULL && !is_token(slash + 1, strlen(slash + 1)))
+        colon = NULL;
+    if (colon != NULL && len < sizeof(l->value)) {
         if ((size_t)(colon - handle) == 5 && strncmp(handle, "token", 5) == 0
-            && is_token(value, strlen(value))) {
+            && slash == NULL && is_token(value, len)) {
             l->used = TSLOCK_SCHEME_TOKEN;
             l->ops = &tslock__token_ops;
             l->expires_ms = 0;
@@ -66,13 +74,16 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
                      "%s-%s:", bridge ? "bridge" : "timestamp",
                      unit_names[unit]);
             if (strncmp(handle, prefix, strlen(prefix)) != 0
-                || tslock__stamp_parse(value, strlen(value), unit,
-                                       &l->expires_ms, &why)
+                || (slash != NULL && !bridge)
+                || tslock__stamp_parse(value, len, unit, &l->expires_ms, &why)
                        != TSLOCK_OK)
                 continue;
             l->used = bridge ? TSLOCK_SCHEME_BRIDGE : TSLOCK_SCHEME_TIMESTAMP;
-            l->ops = &tslock__timestamp_ops;
+            l->ops = bridge ? &tslock__bridge_ops : &tslock__timestamp_ops;
             l->unit = unit;
+            l->proof = slash != NULL;
+            if (slash != NULL)
+                memcpy(l->owner_token, slash + 1, sizeof(l->owner_token));
             if (bridge) /* the earliest the lease can end: never too late */
                 l->expires_ms -= tslock__bridge_bound_ms(unit, l->ttl_ms)
                                  + (unit == TSLOCK_UNIT_S ? 2000 : 1);
@@ -80,11 +91,13 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
         }
     }
     return tslock__fail(l->client, TSLOCK_EINVAL,
-                        "handle \"%.80s\" is not token:<32 hex digits> or "
-                        "{timestamp,bridge}-{ms,s,float}:<stamp>",
+                        "handle \"%.80s\" is not token:<32 hex digits>, "
+                        "{timestamp,bridge}-{ms,s,float}:<stamp> or "
+                        "bridge-{ms,s,float}:<stamp>/<32 hex digits>",
                         handle);
 adopt:
-    memcpy(l->value, value, strlen(value) + 1);
+    memcpy(l->value, value, len);
+    l->value[len] = '\0';
     l->held = 1;
     l->fence = 0;
     return TSLOCK_OK;

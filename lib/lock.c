@@ -62,6 +62,7 @@ void tslock_lock_free(tslock_lock *l)
     close(l->cancel_pipe[0]);
     close(l->cancel_pipe[1]);
     free(l->key);
+    free(l->owner_key);
     free(l);
 }
 
@@ -146,8 +147,9 @@ static void resolve_scheme(tslock_lock *l)
         l->used = l->scheme;
         break;
     }
-    l->ops = l->used == TSLOCK_SCHEME_TOKEN ? &tslock__token_ops
-                                            : &tslock__timestamp_ops;
+    l->ops = l->used == TSLOCK_SCHEME_TOKEN    ? &tslock__token_ops
+             : l->used == TSLOCK_SCHEME_BRIDGE ? &tslock__bridge_ops
+                                               : &tslock__timestamp_ops;
 }
 
 static int try_once(tslock_lock *l)

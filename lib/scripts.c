@@ -4,6 +4,7 @@
  * FLUSH or a restart).  The SHA1 digests are fixed here and checked
  * against the server's SCRIPT LOAD by the test suite.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "tslock_int.h"
@@ -33,6 +34,37 @@ static const struct {
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
          "return redis.call('pttl', KEYS[1]) else return -3 end",
          "370b8ce37d9e22e77cb52a27f74a87e47dd2fd3b"},
+    /*
+     * The bridge scheme's claim, KEYS[1] the lock, KEYS[2] its owner key:
+     * while the lock holds ARGV[4] (or is absent, when ARGV[4] is ''),
+     * write the stamp ARGV[1] and the owner token ARGV[3], both with the
+     * safety TTL ARGV[2] ms.  1 when claimed, else the value found.
+     */
+    [SCRIPT_BRIDGE_CLAIM] = {"local v = redis.call('get', KEYS[1]) "
+                             "local seen = ARGV[4] ~= '' and ARGV[4] or false "
+                             "if v ~= seen then return v end "
+                             "redis.call('set', KEYS[1], ARGV[1]) "
+                             "redis.call('pexpire', KEYS[1], ARGV[2]) "
+                             "redis.call('set', KEYS[2], ARGV[3]) "
+                             "redis.call('pexpire', KEYS[2], ARGV[2]) "
+                             "return 1",
+                             "ed5868d2cc5b14cf79666e743fac47f7d84d7986"},
+    /*
+     * The bridge proof, then ARGV[3]: 'del', 'set' (stamp ARGV[4], TTL
+     * ARGV[5] ms) or 'read'.  1 when done; -1 the stamp is not ours, -2
+     * it has no TTL (written again by a client that sets none), -3 the
+     * owner key holds another token.
+     */
+    [SCRIPT_BRIDGE_GUARD] =
+        {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end "
+         "if redis.call('pttl', KEYS[1]) < 0 then return -2 end "
+         "if redis.call('get', KEYS[2]) ~= ARGV[2] then return -3 end "
+         "if ARGV[3] == 'del' then redis.call('del', KEYS[1], KEYS[2]) "
+         "elseif ARGV[3] == 'set' then redis.call('set', KEYS[1], ARGV[4]) "
+         "redis.call('pexpire', KEYS[1], ARGV[5]) "
+         "redis.call('pexpire', KEYS[2], ARGV[5]) end "
+         "return 1",
+         "2e8814b10e5b71018bfbae7e308b0adc6a72a38a"},
 };
 
 const char *tslock__script_text(enum tslock__script s)
@@ -45,34 +77,38 @@ const char *tslock__script_sha(enum tslock__script s)
     return scripts[s].sha;
 }
 
-#define SCRIPT_MAX_ARGS 4
+#define SCRIPT_MAX_KEYS 2
+#define SCRIPT_MAX_ARGS 5
 
-int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
-                       int nargs, const char **args, redisReply **out)
+int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
+                            const char *const *keys, int nargs,
+                            const char *const *args, redisReply **out)
 {
-    const char *argv[4 + SCRIPT_MAX_ARGS];
+    const char *argv[3 + SCRIPT_MAX_KEYS + SCRIPT_MAX_ARGS];
+    char count[4];
     redisReply *r = NULL;
-    int i, rc;
+    int i, argc = 3, rc;
 
     *out = NULL;
-    if (nargs > SCRIPT_MAX_ARGS)
+    if (nkeys < 1 || nkeys > SCRIPT_MAX_KEYS || nargs > SCRIPT_MAX_ARGS)
         return tslock__fail(c, TSLOCK_EINVAL, "too many script arguments");
+    snprintf(count, sizeof(count), "%d", nkeys);
     argv[0] = "EVALSHA";
     argv[1] = scripts[s].sha;
-    argv[2] = "1";
-    argv[3] = key;
+    argv[2] = count;
+    for (i = 0; i < nkeys; i++)
+        argv[argc++] = keys[i];
     for (i = 0; i < nargs; i++)
-        argv[4 + i] = args[i];
-    rc =
-        tslock__command(c, TSLOCK_STEP_EVALSHA, key, 4 + nargs, argv, NULL, &r);
+        argv[argc++] = args[i];
+    rc = tslock__command(c, TSLOCK_STEP_EVALSHA, keys[0], argc, argv, NULL, &r);
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR
         && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);
         r = NULL;
         argv[0] = "EVAL";
         argv[1] = scripts[s].text;
-        rc = tslock__command(c, TSLOCK_STEP_EVAL, key, 4 + nargs, argv, NULL,
-                             &r);
+        rc =
+            tslock__command(c, TSLOCK_STEP_EVAL, keys[0], argc, argv, NULL, &r);
     }
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR) {
         rc = tslock__reply_error(c, argv[0], r);
@@ -81,4 +117,12 @@ int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
     }
     *out = r;
     return rc;
+}
+
+int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
+                       int nargs, const char **args, redisReply **out)
+{
+    const char *keys[1] = {key};
+
+    return tslock__script_run_keys(c, s, 1, keys, nargs, args, out);
 }

@@ -19,8 +19,8 @@
  * itself.  A bridge stamp lies a little past the lease (a per-holder
  * random amount, so it is unique), and the lease ends at now + ttl.
  */
-static int make_stamp(tslock_lock *l, char *buf, size_t size, int64_t ttl_ms,
-                      int64_t *lease_end)
+int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
+                          int64_t ttl_ms, int64_t *lease_end)
 {
     tslock_client *c = l->client;
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
@@ -43,44 +43,15 @@ static int make_stamp(tslock_lock *l, char *buf, size_t size, int64_t ttl_ms,
     return TSLOCK_OK;
 }
 
-/*
- * A bridge lock also gets a server TTL a second past its stamp, so a key
- * whose holder died goes away even if no legacy client ever looks.  Only
- * where a write keeps a key's TTL (2.2+): on 2.0 the next SETNX would
- * delete the key.  Best effort: the stamp alone keeps the lock correct.
- */
-static void set_safety_ttl(tslock_lock *l)
-{
-    int64_t stamp_ms = 0;
-    char keep[TSLOCK__ERRSTR_SIZE], num[24];
-    const char *why;
-
-    if (l->used != TSLOCK_SCHEME_BRIDGE
-        || !(l->client->caps & TSLOCK_CAP_TTL_KEEPS)
-        || tslock__stamp_parse(l->value, strlen(l->value), l->unit, &stamp_ms,
-                               &why)
-               != TSLOCK_OK)
-        return;
-    /* Compare first: the key may already be another client's. */
-    snprintf(num, sizeof(num), "%" PRId64,
-             stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000);
-    memcpy(keep, l->client->errstr, sizeof(keep));
-    (void)tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_PEXPIRE, l->value,
-                          num, 0, "given its safety TTL");
-    memcpy(l->client->errstr, keep, sizeof(keep));
-}
-
 /* The lease we wrote is ours from now on. */
 static int hold(tslock_lock *l, int64_t lease_end)
 {
     l->expires_ms = lease_end;
     l->held = 1;
-    set_safety_ttl(l);
     return TSLOCK_OK;
 }
 
-/* A stored value read back: EUNREADABLE with the reason, or its expiry. */
-static int read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp)
+int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp)
 {
     const char *why = "";
     int rc = tslock__stamp_parse(r->str, r->len, l->unit, exp, &why);
@@ -94,7 +65,7 @@ static int read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp)
     return rc;
 }
 
-static int busy(tslock_lock *l, int64_t holder_expires_ms)
+int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms)
 {
     l->expires_ms = holder_expires_ms;
     return tslock__fail(l->client, TSLOCK_EBUSY,
@@ -125,7 +96,8 @@ static int take_over(tslock_lock *l, const char *seen)
 {
     redisReply *r = NULL;
     int64_t exp = 0, lease_end = 0;
-    int rc = make_stamp(l, l->value, sizeof(l->value), l->ttl_ms, &lease_end);
+    int rc = tslock__ts_make_stamp(l, l->value, sizeof(l->value), l->ttl_ms,
+                                   &lease_end);
 
     if (rc == TSLOCK_OK)
         rc = tslock__key_command(l, TSLOCK_STEP_GETSET, l->value, &r);
@@ -147,7 +119,7 @@ static int take_over(tslock_lock *l, const char *seen)
             != TSLOCK_OK)
             exp = 0;
         restore_winner(l, r->str);
-        rc = busy(l, exp);
+        rc = tslock__ts_busy(l, exp);
     } else {
         rc = tslock__unexpected(l->client, "GETSET", "a bulk string or nil", r);
     }
@@ -164,7 +136,8 @@ static int ts_try_acquire(tslock_lock *l)
         redisReply *r = NULL;
         int64_t exp, lease_end = 0;
 
-        rc = make_stamp(l, l->value, sizeof(l->value), l->ttl_ms, &lease_end);
+        rc = tslock__ts_make_stamp(l, l->value, sizeof(l->value), l->ttl_ms,
+                                   &lease_end);
         if (rc == TSLOCK_OK)
             rc = tslock__key_command(l, TSLOCK_STEP_SETNX, l->value, &r);
         if (rc != TSLOCK_OK)
@@ -188,10 +161,10 @@ static int ts_try_acquire(tslock_lock *l)
         }
         if (r->type != REDIS_REPLY_STRING)
             rc = tslock__unexpected(c, "GET", "a bulk string or nil", r);
-        else if ((rc = read_stamp(l, r, &exp)) != TSLOCK_OK)
+        else if ((rc = tslock__ts_read_stamp(l, r, &exp)) != TSLOCK_OK)
             ;
         else if (exp >= tslock__now(c, TSLOCK_CLOCK_WALL))
-            rc = busy(l, exp);
+            rc = tslock__ts_busy(l, exp);
         else
             rc = take_over(l, r->str);
         freeReplyObject(r);
@@ -215,7 +188,7 @@ static int ts_extend(tslock_lock *l, int64_t ttl_ms)
 {
     char stamp[TSLOCK__VALUE_SIZE];
     int64_t lease_end = 0;
-    int rc = make_stamp(l, stamp, sizeof(stamp), ttl_ms, &lease_end);
+    int rc = tslock__ts_make_stamp(l, stamp, sizeof(stamp), ttl_ms, &lease_end);
 
     if (rc == TSLOCK_OK)
         rc = tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_SET, l->value,

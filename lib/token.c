@@ -10,21 +10,21 @@
 #include "tslock_int.h"
 
 /* 16 bytes from the kernel, as 32 hex digits. */
-static int make_token(tslock_lock *l)
+int tslock__make_token(tslock_client *c, char *buf)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char raw[16];
     size_t i;
 
     if (tslock__random_bytes(raw, sizeof(raw)) != TSLOCK_OK)
-        return tslock__fail(l->client, TSLOCK_EIO,
+        return tslock__fail(c, TSLOCK_EIO,
                             "no randomness for a token (getrandom and "
                             "/dev/urandom failed)");
     for (i = 0; i < sizeof(raw); i++) {
-        l->value[2 * i] = hex[raw[i] >> 4];
-        l->value[2 * i + 1] = hex[raw[i] & 15];
+        buf[2 * i] = hex[raw[i] >> 4];
+        buf[2 * i + 1] = hex[raw[i] & 15];
     }
-    l->value[2 * sizeof(raw)] = '\0';
+    buf[2 * sizeof(raw)] = '\0';
     return TSLOCK_OK;
 }
 
@@ -63,7 +63,7 @@ static int token_try_acquire(tslock_lock *l)
 {
     tslock_client *c = l->client;
     int64_t now, holder_pttl = -1;
-    int rc = make_token(l);
+    int rc = tslock__make_token(c, l->value);
 
     if (rc != TSLOCK_OK)
         return rc;

@@ -65,9 +65,17 @@ struct tslock_lock {
     int held;
     int waiting;                          /* inside a waiting acquire */
     char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
-    char handle[TSLOCK__VALUE_SIZE + 24]; /* tslock_lock_handle() */
+    char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */
     int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
     int64_t fence;
+    /*
+     * The bridge scheme's ownership proof (bridge.c): on servers that
+     * keep TTLs and have Lua or WATCH, a hold is ours while the key holds
+     * our stamp, still has a TTL, and its owner key holds our token.
+     */
+    int proof;
+    char *owner_key;      /* computed on first use */
+    char owner_token[33]; /* 32 hex digits */
     volatile sig_atomic_t cancel_flag;
     int cancel_pipe[2]; /* read end polled while waiting */
 };
@@ -119,6 +127,8 @@ enum tslock__script {
     SCRIPT_PEXPIRE_IF_EQUAL, /* ARGV[1]=expect, ARGV[2]=ms: 1 set, 0 not */
     SCRIPT_SETNX_PEXPIRE,    /* ARGV[1]=value, ARGV[2]=ms: {1,0} or {0,pttl} */
     SCRIPT_PTTL_IF_EQUAL,    /* ARGV[1]=expect: pttl, or -3 when not equal */
+    SCRIPT_BRIDGE_CLAIM,     /* KEYS lock, owner: see scripts.c */
+    SCRIPT_BRIDGE_GUARD,     /* KEYS lock, owner: see scripts.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);
@@ -129,6 +139,9 @@ const char *tslock__script_sha(enum tslock__script s);
  */
 int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
                        int nargs, const char **args, redisReply **out);
+int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
+                            const char *const *keys, int nargs,
+                            const char *const *args, redisReply **out);
 
 /* ---- stamp.c */
 /* Parse with a reason for the caller's error detail. */
@@ -168,6 +181,29 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
 int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl);
 int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl);
 void tslock__seconds_up(char *buf, size_t size, int64_t ms);
+/* A command queued inside MULTI: its step (for the hook) and argv. */
+struct tslock__queued {
+    tslock_step step;
+    int argc;
+    const char **argv;
+};
+/* WATCH one or two keys. */
+int tslock__watch_keys(tslock_lock *l, int nkeys, const char *const *keys);
+/* Leave no WATCH behind on the connection, keeping the first error. */
+void tslock__unwatch(tslock_lock *l);
+/*
+ * MULTI, the queued commands, EXEC.  *out gets EXEC's reply: nil when a
+ * watched key changed, else an array of one reply per queued command.
+ */
+int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
+                        redisReply **out);
+/* The bridge scheme's claim and proof on 2.2 - 2.4 (bridge_watch.c). */
+/* 0 claimed, 1 the key changed under WATCH (try again), else a code. */
+int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
+                               int64_t ttl_ms);
+int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
+                               const char *stamp, int64_t ttl_ms,
+                               int check_lease, const char *verb);
 
 /* ---- the schemes: timestamp.c, token.c */
 struct tslock__scheme_ops {
@@ -178,5 +214,26 @@ struct tslock__scheme_ops {
 };
 extern const struct tslock__scheme_ops tslock__timestamp_ops;
 extern const struct tslock__scheme_ops tslock__token_ops;
+extern const struct tslock__scheme_ops tslock__bridge_ops;
+
+/* ---- shared by timestamp.c and bridge.c */
+int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
+                          int64_t ttl_ms, int64_t *lease_end);
+/* A stored value read back: EUNREADABLE with the reason, or its expiry. */
+int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp);
+/* EBUSY, remembering when the holder's lease ends. */
+int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms);
+/* 16 random bytes as 32 hex digits and a NUL, into buf[33]. */
+int tslock__make_token(tslock_client *c, char *buf);
+/*
+ * The bridge proof, read with GET, TTL (PTTL with Lua) and GET of the
+ * owner key: OK, or ELOST saying which part failed.
+ */
+int tslock__bridge_check(tslock_lock *l, const char *verb);
+/*
+ * Whether the value found by a claim may be taken over: OK (an expired
+ * stamp), EBUSY (unexpired) or EUNREADABLE.
+ */
+int tslock__bridge_may_take(tslock_lock *l, const redisReply *found);
 
 #endif /* TSLOCK_INT_H */

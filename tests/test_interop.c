@@ -436,14 +436,23 @@ static void test_seconds_stamp_held_to_end_of_its_second(void)
     tslock_client_free(c);
 }
 
+/* The test clock, for a legacy client (Unix microseconds). */
+static int64_t legacy_test_clock(void *userdata)
+{
+    return th_clock_fn(TSLOCK_CLOCK_WALL, userdata) * 1000;
+}
+
 /*
- * A bridge stamp is "unique to its holder" (tslock.h), so a bridge holder
- * whose lock a legacy release deleted cannot delete the lock of whoever
- * took it next.  Two bridge holds taken in the same second, the first's
- * key deleted in between (here by a plain DEL standing for the Java or
- * redis-py release flaw), must write different values.
+ * Stamps are not unique: a bridge stamp in whole seconds for a 5 s lease
+ * carries no randomness, and the docs pattern writes now + 5 + 1 too, so
+ * on one (test) clock all three holders below write the same number.
+ * Bridge holder A's key is deleted behind its back (what the Java
+ * client's release does to a live lock); then another bridge holder B,
+ * and later a docs-pattern client, take the key with A's very stamp.
+ * A's release must tell that the key is no longer its own: B's lock has
+ * another owner token, the docs client's key has no TTL.
  */
-static void test_bridge_seconds_stamps_unique(void)
+static void test_bridge_identical_stamps(void)
 {
     const char *key = "interop:unique";
     tslock_client *ca = th_client(&srv), *cb = th_client(&srv);
@@ -451,62 +460,73 @@ static void test_bridge_seconds_stamps_unique(void)
         new_lock(ca, key, TSLOCK_SCHEME_BRIDGE, TSLOCK_UNIT_S, 5000);
     tslock_lock *b =
         new_lock(cb, key, TSLOCK_SCHEME_BRIDGE, TSLOCK_UNIT_S, 5000);
+    redisContext *rc = th_redis(&srv);
+    legacy_client doc;
     th_clock clk;
     char va[64], now[64];
-    int rc;
+    int rc1, rc2;
 
     th_clock_init(&clk);
     tslock_client_set_clock(ca, th_clock_fn, &clk);
     tslock_client_set_clock(cb, th_clock_fn, &clk);
+    legacy_init(&doc, LEGACY_REDISDOC, rc, 5000);
+    doc.clock = legacy_test_clock;
+    doc.clock_ud = &clk;
     raw_del(key);
+
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
     snprintf(va, sizeof(va), "%s", tslock_lock_value(a));
     raw_del(key);
-    th_clock_advance(&clk, 100);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(b, 0), TSLOCK_OK);
-    printf("\n    ttl 5 s: first \"%s\", second \"%s\"", va,
-           tslock_lock_value(b));
-    CU_ASSERT_STRING_NOT_EQUAL(va, tslock_lock_value(b));
-    rc = tslock_release(a);
-    printf("; the first's release: %s, key now \"%s\"", tslock_errname(rc),
-           raw_get(key, now, sizeof(now)));
-    CU_ASSERT_EQUAL(rc, TSLOCK_ELOST);
-    CU_ASSERT_STRING_EQUAL(now, tslock_lock_value(b));
-    tslock_release(b);
+    CU_ASSERT_STRING_EQUAL(tslock_lock_value(b), va);
+    rc1 = tslock_release(a);
+    printf("\n    A and B both wrote \"%s\"; A's release: %s, key now \"%s\"",
+           va, tslock_errname(rc1), raw_get(key, now, sizeof(now)));
+    CU_ASSERT_EQUAL(rc1, TSLOCK_ELOST);
+    CU_ASSERT_STRING_EQUAL(now, va);
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
+    raw_del(key);
+    CU_ASSERT_EQUAL_FATAL(legacy_try(&doc, key), LEGACY_HELD);
+    CU_ASSERT_STRING_EQUAL(doc.value, tslock_lock_value(a));
+    rc2 = tslock_release(a);
+    printf("\n    A and the docs client both wrote \"%s\"; A's release: "
+           "%s, key now \"%s\"",
+           doc.value, tslock_errname(rc2), raw_get(key, now, sizeof(now)));
+    CU_ASSERT_EQUAL(rc2, TSLOCK_ELOST);
+    CU_ASSERT_STRING_EQUAL(now, doc.value);
+    CU_ASSERT_EQUAL(legacy_unlock(&doc, key), 1);
     tslock_lock_free(a);
     tslock_lock_free(b);
     tslock_client_free(ca);
     tslock_client_free(cb);
+    redisFree(rc);
 }
 
 /*
- * The bridge scheme's safety TTL goes out as a separate command after the
- * SETNX.  If a legacy release deletes the fresh key in between (the Java
- * flaw) and a legacy client takes the lock with a longer lease, the
- * PEXPIRE must not land on that client's key: the key would vanish while
- * it still holds it, and a third client would take the lock.
+ * The bridge claim writes the stamp, its safety TTL and the owner key in
+ * one script (one MULTI/EXEC on 2.2 - 2.4), so the TTL cannot land on
+ * another client's key.  Here a Java client with a 60 s lease takes the
+ * free key just before the claim goes out: the claim finds the Java
+ * stamp unexpired and leaves it alone, TTL-less as the Java client wrote
+ * it.  A TTL on it would make the key vanish while Java still holds it.
  */
 struct ttl_race {
     redisContext *rc;
     legacy_client java;
-    int won_setnx;
     int fired;
 };
 
-static int delete_before_pexpire(tslock_client *client, tslock_step step,
-                                 const char *key, void *userdata)
+static int java_before_claim(tslock_client *client, tslock_step step,
+                             const char *key, void *userdata)
 {
     struct ttl_race *race = userdata;
 
     (void)client;
-    /* Whatever sets the TTL (a script, WATCH, PEXPIRE) comes next. */
-    if (step == TSLOCK_STEP_SETNX) {
-        race->won_setnx = 1;
-        return 0;
-    }
-    if (race->won_setnx && !race->fired) {
+    if (!race->fired
+        && (step == TSLOCK_STEP_EVALSHA || step == TSLOCK_STEP_EVAL)) {
         race->fired = 1;
-        freeReplyObject(redisCommand(race->rc, "DEL %s", key));
         CU_ASSERT_EQUAL(legacy_try(&race->java, key), LEGACY_HELD);
     }
     return 0;
@@ -527,19 +547,30 @@ static void test_bridge_safety_ttl_only_on_own_key(void)
     race.rc = th_redis(&srv);
     legacy_init(&race.java, LEGACY_JAVA, race.rc, 60000);
     raw_del(key);
-    tslock_client_set_step_hook(c, delete_before_pexpire, &race);
+    raw_del("{interop:safety-ttl}:owner");
+    tslock_client_set_step_hook(c, java_before_claim, &race);
     rc = tslock_acquire(l, 0);
     tslock_client_set_step_hook(c, NULL, NULL);
     CU_ASSERT_TRUE(race.fired);
     pttl = raw_pttl(key);
     printf("\n    acquire %s; the Java holder's key (\"%s\", a 60 s lease) "
-           "now has PTTL %lld",
+           "has PTTL %lld",
            tslock_errname(rc), raw_get(key, now, sizeof(now)), pttl);
+    CU_ASSERT_EQUAL(rc, TSLOCK_EBUSY);
     CU_ASSERT_STRING_EQUAL(now, race.java.value);
     CU_ASSERT_EQUAL(pttl, -1);
-    if (tslock_lock_is_held(l))
-        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_ELOST);
+    CU_ASSERT_EQUAL(raw_pttl("{interop:safety-ttl}:owner"), -2);
     CU_ASSERT_EQUAL(legacy_unlock(&race.java, key), 1);
+
+    /* Unhindered, the stamp and the owner key come with their TTLs. */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    pttl = raw_pttl(key);
+    CU_ASSERT_TRUE(pttl > 1000 && pttl <= 2200);
+    pttl = raw_pttl("{interop:safety-ttl}:owner");
+    CU_ASSERT_TRUE(pttl > 1000 && pttl <= 2200);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_EQUAL(raw_pttl(key), -2);
+    CU_ASSERT_EQUAL(raw_pttl("{interop:safety-ttl}:owner"), -2);
     tslock_lock_free(l);
     redisFree(race.rc);
     tslock_client_free(c);
@@ -756,8 +787,10 @@ static int note_writes(tslock_client *client, tslock_step step, const char *key,
     (void)client;
     (void)key;
     (void)userdata;
+    /* The bridge claim is a script, or EXEC of a WATCH transaction. */
     if (step == TSLOCK_STEP_SETNX || step == TSLOCK_STEP_GETSET
-        || step == TSLOCK_STEP_SET)
+        || step == TSLOCK_STEP_SET || step == TSLOCK_STEP_EVALSHA
+        || step == TSLOCK_STEP_EVAL || step == TSLOCK_STEP_EXEC)
         tslock_write_us = wall_us();
     return 0;
 }
@@ -1302,7 +1335,10 @@ static void run_load(const struct run *asked, const char *key)
     CU_ASSERT_EQUAL(res.unexplained, 0);
     CU_ASSERT_EQUAL(res.by_tslock_plain, 0);
     if (run->scheme == TSLOCK_SCHEME_BRIDGE) {
-        /* Its stamps are unique to their holder: no foreign deletes. */
+        /*
+         * Its holds carry a proof a legacy client or another bridge
+         * holder cannot fake with an identical stamp: no foreign deletes.
+         */
         CU_ASSERT_EQUAL(res.tslock_deletes, 0);
     } else {
         /*
@@ -1610,25 +1646,6 @@ static void add_test(CU_pSuite s, const char *name, CU_TestFunc fn)
         CU_add_test(s, name, fn);
 }
 
-/*
- * A test that fails on a library gap still open in issue 5: bridge
- * stamps in whole seconds (and in ms with short leases) have too few
- * random values to be unique to their holder.  They run only with
- * $TSLOCK_TEST_KNOWN_GAPS set, and say so otherwise, so the gap stays
- * visible without blocking the suite.
- */
-static void add_known_gap(CU_pSuite s, const char *name, CU_TestFunc fn)
-{
-    const char *on = getenv("TSLOCK_TEST_KNOWN_GAPS");
-
-    if (on != NULL && on[0] != '\0')
-        add_test(s, name, fn);
-    else
-        printf("known gap (issue 5), not run without "
-               "TSLOCK_TEST_KNOWN_GAPS=1: %s\n",
-               name);
-}
-
 int main(void)
 {
     static char names[N_RUNS][100];
@@ -1663,8 +1680,8 @@ int main(void)
     s = CU_add_suite("library behaviour found by interop", NULL, NULL);
     add_test(s, "a seconds stamp is held to the end of its second",
              test_seconds_stamp_held_to_end_of_its_second);
-    add_known_gap(s, "bridge seconds stamps are unique to their holder",
-                  test_bridge_seconds_stamps_unique);
+    add_test(s, "identical bridge stamps are told apart",
+             test_bridge_identical_stamps);
     add_test(s, "bridge safety TTL lands only on its own key",
              test_bridge_safety_ttl_only_on_own_key);
 
@@ -1676,11 +1693,7 @@ int main(void)
                  r->peer_token ? "token" : legacy_kind_name(r->kind),
                  r->pause_permille ? "short leases and pauses"
                                    : "long leases: no overlap");
-        if (r->scheme == TSLOCK_SCHEME_BRIDGE && r->pause_permille
-            && r->unit != TSLOCK_UNIT_FLOAT)
-            add_known_gap(s, names[i], run_tests[i]);
-        else
-            add_test(s, names[i], run_tests[i]);
+        add_test(s, names[i], run_tests[i]);
     }
     add_test(s, "tslock token beside redis-py's Lock",
              test_token_beside_redis_py);

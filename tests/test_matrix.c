@@ -121,6 +121,13 @@ struct costs {
     int acquire, busy, release, extend;
 };
 
+/* Where a bridge hold carries its ownership proof (TTL, owner key). */
+static int proof_possible(unsigned caps)
+{
+    return (caps & TSLOCK_CAP_TTL_KEEPS)
+           && (caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH));
+}
+
 /* The round trips doc/compat.md promises for the path this takes. */
 static struct costs expected_costs(unsigned caps, tslock_scheme used)
 {
@@ -132,16 +139,23 @@ static struct costs expected_costs(unsigned caps, tslock_scheme used)
         k.busy = caps & TSLOCK_CAP_SET_NX_PX ? 1 : lua ? 1 : 3;
         k.release = lua ? 1 : 5;
         k.extend = lua ? 1 : 5;
+    } else if (used == TSLOCK_SCHEME_BRIDGE && proof_possible(caps)) {
+        /*
+         * The claim and the proof: one script with Lua; with WATCH only,
+         * WATCH, GET, MULTI, SETEX, SETEX, EXEC to claim (WATCH, GET,
+         * UNWATCH when busy) and WATCH, GET, TTL, GET, MULTI, the change
+         * (DEL; or SETEX and EXPIRE), EXEC to release or extend.
+         */
+        k.acquire = lua ? 1 : 6;
+        k.busy = lua ? 1 : 3;
+        k.release = lua ? 1 : 7;
+        k.extend = lua ? 1 : 8;
     } else {
-        /* A bridge stamp also gets its safety TTL where TTLs are safe. */
-        int ttl = used != TSLOCK_SCHEME_BRIDGE || !(caps & TSLOCK_CAP_TTL_KEEPS)
-                      ? 0
-                  : lua ? 1
-                        : 5; /* a WATCH-guarded EXPIRE */
-        k.acquire = 1 + ttl;
+        /* Timestamp, and bridge where it has no proof (Redis 2.0). */
+        k.acquire = 1;
         k.busy = 2;
         k.release = lua ? 1 : watch ? 5 : 2;
-        k.extend = (lua ? 1 : watch ? 5 : 2) + ttl;
+        k.extend = lua ? 1 : watch ? 5 : 2;
     }
     return k;
 }
@@ -247,6 +261,72 @@ static void test_lost(void)
     CU_ASSERT_STRING_EQUAL(r->str, tslock_lock_value(b));
     freeReplyObject(r);
     CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+out:
+    redisFree(raw);
+    tslock_lock_free(a);
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+/*
+ * Two bridge holds that write the same stamp: seconds stamps for a 5 s
+ * lease carry no randomness, and both clients read one test clock.  A's
+ * key is deleted behind its back (the Java client's release does that)
+ * and then B, or a legacy client, writes the identical stamp.  Where the
+ * server gives the bridge its proof, A's release sees the key is not its
+ * own and leaves it; on Redis 2.0 it cannot tell, and deletes it: the
+ * documented limit of the bridge there.
+ */
+static void test_bridge_identical_stamps(void)
+{
+    tslock_client *c1 = connect_target(), *c2 = connect_target();
+    tslock_lock *a = lock_for(c1, 5000), *b = lock_for(c2, 5000);
+    redisContext *raw = th_redis(endpoint(cur));
+    int proof = proof_possible(tslock_client_caps(c1));
+    char va[64];
+    redisReply *r;
+    th_clock clk;
+
+    if (cur_scheme != TSLOCK_SCHEME_BRIDGE)
+        goto out;
+    th_clock_init(&clk);
+    tslock_client_set_clock(c1, th_clock_fn, &clk);
+    tslock_client_set_clock(c2, th_clock_fn, &clk);
+    tslock_lock_set_unit(a, TSLOCK_UNIT_S);
+    tslock_lock_set_unit(b, TSLOCK_UNIT_S);
+
+    /* Another bridge holder. */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
+    snprintf(va, sizeof(va), "%s", tslock_lock_value(a));
+    freeReplyObject(redisCommand(raw, "DEL %s", key));
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(b, 0), TSLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(tslock_lock_value(b), va);
+    CU_ASSERT_EQUAL(tslock_release(a), proof ? TSLOCK_ELOST : TSLOCK_OK);
+    r = redisCommand(raw, "EXISTS %s", key);
+    CU_ASSERT_EQUAL(r->integer, proof ? 1 : 0);
+    freeReplyObject(r);
+    CU_ASSERT_EQUAL(tslock_release(b), proof ? TSLOCK_OK : TSLOCK_ELOST);
+
+    /* A legacy client, whose SETNX sets no TTL. */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
+    snprintf(va, sizeof(va), "%s", tslock_lock_value(a));
+    freeReplyObject(redisCommand(raw, "DEL %s", key));
+    freeReplyObject(redisCommand(raw, "SETNX %s %s", key, va));
+    CU_ASSERT_EQUAL(tslock_release(a), proof ? TSLOCK_ELOST : TSLOCK_OK);
+    r = redisCommand(raw, "GET %s", key);
+    if (proof) {
+        CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_STRING);
+        CU_ASSERT_STRING_EQUAL(r->str, va);
+    } else {
+        CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_NIL);
+    }
+    freeReplyObject(r);
+    printf("\n    %-26s identical stamps: %s ", cur->name,
+           proof ? "told apart by the proof"
+                 : "not told apart (no proof without TTLs that survive "
+                   "writes and Lua or WATCH)");
+    freeReplyObject(redisCommand(raw, "DEL %s", key));
 out:
     redisFree(raw);
     tslock_lock_free(a);
@@ -391,6 +471,9 @@ int main(void)
             CU_add_test(suite, "lost: release and extend change nothing",
                         test_lost);
             CU_add_test(suite, "load: 8 processes, zero overlaps", test_load);
+            if (schemes[s] == TSLOCK_SCHEME_BRIDGE)
+                CU_add_test(suite, "identical bridge stamps told apart",
+                            test_bridge_identical_stamps);
         }
     CU_add_test(CU_add_suite("Redis 2.0 hazard", NULL, NULL),
                 "naive SETNX+EXPIRE taken twice; tslock never builds it",

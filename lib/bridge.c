@@ -1,0 +1,346 @@
+/*
+ * bridge.c - the bridge scheme: a lock that unmodified legacy timestamp
+ * clients share.  The key holds a classic expiry stamp, which they read
+ * as a valid lock and take over by the classic rules once it expires.
+ *
+ * A stamp alone cannot prove who holds the lock: two holders in the same
+ * millisecond (or second) write the same number, and a legacy release
+ * that deletes our key lets another client write that number again.  So
+ * where the server keeps TTLs and can change keys atomically (Lua from
+ * 2.6, WATCH from 2.2), a bridge hold is ours while
+ *
+ *   1. the key holds our stamp,
+ *   2. the key has a TTL: we set one in the same atomic step as the
+ *      stamp, and legacy clients never set one (their SETNX makes a key
+ *      without, their GETSET removes it), so a key rewritten by a legacy
+ *      client since our write has none, and
+ *   3. the owner key holds our random token: it tells us from another
+ *      bridge holder that wrote the same stamp.
+ *
+ * The claim writes all three at once, so no client ever sees our stamp
+ * without them; release and extend check all three at once.  On Redis
+ * 2.0 (no TTL survives a legacy SETNX, no Lua, no WATCH) the bridge
+ * scheme is the timestamp scheme with randomised stamps (timestamp.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+/* Claims that find the key changed under them: tries before giving up. */
+#define CLAIM_RETRIES 4
+
+static int proof_possible(const tslock_client *c)
+{
+    return (c->caps & TSLOCK_CAP_TTL_KEEPS)
+           && (c->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH));
+}
+
+/*
+ * The owner key: "<key>:owner", in the lock key's hash slot so both fit
+ * one script on Redis Cluster.  A key with a hash tag ("{x}...") keeps
+ * it; a key without one is made the tag ("{key}:owner").  A key with a
+ * '}' but no usable tag gets the plain suffix.
+ */
+static int owner_key(tslock_lock *l)
+{
+    const char *k = l->key, *open = strchr(k, '{');
+    const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
+    int tagged = close != NULL && close > open + 1;
+    size_t len = strlen(k) + sizeof("{}:owner");
+
+    if (l->owner_key != NULL)
+        return TSLOCK_OK;
+    l->owner_key = malloc(len);
+    if (l->owner_key == NULL)
+        return tslock__fail(l->client, TSLOCK_ENOMEM,
+                            "no memory for the owner key's name");
+    if (tagged || strchr(k, '}') != NULL)
+        snprintf(l->owner_key, len, "%s:owner", k);
+    else
+        snprintf(l->owner_key, len, "{%s}:owner", k);
+    return TSLOCK_OK;
+}
+
+/* The safety TTL: until a second past the stamp (ms from now). */
+static int64_t safety_ms(tslock_lock *l, const char *stamp)
+{
+    int64_t stamp_ms = 0, ms;
+    const char *why;
+
+    if (tslock__stamp_parse(stamp, strlen(stamp), l->unit, &stamp_ms, &why)
+        != TSLOCK_OK)
+        stamp_ms = 0;
+    ms = stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000;
+    return ms > 1000 ? ms : 1000;
+}
+
+int tslock__bridge_may_take(tslock_lock *l, const redisReply *found)
+{
+    int64_t exp = 0;
+    int rc = tslock__ts_read_stamp(l, found, &exp);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (exp >= tslock__now(l->client, TSLOCK_CLOCK_WALL))
+        return tslock__ts_busy(l, exp);
+    return TSLOCK_OK;
+}
+
+/*
+ * One claim with the script: 0 claimed, 1 to try again, else a code.
+ * *seen is the expired value to take over, or NULL for an absent key;
+ * it is replaced by what the script found.
+ */
+static int claim_lua(tslock_lock *l, const char *stamp, int64_t ttl_ms,
+                     redisReply **seen)
+{
+    const char *keys[2] = {l->key, l->owner_key};
+    char ms[24];
+    const char *args[4] = {stamp, ms, l->owner_token,
+                           *seen != NULL ? (*seen)->str : ""};
+    redisReply *r = NULL;
+    int rc;
+
+    snprintf(ms, sizeof(ms), "%" PRId64, ttl_ms);
+    rc = tslock__script_run_keys(l->client, SCRIPT_BRIDGE_CLAIM, 2, keys, 4,
+                                 args, &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    freeReplyObject(*seen);
+    *seen = NULL;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        freeReplyObject(r);
+        return TSLOCK_OK;
+    }
+    if (r->type == REDIS_REPLY_NIL) { /* released meanwhile */
+        freeReplyObject(r);
+        return 1;
+    }
+    if (r->type != REDIS_REPLY_STRING) {
+        rc = tslock__unexpected(l->client, "bridge claim script",
+                                "1, a bulk string or nil", r);
+        freeReplyObject(r);
+        return rc;
+    }
+    rc = tslock__bridge_may_take(l, r);
+    if (rc == TSLOCK_OK) {
+        *seen = r; /* expired: take it over next */
+        return 1;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+static int br_try_acquire(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    redisReply *seen = NULL;
+    int attempt, rc;
+
+    l->proof = 0;
+    if (!proof_possible(c))
+        return tslock__timestamp_ops.try_acquire(l);
+    if ((rc = owner_key(l)) != TSLOCK_OK
+        || (rc = tslock__make_token(c, l->owner_token)) != TSLOCK_OK)
+        return rc;
+    for (attempt = 0; attempt < CLAIM_RETRIES; attempt++) {
+        int64_t lease_end = 0;
+
+        rc = tslock__ts_make_stamp(l, l->value, sizeof(l->value), l->ttl_ms,
+                                   &lease_end);
+        if (rc != TSLOCK_OK)
+            break;
+        if (c->caps & TSLOCK_CAP_LUA)
+            rc = claim_lua(l, l->value, safety_ms(l, l->value), &seen);
+        else
+            rc =
+                tslock__bridge_claim_watch(l, l->value, safety_ms(l, l->value));
+        if (rc == TSLOCK_OK) {
+            l->expires_ms = lease_end;
+            l->held = 1;
+            l->proof = 1;
+        }
+        if (rc != 1)
+            break;
+    }
+    freeReplyObject(seen);
+    if (rc == 1)
+        rc = tslock__fail(c, TSLOCK_EBUSY,
+                          "lock '%s' changed under %d claims in a row", l->key,
+                          CLAIM_RETRIES);
+    return rc;
+}
+
+/* ------------------------------------------------------- the proof */
+
+static int judge(tslock_lock *l, const redisReply *value, const redisReply *ttl,
+                 const redisReply *owner, const char *verb)
+{
+    int rc = tslock__guard_compare(l, value, l->value, verb);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (ttl->type != REDIS_REPLY_INTEGER)
+        return tslock__unexpected(l->client, "TTL", "an integer", ttl);
+    if (ttl->integer < 0)
+        return tslock__guard_lost(
+            l, verb,
+            "it holds our stamp but no TTL, so a client that sets none "
+            "wrote it again after our hold was deleted");
+    if (owner->type != REDIS_REPLY_NIL && owner->type != REDIS_REPLY_STRING)
+        return tslock__unexpected(l->client, "GET of the owner key",
+                                  "a bulk string or nil", owner);
+    if (owner->type == REDIS_REPLY_NIL || strcmp(owner->str, l->owner_token))
+        return tslock__guard_lost(
+            l, verb,
+            "it holds our stamp, but its owner key names another holder "
+            "that wrote the same stamp");
+    return TSLOCK_OK;
+}
+
+int tslock__bridge_check(tslock_lock *l, const char *verb)
+{
+    int lua = (l->client->caps & TSLOCK_CAP_LUA) != 0;
+    const char *get_owner[2] = {"GET", l->owner_key};
+    redisReply *value = NULL, *ttl = NULL, *owner = NULL;
+    int rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &value);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock__key_command(l, lua ? TSLOCK_STEP_PTTL : TSLOCK_STEP_TTL,
+                                 NULL, &ttl);
+    if (rc == TSLOCK_OK)
+        rc = tslock__command(l->client, TSLOCK_STEP_GET, l->owner_key, 2,
+                             get_owner, NULL, &owner);
+    if (rc == TSLOCK_OK)
+        rc = judge(l, value, ttl, owner, verb);
+    freeReplyObject(value);
+    freeReplyObject(ttl);
+    freeReplyObject(owner);
+    return rc;
+}
+
+/*
+ * Check the proof and act on it: "del", "set" (a new stamp with the TTL
+ * ttl_ms) or "read".  Lua checks and acts in one script, WATCH in one
+ * transaction; the classic form (a forced release only) has a gap
+ * between its check and its DEL, as for the other schemes.
+ */
+static int guard(tslock_lock *l, tslock_release_form form, const char *op,
+                 const char *stamp, int64_t ttl_ms, int check_lease,
+                 const char *verb)
+{
+    tslock_client *c = l->client;
+    int rc = owner_key(l);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (form == TSLOCK_RELEASE_BEST)
+        form = tslock__best_form(c);
+    if (check_lease && !tslock__lease_runs(l))
+        return tslock__guard_lost(l, verb, "our lease ran out");
+    if (form == TSLOCK_RELEASE_LUA && (c->caps & TSLOCK_CAP_LUA)) {
+        const char *keys[2] = {l->key, l->owner_key};
+        char ms[24];
+        const char *args[5] = {l->value, l->owner_token, op,
+                               stamp != NULL ? stamp : "", ms};
+        redisReply *r = NULL;
+
+        snprintf(ms, sizeof(ms), "%" PRId64, ttl_ms);
+        rc = tslock__script_run_keys(c, SCRIPT_BRIDGE_GUARD, 2, keys, 5, args,
+                                     &r);
+        if (rc != TSLOCK_OK)
+            return rc;
+        if (r->type != REDIS_REPLY_INTEGER)
+            rc = tslock__unexpected(c, "bridge proof script", "an integer", r);
+        else if (r->integer == -1)
+            rc = tslock__guard_lost(l, verb, "it no longer holds our stamp");
+        else if (r->integer == -2)
+            rc = tslock__guard_lost(
+                l, verb,
+                "it holds our stamp but no TTL, so a client that sets none "
+                "wrote it again after our hold was deleted");
+        else if (r->integer == -3)
+            rc = tslock__guard_lost(
+                l, verb,
+                "it holds our stamp, but its owner key names another "
+                "holder that wrote the same stamp");
+        freeReplyObject(r);
+        return rc;
+    }
+    if (form == TSLOCK_RELEASE_WATCH && (c->caps & TSLOCK_CAP_WATCH))
+        return tslock__bridge_guard_watch(l, op, stamp, ttl_ms, check_lease,
+                                          verb);
+    if (form == TSLOCK_RELEASE_CLASSIC && strcmp(op, "set") != 0) {
+        const char *del[3] = {"DEL", l->key, l->owner_key};
+        redisReply *r = NULL;
+
+        rc = tslock__bridge_check(l, verb);
+        if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
+            rc = tslock__guard_lost(l, verb, "our lease ran out");
+        if (rc != TSLOCK_OK || strcmp(op, "del") != 0)
+            return rc;
+        rc = tslock__command(c, TSLOCK_STEP_DEL, l->key, 3, del, NULL, &r);
+        if (rc == TSLOCK_OK && r->type != REDIS_REPLY_INTEGER)
+            rc = tslock__unexpected(c, "DEL", "an integer", r);
+        else if (rc == TSLOCK_OK && r->integer < 1)
+            rc = tslock__guard_lost(l, verb, "the key vanished before DEL");
+        freeReplyObject(r);
+        return rc;
+    }
+    return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                        "the %s form needs %s, which this server lacks",
+                        form == TSLOCK_RELEASE_LUA     ? "Lua"
+                        : form == TSLOCK_RELEASE_WATCH ? "WATCH"
+                                                       : "classic",
+                        form == TSLOCK_RELEASE_LUA     ? "EVAL"
+                        : form == TSLOCK_RELEASE_WATCH ? "WATCH"
+                                                       : "Lua or WATCH");
+}
+
+/* ------------------------------------------- release, extend, read */
+
+static int br_release(tslock_lock *l)
+{
+    if (!l->proof)
+        return tslock__timestamp_ops.release(l);
+    return guard(l, l->release_form, "del", NULL, 0, 1, "released");
+}
+
+static int br_extend(tslock_lock *l, int64_t ttl_ms)
+{
+    char stamp[TSLOCK__VALUE_SIZE];
+    int64_t lease_end = 0;
+    int rc;
+
+    if (!l->proof)
+        return tslock__timestamp_ops.extend(l, ttl_ms);
+    rc = tslock__ts_make_stamp(l, stamp, sizeof(stamp), ttl_ms, &lease_end);
+    if (rc == TSLOCK_OK)
+        rc = guard(l, TSLOCK_RELEASE_BEST, "set", stamp, safety_ms(l, stamp), 1,
+                   "extended");
+    if (rc == TSLOCK_OK) {
+        memcpy(l->value, stamp, sizeof(stamp));
+        l->expires_ms = lease_end;
+    }
+    return rc;
+}
+
+static int br_time_left(tslock_lock *l, int64_t *ms_left)
+{
+    int64_t left;
+    int rc;
+
+    if (!l->proof)
+        return tslock__timestamp_ops.time_left(l, ms_left);
+    rc = guard(l, TSLOCK_RELEASE_BEST, "read", NULL, 0, 0, "read");
+    left = l->expires_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL);
+    if (rc == TSLOCK_OK)
+        *ms_left = left > 0 ? left : 0;
+    return rc;
+}
+
+const struct tslock__scheme_ops tslock__bridge_ops = {
+    br_try_acquire, br_release, br_extend, br_time_left};
