@@ -87,6 +87,8 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
             if (bridge) /* the earliest the lease can end: never too late */
                 l->expires_ms -= tslock__bridge_bound_ms(unit, l->ttl_ms)
                                  + (unit == TSLOCK_UNIT_S ? 2000 : 1);
+            else if (unit == TSLOCK_UNIT_FLOAT) /* as tslock_acquire */
+                l->expires_ms -= 1;
             goto adopt;
         }
     }

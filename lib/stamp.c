@@ -11,7 +11,7 @@
 #include "tslock_int.h"
 
 /* Plausible lock times: 2000-01-01 .. 2100-01-01, in Unix milliseconds. */
-#define STAMP_MIN_MS INT64_C(946684800000)
+#define STAMP_MIN_MS TSLOCK__STAMP_MIN_MS
 #define STAMP_MAX_MS INT64_C(4102444800000)
 /* More digits than any plausible stamp in any unit, fewer than overflow. */
 #define STAMP_MAX_DIGITS 16

@@ -16,8 +16,15 @@
 /*
  * Format the stamp for a lease starting now into buf; *lease_end gets
  * when our lease ends.  For the timestamp scheme that is the stamp
- * itself.  A bridge stamp lies a little past the lease (a per-holder
- * random amount, so it is unique), and the lease ends at now + ttl.
+ * itself, except in float seconds: redis-py calls "1700000030.000"
+ * expired as soon as time.time() passes it, within the millisecond that
+ * our clock still reads as 1700000030000, so our lease ends one
+ * millisecond sooner.  A bridge stamp lies a little past the lease (a
+ * per-holder random amount), and the lease ends at now + ttl.
+ *
+ * A wall clock before 2000 (a host that booted without its clock) would
+ * write a stamp every client reads as unreadable and never takes over,
+ * so the lock would stay taken for good: that is refused.
  */
 int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
                           int64_t ttl_ms, int64_t *lease_end)
@@ -27,6 +34,12 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
     const char *why;
     int n;
 
+    if (now < TSLOCK__STAMP_MIN_MS)
+        return tslock__fail(c, TSLOCK_ECLOCK,
+                            "wall clock reads %" PRId64
+                            " ms, before 2000: a stamp written now would be "
+                            "unreadable to every client",
+                            now);
     if (l->used == TSLOCK_SCHEME_BRIDGE)
         n = tslock__bridge_stamp(buf, size, l->unit, now, ttl_ms,
                                  tslock__random64(c));
@@ -38,8 +51,10 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
             "wall clock gave an implausible time (%" PRId64 " ms)", now);
     if (l->used == TSLOCK_SCHEME_BRIDGE)
         *lease_end = now + ttl_ms;
-    else
-        tslock__stamp_parse(buf, (size_t)n, l->unit, lease_end, &why);
+    else if (tslock__stamp_parse(buf, (size_t)n, l->unit, lease_end, &why)
+                 == TSLOCK_OK
+             && l->unit == TSLOCK_UNIT_FLOAT)
+        *lease_end -= 1;
     return TSLOCK_OK;
 }
 

@@ -17,6 +17,8 @@
 
 #define TSLOCK__ERRSTR_SIZE 512
 #define TSLOCK__VALUE_SIZE  64
+/* 2000-01-01 in Unix ms: the earliest plausible stamp. */
+#define TSLOCK__STAMP_MIN_MS INT64_C(946684800000)
 
 enum tslock__transport {
     TRANSPORT_NONE,

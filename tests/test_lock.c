@@ -109,10 +109,13 @@ static void test_units_written(void)
         tslock_unit unit;
         int64_t ttl;
         const char *want;
+        int64_t lease_end; /* the last ms every legacy reader grants */
     } cases[] = {
-        {TSLOCK_UNIT_MS, 1500, "1700000001501"},
-        {TSLOCK_UNIT_S, 1500, "1700000003"}, /* 1700000000 + 2 + 1 */
-        {TSLOCK_UNIT_FLOAT, 1500, "1700000001.500"},
+        {TSLOCK_UNIT_MS, 1500, "1700000001501", 1700000001501},
+        /* 1700000000 + 2 + 1, valid through its last millisecond */
+        {TSLOCK_UNIT_S, 1500, "1700000003", 1700000003999},
+        /* redis-py: expired once time.time() passes 1700000001.500 */
+        {TSLOCK_UNIT_FLOAT, 1500, "1700000001.500", 1700000001499},
     };
     tslock_client *c = clocked_client();
     size_t i;
@@ -122,8 +125,34 @@ static void test_units_written(void)
         CU_ASSERT_EQUAL(tslock_lock_set_unit(l, cases[i].unit), TSLOCK_OK);
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
         CU_ASSERT_TRUE(holds("lock:units", cases[i].want));
+        CU_ASSERT_EQUAL(tslock_lock_expires_ms(l), cases[i].lease_end);
         CU_ASSERT_EQUAL(tslock_lock_set_unit(l, TSLOCK_UNIT_MS), TSLOCK_ESTATE);
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
+/*
+ * A host whose clock reads 1970 (booted without its clock) must not write
+ * a stamp: every client would read it as unreadable and never take the
+ * lock over.  Both stamp schemes refuse, and the key stays free.
+ */
+static void test_clock_before_2000(void)
+{
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
+                                            TSLOCK_SCHEME_BRIDGE};
+    tslock_client *c = clocked_client();
+    size_t i;
+
+    clk.wall_ms = 86400000; /* 1970-01-02 */
+    for (i = 0; i < 2; i++) {
+        tslock_lock *l = th_stamp_lock(c, "lock:1970", 1500);
+        tslock_lock_set_scheme(l, schemes[i]);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_ECLOCK);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "before 2000"));
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:1970", NULL));
         tslock_lock_free(l);
     }
     tslock_client_free(c);
@@ -500,8 +529,9 @@ static void test_handles(void)
 {
     tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
     tslock_lock *a = NULL, *b = NULL;
-    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TOKEN,
-                                            TSLOCK_SCHEME_TIMESTAMP};
+    static const tslock_scheme schemes[] = {
+        TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE};
+    static const char *const forms[] = {"token:", "timestamp-s:", "bridge-s:"};
     static const char *bad[] = {"",
                                 "token",
                                 "token:xyz",
@@ -509,10 +539,15 @@ static void test_handles(void)
                                 "timestamp-ms:hello",
                                 "timestamp-ms:1700000000",
                                 "timestamp-hours:1700000000",
-                                "bridge:1"};
+                                "bridge:1",
+                                "bridge-s:1700000000/xyz",
+                                "timestamp-s:1700000000/"
+                                "0123456789abcdef0123456789abcdef",
+                                "token:0123456789abcdef0123456789abcdef/"
+                                "0123456789abcdef0123456789abcdef"};
     size_t i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         char handle[128];
         CU_ASSERT_FATAL(tslock_lock_new(&a, c1, "lock:handle") == TSLOCK_OK);
         CU_ASSERT_FATAL(tslock_lock_new(&b, c2, "lock:handle") == TSLOCK_OK);
@@ -521,8 +556,10 @@ static void test_handles(void)
         CU_ASSERT_PTR_NULL(tslock_lock_handle(a));
         CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
         snprintf(handle, sizeof(handle), "%s", tslock_lock_handle(a));
-        CU_ASSERT_PTR_NOT_NULL(
-            strstr(handle, i == 0 ? "token:" : "timestamp-s:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(handle, forms[i]));
+        /* A bridge hold carries its owner token: <stamp>/<token>. */
+        CU_ASSERT_EQUAL(strchr(handle, '/') != NULL,
+                        schemes[i] == TSLOCK_SCHEME_BRIDGE);
         /* Another process (here: client) adopts and extends it. */
         CU_ASSERT_EQUAL(tslock_lock_adopt(b, handle), TSLOCK_OK);
         CU_ASSERT_TRUE(tslock_lock_is_held(b));
@@ -628,12 +665,12 @@ static void on_renew_failure(int code, const char *detail, void *ud)
  */
 static void test_watchdog(void)
 {
-    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TOKEN,
-                                            TSLOCK_SCHEME_TIMESTAMP};
+    static const tslock_scheme schemes[] = {
+        TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE};
     size_t i;
 
     CU_ASSERT_FATAL(pipe(failure_pipe) == 0);
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         tslock_client *c = th_client(&srv), *renew = th_client(&srv);
         tslock_client *other = th_client(&srv);
         tslock_lock *l = NULL, *o = NULL;
@@ -731,6 +768,8 @@ int main(void)
     CU_add_test(s, "acquire, busy, release", test_acquire_busy_release);
     CU_add_test(s, "stamps written in each unit", test_units_written);
     CU_add_test(s, "legacy stamps read in each unit", test_legacy_stamps_read);
+    CU_add_test(s, "a wall clock before 2000 writes no stamp",
+                test_clock_before_2000);
     CU_add_test(s, "unreadable values are never taken over",
                 test_unreadable_never_taken);
     CU_add_test(s, "wrong type: clear error, nothing changed", test_wrong_type);
