@@ -282,10 +282,13 @@ int tslock_release(tslock_lock *l)
     tslock__clear_error(l->client);
     rc = l->ops->release(l);
     /*
-     * After a connection failure the outcome is unknown, so the object
-     * stays held and the caller may retry once reconnected.
+     * The hold is over once the key is deleted, or found not to be ours
+     * (or not a string at all).  After anything else -- a connection
+     * failure, a forced form the server lacks, an error reply -- the key
+     * may still hold our value, so the object stays held and the caller
+     * may try again (reconnected, or with another form).
      */
-    if (rc != TSLOCK_EIO && rc != TSLOCK_ETIMEDOUT && rc != TSLOCK_EHOOK) {
+    if (rc == TSLOCK_OK || rc == TSLOCK_ELOST || rc == TSLOCK_EWRONGTYPE) {
         l->held = 0;
         l->fence = 0;
     }

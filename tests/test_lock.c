@@ -300,6 +300,36 @@ static void test_vanishing_key(void)
 
 /* ------------------------------------------------ release */
 
+/*
+ * A release that did not reach the key -- here a forced form the server
+ * (capabilities held back) lacks -- keeps the hold: the key is still
+ * ours, and another form releases it.
+ */
+static void test_release_unsupported_keeps_hold(void)
+{
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
+                                            TSLOCK_SCHEME_BRIDGE};
+    tslock_client *c = clocked_client();
+    size_t i;
+
+    tslock_client_limit_caps(c, 0);
+    for (i = 0; i < 2; i++) {
+        tslock_lock *l = th_stamp_lock(c, "lock:keep", 1000);
+        tslock_lock_set_scheme(l, schemes[i]);
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        tslock_lock_set_release_form(l, TSLOCK_RELEASE_LUA);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EUNSUPPORTED);
+        CU_ASSERT_TRUE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:keep", tslock_lock_value(l)));
+        tslock_lock_set_release_form(l, TSLOCK_RELEASE_BEST);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:keep", NULL));
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
 static void test_release_lost(void)
 {
     tslock_client *c = clocked_client();
@@ -776,6 +806,8 @@ int main(void)
     CU_add_test(s, "key vanishing between steps", test_vanishing_key);
     CU_add_test(s, "release reports loss in every form", test_release_lost);
     CU_add_test(s, "release margin", test_release_margin);
+    CU_add_test(s, "a release form the server lacks keeps the hold",
+                test_release_unsupported_keeps_hold);
     CU_add_test(s, "release survives SCRIPT FLUSH", test_script_flush);
     CU_add_test(s, "step hook stops an operation", test_hook_stops);
     CU_add_test(s, "wait until a deadline", test_wait_deadline);
