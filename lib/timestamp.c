@@ -20,7 +20,8 @@
  * expired as soon as time.time() passes it, within the millisecond that
  * our clock still reads as 1700000030000, so our lease ends one
  * millisecond sooner.  A bridge stamp lies a little past the lease (a
- * per-holder random amount), and the lease ends at now + ttl.
+ * per-holder random amount), and the lease ends at now + ttl (less that
+ * millisecond in float seconds, where the random part is under 1 ms).
  *
  * A wall clock before 2000 (a host that booted without its clock) would
  * write a stamp every client reads as unreadable and never takes over,
@@ -51,9 +52,9 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
             "wall clock gave an implausible time (%" PRId64 " ms)", now);
     if (l->used == TSLOCK_SCHEME_BRIDGE)
         *lease_end = now + ttl_ms;
-    else if (tslock__stamp_parse(buf, (size_t)n, l->unit, lease_end, &why)
-                 == TSLOCK_OK
-             && l->unit == TSLOCK_UNIT_FLOAT)
+    else
+        tslock__stamp_parse(buf, (size_t)n, l->unit, lease_end, &why);
+    if (l->unit == TSLOCK_UNIT_FLOAT)
         *lease_end -= 1;
     return TSLOCK_OK;
 }
