@@ -108,8 +108,8 @@ typedef enum tslock_scheme {
     TSLOCK_SCHEME_AUTO = 0,      /* the best scheme the server allows */
     TSLOCK_SCHEME_TIMESTAMP = 1, /* classic SETNX/GETSET expiry stamp */
     TSLOCK_SCHEME_TOKEN = 2,     /* random token with a server TTL */
-    TSLOCK_SCHEME_BRIDGE = 3     /* a stamp legacy clients read, unique
-                                    to its holder, with a safety TTL */
+    TSLOCK_SCHEME_BRIDGE = 3     /* a stamp legacy clients read, with a
+                                    safety TTL and an owner key (2.2+) */
 } tslock_scheme;
 
 /* The unit a timestamp-scheme stamp is written in. */
@@ -479,8 +479,9 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
  * lease ran out: nothing deleted; not a failure, but mutual exclusion may
  * have been broken), TSLOCK_ESTATE (not held), TSLOCK_EWRONGTYPE,
  * TSLOCK_EUNSUPPORTED (a forced release form the server lacks),
- * TSLOCK_EHOOK, or a connection code.  After any return but a connection
- * code or TSLOCK_EHOOK the lock object is no longer held.
+ * TSLOCK_EHOOK, or a connection code.  The lock object stays held after
+ * anything but TSLOCK_OK, TSLOCK_ELOST and TSLOCK_EWRONGTYPE: the key may
+ * still be ours, and the release can be tried again.
  */
 TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
 
@@ -558,9 +559,11 @@ TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
  * tslock_lock_handle - a printable handle of the current hold, which
  * tslock_lock_adopt() turns back into a held lock object in another
  * process or on another connection.  The forms are "token:VALUE",
- * "timestamp-UNIT:VALUE" and "bridge-UNIT:VALUE" with UNIT ms, s or
- * float.  A timestamp-scheme
- * extension writes a new stamp, so the handle changes with it.
+ * "timestamp-UNIT:VALUE", "bridge-UNIT:VALUE" and, for a bridge hold with
+ * its ownership proof (Redis 2.2 and later), "bridge-UNIT:VALUE/TOKEN",
+ * with UNIT ms, s or float and TOKEN the owner key's 32 hex digits.  A
+ * timestamp or bridge extension writes a new stamp, so the handle changes
+ * with it.
  *
  * Returns NULL when the lock is not held.
  * Ownership: borrowed; valid until the next call on the lock.
