@@ -2,7 +2,8 @@
  * bridge_watch.c - the bridge scheme's claim and proof on servers with
  * WATCH but no Lua (Redis 2.2 - 2.4).  The stamp, its TTL and the owner
  * token are written by one MULTI/EXEC (SETEX, whole seconds rounded up),
- * which the server refuses if the lock key changed after WATCH.
+ * which the server refuses if the lock key changed after WATCH.  Each
+ * takes two round trips: WATCH with the reads, then MULTI ... EXEC.
  */
 #include <string.h>
 
@@ -17,18 +18,17 @@ int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
     const char *setex_owner[4] = {"SETEX", l->owner_key, secs, l->owner_token};
     const struct tslock__queued q[2] = {{TSLOCK_STEP_SETEX, 4, setex_key},
                                         {TSLOCK_STEP_SETEX, 4, setex_owner}};
+    const char *get[2] = {"GET", l->key};
+    const struct tslock__queued read[1] = {{TSLOCK_STEP_GET, 2, get}};
     redisReply *r = NULL;
     size_t i;
-    int rc = tslock__watch_keys(l, 1, keys);
+    int rc = tslock__watch_read(l, 1, keys, 1, read, &r);
 
     if (rc != TSLOCK_OK)
         return rc;
-    rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
-    if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR)
-        rc = tslock__reply_error(l->client, "GET", r);
-    else if (rc == TSLOCK_OK && r->type == REDIS_REPLY_STRING)
+    if (r->type == REDIS_REPLY_STRING)
         rc = tslock__bridge_may_take(l, r); /* OK when expired */
-    else if (rc == TSLOCK_OK && r->type != REDIS_REPLY_NIL)
+    else if (r->type != REDIS_REPLY_NIL)
         rc = tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
     freeReplyObject(r);
     r = NULL;
@@ -63,13 +63,17 @@ int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
     struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 3, del},
                                   {TSLOCK_STEP_EXPIRE, 3, expire}};
     int set = strcmp(op, "set") == 0, n = set ? 2 : 1;
-    redisReply *r = NULL;
+    struct tslock__proof_reads b;
+    redisReply *r = NULL, *proof[3];
     size_t i;
-    int rc = tslock__watch_keys(l, 2, keys);
+    int rc;
 
+    tslock__bridge_proof_reads(l, &b);
+    rc = tslock__watch_read(l, 2, keys, 3, b.q, proof);
     if (rc != TSLOCK_OK)
         return rc;
-    rc = tslock__bridge_check(l, verb);
+    rc = tslock__bridge_judge(l, proof, verb);
+    tslock__free_replies(3, proof);
     if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
         rc = tslock__guard_lost(l, verb, "our lease ran out");
     if (rc != TSLOCK_OK || strcmp(op, "read") == 0) {

@@ -32,54 +32,88 @@ void tslock__unwatch(tslock_lock *l)
     memcpy(l->client->errstr, keep, sizeof(keep));
 }
 
-int tslock__watch_keys(tslock_lock *l, int nkeys, const char *const *keys)
+int tslock__watch_read(tslock_lock *l, int nkeys, const char *const *keys,
+                       int nreads, const struct tslock__queued *reads,
+                       redisReply **out)
 {
-    const char *argv[3] = {"WATCH", keys[0], nkeys > 1 ? keys[1] : NULL};
-    redisReply *r = NULL;
-    int rc = tslock__command(l->client, TSLOCK_STEP_WATCH, l->key,
-                             nkeys > 1 ? 3 : 2, argv, NULL, &r);
+    const char *watch[3] = {"WATCH", keys[0], nkeys > 1 ? keys[1] : NULL};
+    struct tslock__queued q[1 + TSLOCK__MAX_READS];
+    redisReply *r[1 + TSLOCK__MAX_READS];
+    int i, rc;
 
-    if (rc == TSLOCK_OK && r->type != REDIS_REPLY_STATUS)
-        rc = tslock__unexpected(l->client, "WATCH", "+OK", r);
-    freeReplyObject(r);
-    return rc;
+    q[0].step = TSLOCK_STEP_WATCH;
+    q[0].argc = nkeys > 1 ? 3 : 2;
+    q[0].argv = watch;
+    for (i = 0; i < nreads; i++)
+        q[1 + i] = reads[i];
+    rc = tslock__pipeline(l->client, l->key, 1 + nreads, q, r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r[0]->type != REDIS_REPLY_STATUS)
+        rc = tslock__unexpected(l->client, "WATCH", "+OK", r[0]);
+    for (i = 0; rc == TSLOCK_OK && i < nreads; i++)
+        if (r[1 + i]->type == REDIS_REPLY_ERROR)
+            rc = tslock__reply_error(l->client, reads[i].argv[0], r[1 + i]);
+    if (rc != TSLOCK_OK) {
+        tslock__free_replies(1 + nreads, r);
+        tslock__unwatch(l);
+        return rc;
+    }
+    freeReplyObject(r[0]);
+    for (i = 0; i < nreads; i++)
+        out[i] = r[1 + i];
+    return TSLOCK_OK;
 }
 
-static int watch(tslock_lock *l)
+/* WATCH the lock key and GET it, in one round trip. */
+static int watch_get(tslock_lock *l, redisReply **value)
 {
     const char *keys[1] = {l->key};
+    const char *get[2] = {"GET", l->key};
+    const struct tslock__queued q[1] = {{TSLOCK_STEP_GET, 2, get}};
 
-    return tslock__watch_keys(l, 1, keys);
+    return tslock__watch_read(l, 1, keys, 1, q, value);
 }
 
 int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
                         redisReply **out)
 {
-    redisReply *r = NULL;
-    int i, rc = bare(l, TSLOCK_STEP_MULTI, &r);
+    const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"};
+    struct tslock__queued all[2 + TSLOCK__MAX_QUEUED];
+    redisReply *r[2 + TSLOCK__MAX_QUEUED];
+    int i, rc;
 
     *out = NULL;
-    freeReplyObject(r);
-    for (i = 0; rc == TSLOCK_OK && i < n; i++) {
-        rc = tslock__command(l->client, q[i].step, l->key, q[i].argc, q[i].argv,
-                             NULL, &r);
-        if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR)
-            rc = tslock__reply_error(l->client, q[i].argv[0], r);
-        freeReplyObject(r);
-    }
-    if (rc != TSLOCK_OK) {
-        if (!l->client->broken && bare(l, TSLOCK_STEP_EXEC, &r) == TSLOCK_OK)
-            freeReplyObject(r); /* EXEC ends the MULTI either way */
+    all[0].step = TSLOCK_STEP_MULTI;
+    all[0].argc = 1;
+    all[0].argv = multi;
+    for (i = 0; i < n; i++)
+        all[1 + i] = q[i];
+    all[1 + n].step = TSLOCK_STEP_EXEC;
+    all[1 + n].argc = 1;
+    all[1 + n].argv = exec;
+    /* MULTI, the commands and EXEC in one round trip. */
+    rc = tslock__pipeline(l->client, l->key, n + 2, all, r);
+    if (rc == TSLOCK_EHOOK)
+        tslock__unwatch(l); /* nothing was sent after WATCH */
+    if (rc != TSLOCK_OK)
         return rc;
+    if (r[0]->type != REDIS_REPLY_STATUS)
+        rc = tslock__unexpected(l->client, "MULTI", "+OK", r[0]);
+    for (i = 0; rc == TSLOCK_OK && i < n; i++)
+        if (r[1 + i]->type == REDIS_REPLY_ERROR) /* EXEC aborts then */
+            rc = tslock__reply_error(l->client, q[i].argv[0], r[1 + i]);
+    if (rc == TSLOCK_OK && r[1 + n]->type == REDIS_REPLY_ERROR)
+        rc = tslock__reply_error(l->client, "EXEC", r[1 + n]);
+    else if (rc == TSLOCK_OK && r[1 + n]->type != REDIS_REPLY_NIL
+             && (r[1 + n]->type != REDIS_REPLY_ARRAY
+                 || r[1 + n]->elements != (size_t)n))
+        rc = tslock__unexpected(l->client, "EXEC", "an array or nil", r[1 + n]);
+    if (rc == TSLOCK_OK) {
+        *out = r[1 + n];
+        r[1 + n] = NULL;
     }
-    rc = bare(l, TSLOCK_STEP_EXEC, out);
-    if (rc == TSLOCK_OK && (*out)->type != REDIS_REPLY_NIL
-        && ((*out)->type != REDIS_REPLY_ARRAY
-            || (*out)->elements != (size_t)n)) {
-        rc = tslock__unexpected(l->client, "EXEC", "an array or nil", *out);
-        freeReplyObject(*out);
-        *out = NULL;
-    }
+    tslock__free_replies(n + 2, r);
     return rc;
 }
 
@@ -115,16 +149,13 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
                                         TSLOCK_STEP_EXPIRE};
     char secs[24];
     redisReply *r = NULL;
-    int rc = watch(l);
+    int rc = watch_get(l, &r);
 
     if (rc != TSLOCK_OK)
         return rc;
-    rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
-    if (rc == TSLOCK_OK) {
-        rc = tslock__guard_compare(l, r, expect, verb);
-        freeReplyObject(r);
-        r = NULL;
-    }
+    rc = tslock__guard_compare(l, r, expect, verb);
+    freeReplyObject(r);
+    r = NULL;
     if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
         rc = tslock__guard_lost(l, verb, "our lease ran out");
     if (rc != TSLOCK_OK) {
@@ -157,15 +188,12 @@ int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
     char secs[24];
     const char *args[2] = {l->value, secs};
     redisReply *r = NULL;
-    int rc = watch(l);
+    int rc = watch_get(l, &r);
 
     *holder_pttl = -1;
     if (rc != TSLOCK_OK)
         return rc;
-    rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
-    if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR)
-        rc = tslock__reply_error(l->client, "GET", r);
-    else if (rc == TSLOCK_OK && r->type != REDIS_REPLY_NIL)
+    if (r->type != REDIS_REPLY_NIL)
         rc = TSLOCK_EBUSY;
     freeReplyObject(r);
     if (rc != TSLOCK_OK) {

@@ -176,9 +176,11 @@ static int br_try_acquire(tslock_lock *l)
 
 /* ------------------------------------------------------- the proof */
 
-static int judge(tslock_lock *l, const redisReply *value, const redisReply *ttl,
-                 const redisReply *owner, const char *verb)
+int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
+                         const char *verb)
 {
+    const redisReply *value = replies[0], *ttl = replies[1],
+                     *owner = replies[2];
     int rc = tslock__guard_compare(l, value, l->value, verb);
 
     if (rc != TSLOCK_OK)
@@ -201,24 +203,40 @@ static int judge(tslock_lock *l, const redisReply *value, const redisReply *ttl,
     return TSLOCK_OK;
 }
 
-int tslock__bridge_check(tslock_lock *l, const char *verb)
+void tslock__bridge_proof_reads(tslock_lock *l, struct tslock__proof_reads *b)
 {
     int lua = (l->client->caps & TSLOCK_CAP_LUA) != 0;
-    const char *get_owner[2] = {"GET", l->owner_key};
-    redisReply *value = NULL, *ttl = NULL, *owner = NULL;
-    int rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &value);
 
-    if (rc == TSLOCK_OK)
-        rc = tslock__key_command(l, lua ? TSLOCK_STEP_PTTL : TSLOCK_STEP_TTL,
-                                 NULL, &ttl);
-    if (rc == TSLOCK_OK)
-        rc = tslock__command(l->client, TSLOCK_STEP_GET, l->owner_key, 2,
-                             get_owner, NULL, &owner);
-    if (rc == TSLOCK_OK)
-        rc = judge(l, value, ttl, owner, verb);
-    freeReplyObject(value);
-    freeReplyObject(ttl);
-    freeReplyObject(owner);
+    b->get_key[0] = "GET";
+    b->get_key[1] = l->key;
+    b->ttl_key[0] = lua ? "PTTL" : "TTL";
+    b->ttl_key[1] = l->key;
+    b->get_owner[0] = "GET";
+    b->get_owner[1] = l->owner_key;
+    b->q[0].step = TSLOCK_STEP_GET;
+    b->q[0].argc = 2;
+    b->q[0].argv = b->get_key;
+    b->q[1].step = lua ? TSLOCK_STEP_PTTL : TSLOCK_STEP_TTL;
+    b->q[1].argc = 2;
+    b->q[1].argv = b->ttl_key;
+    b->q[2].step = TSLOCK_STEP_GET;
+    b->q[2].argc = 2;
+    b->q[2].argv = b->get_owner;
+}
+
+/* The classic form: the three reads in one round trip, then a verdict. */
+static int check_classic(tslock_lock *l, const char *verb)
+{
+    struct tslock__proof_reads b;
+    redisReply *r[3];
+    int rc;
+
+    tslock__bridge_proof_reads(l, &b);
+    rc = tslock__pipeline(l->client, l->key, 3, b.q, r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    rc = tslock__bridge_judge(l, r, verb);
+    tslock__free_replies(3, r);
     return rc;
 }
 
@@ -277,7 +295,7 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
         const char *del[3] = {"DEL", l->key, l->owner_key};
         redisReply *r = NULL;
 
-        rc = tslock__bridge_check(l, verb);
+        rc = check_classic(l, verb);
         if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
             rc = tslock__guard_lost(l, verb, "our lease ran out");
         if (rc != TSLOCK_OK || strcmp(op, "del") != 0)

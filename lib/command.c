@@ -63,6 +63,45 @@ int tslock__command(tslock_client *c, tslock_step step, const char *key,
     return TSLOCK_OK;
 }
 
+int tslock__pipeline(tslock_client *c, const char *key, int n,
+                     const struct tslock__queued *q, redisReply **out)
+{
+    int i, rc = tslock__check_usable(c);
+
+    for (i = 0; i < n; i++)
+        out[i] = NULL;
+    if (rc != TSLOCK_OK)
+        return rc;
+    /* Every hook first: a stop leaves nothing half sent. */
+    for (i = 0; i < n; i++)
+        if (c->hook != NULL && c->hook(c, q[i].step, key, c->hook_ud) != 0)
+            return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
+                                tslock_step_name(q[i].step), key);
+    for (i = 0; i < n; i++)
+        if (redisAppendCommandArgv(c->ctx, q[i].argc, q[i].argv, NULL)
+            != REDIS_OK)
+            return tslock__io_failure(c, tslock_step_name(q[i].step));
+    for (i = 0; i < n; i++) {
+        void *r = NULL;
+        if (redisGetReply(c->ctx, &r) != REDIS_OK || r == NULL) {
+            tslock__free_replies(i, out);
+            return tslock__io_failure(c, tslock_step_name(q[i].step));
+        }
+        out[i] = r;
+    }
+    return TSLOCK_OK;
+}
+
+void tslock__free_replies(int n, redisReply **r)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        freeReplyObject(r[i]);
+        r[i] = NULL;
+    }
+}
+
 const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size)
 {
     if (r == NULL) {

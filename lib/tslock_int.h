@@ -108,6 +108,21 @@ int tslock__wait(tslock_lock *l, int64_t ms);
 int tslock__command(tslock_client *c, tslock_step step, const char *key,
                     int argc, const char **argv, const size_t *lens,
                     redisReply **out);
+/* One command of a pipeline: its step (for the hook) and argv. */
+struct tslock__queued {
+    tslock_step step;
+    int argc;
+    const char **argv;
+};
+/*
+ * Send n commands in one round trip: every step hook is called first (a
+ * stop sends nothing), then the commands go out together and out[i]
+ * gets the reply to q[i].  On failure every out[i] is NULL.  key is what
+ * the hooks are told.
+ */
+int tslock__pipeline(tslock_client *c, const char *key, int n,
+                     const struct tslock__queued *q, redisReply **out);
+void tslock__free_replies(int n, redisReply **r);
 /* Map an error reply to a code with the server's line in errstr. */
 int tslock__reply_error(tslock_client *c, const char *what,
                         const redisReply *r);
@@ -183,19 +198,22 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
 int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl);
 int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl);
 void tslock__seconds_up(char *buf, size_t size, int64_t ms);
-/* A command queued inside MULTI: its step (for the hook) and argv. */
-struct tslock__queued {
-    tslock_step step;
-    int argc;
-    const char **argv;
-};
-/* WATCH one or two keys. */
-int tslock__watch_keys(tslock_lock *l, int nkeys, const char *const *keys);
+#define TSLOCK__MAX_READS  3 /* commands read after WATCH */
+#define TSLOCK__MAX_QUEUED 2 /* commands queued inside MULTI */
+/*
+ * WATCH one or two keys and send nreads read commands, in one round trip;
+ * out[i] gets the reply to reads[i].  On failure (error replies too) the
+ * WATCH is undone and nothing is left in out.
+ */
+int tslock__watch_read(tslock_lock *l, int nkeys, const char *const *keys,
+                       int nreads, const struct tslock__queued *reads,
+                       redisReply **out);
 /* Leave no WATCH behind on the connection, keeping the first error. */
 void tslock__unwatch(tslock_lock *l);
 /*
- * MULTI, the queued commands, EXEC.  *out gets EXEC's reply: nil when a
- * watched key changed, else an array of one reply per queued command.
+ * MULTI, the queued commands, EXEC, in one round trip.  *out gets EXEC's
+ * reply: nil when a watched key changed, else an array of one reply per
+ * queued command.
  */
 int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
                         redisReply **out);
@@ -228,10 +246,17 @@ int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms);
 /* 16 random bytes as 32 hex digits and a NUL, into buf[33]. */
 int tslock__make_token(tslock_client *c, char *buf);
 /*
- * The bridge proof, read with GET, TTL (PTTL with Lua) and GET of the
- * owner key: OK, or ELOST saying which part failed.
+ * The bridge proof: the reads that show it (GET key, PTTL key -- TTL
+ * before 2.6 -- and GET of the owner key), and the verdict on their
+ * replies: OK, or ELOST saying which part failed.
  */
-int tslock__bridge_check(tslock_lock *l, const char *verb);
+struct tslock__proof_reads {
+    const char *get_key[2], *ttl_key[2], *get_owner[2];
+    struct tslock__queued q[3];
+};
+void tslock__bridge_proof_reads(tslock_lock *l, struct tslock__proof_reads *b);
+int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
+                         const char *verb);
 /*
  * Whether the value found by a claim may be taken over: OK (an expired
  * stamp), EBUSY (unexpired) or EUNREADABLE.
