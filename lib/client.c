@@ -3,6 +3,7 @@
  * wrapping the caller's connection), AUTH and SELECT, reconnecting, and
  * learning once per connection what the server can do.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +177,7 @@ static int finish_connect(tslock_client *c, int send_auth)
 static int open_socket(tslock_client *c)
 {
     struct timeval tv = ms_to_timeval(c->connect_ms);
-    int rc;
+    int rc, flags;
 
     drop_connection(c);
     if (c->transport == TRANSPORT_TCP)
@@ -199,6 +200,10 @@ static int open_socket(tslock_client *c)
                                                          : TSLOCK_EIO;
         return tslock__fail(c, rc, "connect to %s: %s", where, c->ctx->errstr);
     }
+    /* A program that forks and execs must not pass our connection on. */
+    flags = fcntl(c->ctx->fd, F_GETFD);
+    if (flags != -1)
+        (void)fcntl(c->ctx->fd, F_SETFD, flags | FD_CLOEXEC);
     return finish_connect(c, 1);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <fcntl.h>
 
 #include "harness.h"
 
@@ -57,6 +58,38 @@ static void test_tcp_and_unix(void)
     CU_ASSERT_EQUAL(tslock_client_connect_unix(c, srv.socket), TSLOCK_OK);
     try_lock(c, "client:unix");
     tslock_client_free(c);
+}
+
+/* Descriptors open in this process that an exec would pass on. */
+static int inheritable_fds(void)
+{
+    int fd, n = 0;
+
+    for (fd = 3; fd < 1024; fd++) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags != -1 && !(flags & FD_CLOEXEC))
+            n++;
+    }
+    return n;
+}
+
+/*
+ * A program that runs commands while it holds a lock (the tslock command
+ * does) must not pass the library's Redis connection to them: both
+ * transports, and a reconnect, open it close-on-exec.
+ */
+static void test_connections_close_on_exec(void)
+{
+    int before = inheritable_fds();
+    tslock_client *c = fresh(), *d = fresh();
+
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", srv.port),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_connect_unix(d, srv.socket), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_reconnect(d), TSLOCK_OK);
+    CU_ASSERT_EQUAL(inheritable_fds(), before);
+    tslock_client_free(c);
+    tslock_client_free(d);
 }
 
 static void test_probe_writes_nothing(void)
@@ -293,6 +326,8 @@ int main(void)
     s = CU_add_suite("client", NULL, NULL);
     CU_add_test(s, "TCP and Unix socket", test_tcp_and_unix);
     CU_add_test(s, "probing writes nothing", test_probe_writes_nothing);
+    CU_add_test(s, "connections are close-on-exec",
+                test_connections_close_on_exec);
     CU_add_test(s, "connection errors name their cause", test_connect_errors);
     CU_add_test(s, "AUTH with password and ACL user", test_auth);
     CU_add_test(s, "SELECT a database", test_select);

@@ -38,10 +38,11 @@ struct run_state {
 };
 
 /*
- * The library's connections and pipes are not close-on-exec, and
  * COMMAND (or a daemon it starts) must not keep our Redis connections
- * open.  Descriptors open when tslock started are the caller's and are
- * passed on; every other one is ours and closed on exec.
+ * open.  The library opens its own close-on-exec; this also covers any
+ * other descriptor tslock opened (hiredis contexts of the demo, pipes).
+ * Descriptors open when tslock started are the caller's and are passed
+ * on; every other one is ours and closed on exec.
  */
 static void note_inherited_fds(struct run_state *s)
 {
