@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,8 @@ int tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
                           tslock_watchdog_fn on_failure, void *userdata)
 {
     tslock_watchdog *w;
+    sigset_t all, old;
+    int started;
 
     if (out == NULL || lock == NULL || renew_client == NULL || interval_ms < 0)
         return TSLOCK_EINVAL;
@@ -115,7 +118,16 @@ int tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
         free(w);
         return TSLOCK_ENOMEM;
     }
-    if (pthread_create(&w->thread, NULL, renew_loop, w) != 0) {
+    /*
+     * The thread takes no signals: they stay with the caller's threads,
+     * whose handlers expect them, and never interrupt a renewal.  It
+     * inherits the mask it is created with.
+     */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    started = pthread_create(&w->thread, NULL, renew_loop, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
         close(w->stop_pipe[0]);
         close(w->stop_pipe[1]);
         tslock_lock_free(w->copy);

@@ -5,6 +5,8 @@
  * and the argument checks.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -750,6 +752,60 @@ static void test_watchdog(void)
 
 /* ------------------------------------------------ arguments */
 
+/*
+ * The watchdog thread takes no signals.  Created while this thread
+ * accepts SIGUSR1, it would otherwise inherit that; with SIGUSR1 then
+ * blocked here, a signal to the process could only go to the watchdog
+ * thread.  It must stay pending until this thread unblocks it.
+ */
+static pthread_t usr1_thread;
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr1_thread = pthread_self();
+    usr1_seen = 1;
+}
+
+static void test_watchdog_takes_no_signals(void)
+{
+    tslock_client *c = th_client(&srv), *renew = th_client(&srv);
+    tslock_lock *l = NULL;
+    tslock_watchdog *w = NULL;
+    struct sigaction sa, old_sa;
+    sigset_t usr1, old_mask;
+    int i;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, &old_sa);
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_UNBLOCK, &usr1, &old_mask);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:dog:signals") == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 5000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_watchdog_start(&w, l, renew, 1000, NULL, NULL),
+                          TSLOCK_OK);
+    pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+    usr1_seen = 0;
+    kill(getpid(), SIGUSR1);
+    for (i = 0; i < 50 && !usr1_seen; i++)
+        usleep(2000); /* time for a thread that takes it to run */
+    CU_ASSERT_FALSE(usr1_seen);
+    pthread_sigmask(SIG_UNBLOCK, &usr1, NULL); /* delivered here, now */
+    CU_ASSERT_TRUE(usr1_seen);
+    CU_ASSERT_TRUE(pthread_equal(usr1_thread, pthread_self()));
+    CU_ASSERT_EQUAL(tslock_watchdog_stop(w), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    sigaction(SIGUSR1, &old_sa, NULL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    tslock_client_free(renew);
+}
+
 static void test_arguments(void)
 {
     tslock_client *c = th_client(&srv);
@@ -818,6 +874,8 @@ int main(void)
     CU_add_test(s, "handles: print and adopt", test_handles);
     CU_add_test(s, "classify and peek at any value", test_classify_and_peek);
     CU_add_test(s, "watchdog renews and reports a loss", test_watchdog);
+    CU_add_test(s, "the watchdog thread takes no signals",
+                test_watchdog_takes_no_signals);
     CU_add_test(s, "argument checks", test_arguments);
     rc = th_run_all();
     redisFree(raw);
