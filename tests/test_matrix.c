@@ -4,8 +4,9 @@
  * held back (tslock_client_limit_caps), and the proxy answering as Redis
  * 2.6.11, 2.6.0, 2.4.18, 2.2.15 and 2.0.5.  Each combination runs
  * acquire, busy, wait, release, lost, extend and a load test with an
- * overlap count, and counts the commands (round trips) of each operation
- * against the table in doc/compat.md.
+ * overlap count, and counts the commands of each operation (through the
+ * step hook; a pipeline sends several in one round trip) against the
+ * table in doc/compat.md.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -128,7 +129,7 @@ static int proof_possible(unsigned caps)
            && (caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH));
 }
 
-/* The round trips doc/compat.md promises for the path this takes. */
+/* The commands doc/compat.md promises for the path this takes. */
 static struct costs expected_costs(unsigned caps, tslock_scheme used)
 {
     struct costs k;
