@@ -597,6 +597,29 @@ TSLOCK_EXTERN int tslock_lock_peek(tslock_lock *lock, char *value, size_t size,
                                    int64_t *ttl_ms);
 
 /*
+ * tslock_lock_owner_key - the name of the owner key a bridge hold with
+ * its ownership proof keeps beside the lock's key ("{KEY}:owner", or
+ * "KEY:owner" when KEY has a hash tag or a '}').
+ *
+ * Returns the name, or NULL when lock is NULL or memory ran out.
+ * Ownership: borrowed; valid while the lock object lives.
+ */
+TSLOCK_EXTERN const char *tslock_lock_owner_key(tslock_lock *lock);
+
+/*
+ * tslock_lock_peek_owner - read the owner key of the lock's key (GET):
+ * the token of the bridge holder whose proof it carries, whoever that is.
+ *
+ * token, size: receive the 32 hex digits, "" when the owner key is
+ * absent (size must be at least 33).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL, TSLOCK_EUNREADABLE (it holds
+ * something else; token gets ""), TSLOCK_EWRONGTYPE or a connection
+ * code.
+ */
+TSLOCK_EXTERN int tslock_lock_peek_owner(tslock_lock *lock, char *token,
+                                         size_t size);
+
+/*
  * tslock_value_classify - tell from a stored value which kind of lock
  * wrote it: 32 hex digits are a token (tslock's, or redis-py's uuid
  * hex); a plausible stamp is a timestamp in the unit its magnitude and

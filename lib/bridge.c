@@ -44,6 +44,60 @@ static int proof_possible(const tslock_client *c)
  * it; a key without one is made the tag ("{key}:owner").  A key with a
  * '}' but no usable tag gets the plain suffix.
  */
+static int owner_key(tslock_lock *l);
+
+const char *tslock_lock_owner_key(tslock_lock *l)
+{
+    if (l == NULL || owner_key(l) != TSLOCK_OK)
+        return NULL;
+    return l->owner_key;
+}
+
+static int is_token(const char *v, size_t len)
+{
+    size_t i;
+
+    if (len != 32)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+int tslock_lock_peek_owner(tslock_lock *l, char *token, size_t size)
+{
+    const char *argv[2];
+    redisReply *r = NULL;
+    int rc;
+
+    if (l == NULL || token == NULL || size < 33)
+        return TSLOCK_EINVAL;
+    token[0] = '\0';
+    tslock__clear_error(l->client);
+    if ((rc = owner_key(l)) != TSLOCK_OK)
+        return rc;
+    argv[0] = "GET";
+    argv[1] = l->owner_key;
+    rc = tslock__command(l->client, TSLOCK_STEP_GET, l->key, 2, argv, NULL, &r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = tslock__reply_error(l->client, "GET of the owner key", r);
+    else if (r->type == REDIS_REPLY_STRING && is_token(r->str, r->len))
+        memcpy(token, r->str, 33);
+    else if (r->type == REDIS_REPLY_STRING)
+        rc = tslock__fail(l->client, TSLOCK_EUNREADABLE,
+                          "owner key '%s' holds \"%.*s\", not a token of 32 "
+                          "hex digits",
+                          l->owner_key, r->len > 64 ? 64 : (int)r->len, r->str);
+    else if (r->type != REDIS_REPLY_NIL)
+        rc = tslock__unexpected(l->client, "GET of the owner key",
+                                "a bulk string or nil", r);
+    freeReplyObject(r);
+    return rc;
+}
+
 static int owner_key(tslock_lock *l)
 {
     const char *k = l->key, *open = strchr(k, '{');

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The exported symbols of libtslock.so must match tests/symbols.txt, so a
-# change to the ABI is always a deliberate one.  Exits 77 (skip) where no
-# shared library was built.
+# change to the ABI is always a deliberate one, and each must have its man
+# page in doc/man.  Exits 77 (skip) where no shared library was built.
 set -u
 lib="${top_builddir:-.}/.libs/libtslock.so"
 list="${top_srcdir:-.}/tests/symbols.txt"
@@ -19,4 +19,13 @@ if [ "$got" != "$want" ]; then
     rm -f want.tmp.$$ got.tmp.$$
     exit 1
 fi
-echo "exported symbols match ($(printf '%s\n' "$got" | wc -l) functions)"
+missing=0
+for sym in $want; do
+    if [ ! -f "${top_srcdir:-.}/doc/man/$sym.3" ]; then
+        echo "no man page doc/man/$sym.3"
+        missing=1
+    fi
+done
+[ $missing -eq 0 ] || exit 1
+echo "exported symbols match ($(printf '%s\n' "$got" | wc -l) functions)," \
+    "each with its man page"

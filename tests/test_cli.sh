@@ -334,6 +334,8 @@ check "status: ms stamp held" has "^state: held" "$out"
 check "status: ms stamp unit" has "^unit: ms" "$out"
 check "status: ms stamp time left" has "^time left: [0-9]* ms" "$out"
 check "status: ms stamp no server TTL" has "^server TTL: none" "$out"
+check "status: ms stamp owner key named" has "^owner key: {st_ms}:owner" "$out"
+check "status: ms stamp from a legacy writer" has "^writer: a legacy client" "$out"
 "$cli" -s "$sock" set st_s $((now / 1000 + 60)) >/dev/null
 t "status: s stamp" 0 $ts status st_s
 check "status: s stamp unit" has "^unit: s$" "$out"
@@ -349,6 +351,15 @@ check "status: expired N ms ago" has "^expired: [0-9]* ms ago" "$out"
 t "status: unreadable value" 0 $ts status st_odd
 check "status: unreadable shown raw" has 'value: "hello world"' "$out"
 check "status: unreadable noted" has "^note: " "$out"
+# A bridge hold shows its owner token; migrating fleets tell it from a
+# legacy holder this way.
+t "status: bridge hold taken" 0 $ts -m bridge acquire st_br
+hb=$(cat "$out")
+t "status: bridge hold" 0 $ts status st_br
+check "status: bridge writer" has "^writer: tslock bridge" "$out"
+check "status: bridge owner is the handle's token" \
+    has "^owner: ${hb##*/}\$" "$out"
+t "status: bridge hold released" 0 $ts -m bridge release st_br "$hb"
 t "status -q" 0 $ts -q status st_ms
 check "status -q: one word" [ "$(cat "$out")" = held ]
 "$cli" -s "$sock" rpush st_list x >/dev/null

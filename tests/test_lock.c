@@ -614,6 +614,54 @@ static void test_handles(void)
     tslock_client_free(c2);
 }
 
+/* The owner key's name keeps the lock key's hash slot; its token reads. */
+static void test_owner_key(void)
+{
+    static const struct {
+        const char *key, *owner;
+    } names[] = {
+        {"lock.foo", "{lock.foo}:owner"},
+        {"{jobs}.nightly", "{jobs}.nightly:owner"},
+        {"a}b", "a}b:owner"},
+        {"{}x", "{}x:owner"},
+    };
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+    char token[40];
+    const char *handle;
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, names[i].key) == TSLOCK_OK);
+        CU_ASSERT_STRING_EQUAL(tslock_lock_owner_key(l), names[i].owner);
+        tslock_lock_free(l);
+    }
+    CU_ASSERT_PTR_NULL(tslock_lock_owner_key(NULL));
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:owner") == TSLOCK_OK);
+    raw_do("DEL %s", "{lock:owner}:owner", NULL);
+    CU_ASSERT_EQUAL(tslock_lock_peek_owner(l, token, 32), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_peek_owner(l, token, sizeof(token)), TSLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(token, "");
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_BRIDGE);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    handle = tslock_lock_handle(l);
+    CU_ASSERT_EQUAL(tslock_lock_peek_owner(l, token, sizeof(token)), TSLOCK_OK);
+    CU_ASSERT_STRING_EQUAL(token, strchr(handle, '/') + 1);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    raw_do("SET %s %s", "{lock:owner}:owner", "junk");
+    CU_ASSERT_EQUAL(tslock_lock_peek_owner(l, token, sizeof(token)),
+                    TSLOCK_EUNREADABLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "junk"));
+    raw_do("DEL %s", "{lock:owner}:owner", NULL);
+    raw_do("RPUSH %s %s", "{lock:owner}:owner", "x");
+    CU_ASSERT_EQUAL(tslock_lock_peek_owner(l, token, sizeof(token)),
+                    TSLOCK_EWRONGTYPE);
+    raw_do("DEL %s", "{lock:owner}:owner", NULL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
 static void test_classify_and_peek(void)
 {
     static const struct {
@@ -873,6 +921,7 @@ int main(void)
     CU_add_test(s, "fencing numbers grow", test_fencing);
     CU_add_test(s, "handles: print and adopt", test_handles);
     CU_add_test(s, "classify and peek at any value", test_classify_and_peek);
+    CU_add_test(s, "owner key: its name and its token", test_owner_key);
     CU_add_test(s, "watchdog renews and reports a loss", test_watchdog);
     CU_add_test(s, "the watchdog thread takes no signals",
                 test_watchdog_takes_no_signals);

@@ -200,8 +200,37 @@ static void print_token(const char *v, int64_t ttl_ms)
                "its own)\n");
 }
 
-static void print_stamp(const char *v, tslock_unit unit, int64_t expires_ms,
-                        int64_t ttl_ms, int64_t now_ms)
+/*
+ * Who wrote a stamp: a tslock bridge hold carries its proof (a TTL and an
+ * owner token); a stamp without a TTL comes from a legacy client or from
+ * tslock's timestamp scheme.  Migrating fleets use this to see which
+ * clients still take the lock (doc/migration.md, step 3).
+ */
+static void print_writer(tslock_lock *l, int64_t ttl_ms)
+{
+    char token[40];
+    int rc;
+
+    printf("owner key: %s\n", tslock_lock_owner_key(l));
+    rc = tslock_lock_peek_owner(l, token, sizeof(token));
+    if (rc == TSLOCK_OK && token[0] != '\0' && ttl_ms >= 0)
+        printf("owner: %s\nwriter: tslock bridge (a TTL and an owner "
+               "token)\n",
+               token);
+    else if (ttl_ms < 0)
+        printf("writer: a legacy client or tslock's timestamp scheme (no "
+               "TTL)%s\n",
+               rc == TSLOCK_OK && token[0] != '\0'
+                   ? "; the owner key is a bridge hold's that this stamp "
+                     "replaced"
+                   : "");
+    else
+        printf("writer: unknown (a TTL but no owner token%s)\n",
+               rc == TSLOCK_OK ? "" : ": the owner key could not be read");
+}
+
+static void print_stamp(tslock_lock *l, const char *v, tslock_unit unit,
+                        int64_t expires_ms, int64_t ttl_ms, int64_t now_ms)
 {
     /* Expired once the clock passes the stamp, as every client reads it. */
     int64_t left = expires_ms - now_ms;
@@ -218,6 +247,7 @@ static void print_stamp(const char *v, tslock_unit unit, int64_t expires_ms,
                "it over)\n",
                -left);
     print_server_ttl(ttl_ms);
+    print_writer(l, ttl_ms);
 }
 
 static void print_unreadable(const char *v, int64_t ttl_ms)
@@ -232,7 +262,8 @@ static void print_unreadable(const char *v, int64_t ttl_ms)
     print_server_ttl(ttl_ms);
 }
 
-static void print_status(const char *v, int64_t ttl_ms, int64_t now_ms)
+static void print_status(tslock_lock *l, const char *v, int64_t ttl_ms,
+                         int64_t now_ms)
 {
     tslock_scheme scheme;
     tslock_unit unit;
@@ -248,7 +279,7 @@ static void print_status(const char *v, int64_t ttl_ms, int64_t now_ms)
     else if (scheme == TSLOCK_SCHEME_TOKEN)
         print_token(v, ttl_ms);
     else
-        print_stamp(v, unit, expires_ms, ttl_ms, now_ms);
+        print_stamp(l, v, unit, expires_ms, ttl_ms, now_ms);
 }
 
 int cli_status(const struct cli_options *o, const char *key)
@@ -267,7 +298,7 @@ int cli_status(const struct cli_options *o, const char *key)
         if (o->time_source == TSLOCK_TIME_SERVER)
             now_ms += tslock_client_clock_offset(c);
         if (rc == TSLOCK_OK)
-            print_status(value, ttl_ms, now_ms);
+            print_status(l, value, ttl_ms, now_ms);
         else
             status = cli_fail(c, rc, "cannot read the lock");
     }
