@@ -610,6 +610,91 @@ static void test_race_g_token_lua(void)
     run_race_g(0, "race:g:lua", "B:SET A:EVALSHA");
 }
 
+/* ------------------------------------------ h. an identical stamp */
+
+static naive_client *race_h_j1, *race_h_j2;
+static tslock_lock *race_h_la;
+static const char *race_h_key;
+
+/*
+ * Inside A's pause before its release: J1, whose lease ran out while it
+ * stalled, releases as the Java client does (its stamp looks unexpired,
+ * so DEL: A's live lock is gone), and J2 takes the free key with the
+ * very stamp A holds.  Java stamps are now + lockExpires + 1, so a J2
+ * with lockExpires = A's stamp - now - 1 writes A's number.
+ */
+static int race_h_java(actor *self)
+{
+    int64_t expires =
+        strtoll(tslock_lock_value(race_h_la), NULL, 10) - clk.wall_ms - 1;
+
+    CU_ASSERT_EQUAL(naive_java_release(race_h_j1, race_h_key), 1);
+    self->inner_rc = naive_del_recovery_acquire(race_h_j2, race_h_key, expires);
+    return 0;
+}
+
+static void run_race_h(tslock_scheme scheme, const char *key,
+                       const char *want_trace, int want_rc)
+{
+    redisContext *r = th_redis(&srv), *r1 = th_redis(&srv),
+                 *r2 = th_redis(&srv);
+    actor a = ACTOR("A"), j1 = ACTOR("J1"), j2 = ACTOR("J2");
+    naive_client n1 = naive_as(&j1, r1), n2 = naive_as(&j2, r2);
+    tslock_client *ca;
+    char buf[64], held[64];
+
+    reset();
+    ca = client_as(&a);
+    race_h_la = th_stamp_lock(ca, key, 1000);
+    tslock_lock_set_scheme(race_h_la, scheme);
+    race_h_j1 = &n1;
+    race_h_j2 = &n2;
+    race_h_key = key;
+    freeReplyObject(redisCommand(r, "DEL %s", key));
+    /* J1 took the lock, then stalled past its 1 s lease; A took over. */
+    CU_ASSERT_EQUAL(naive_del_recovery_acquire(&n1, key, 1000), NAIVE_HELD);
+    th_clock_advance(&clk, 2000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(race_h_la, 0), TSLOCK_OK);
+    snprintf(held, sizeof(held), "%s", tslock_lock_value(race_h_la));
+    trace[0] = '\0';
+    a.at = "EVALSHA";
+    a.action = race_h_java;
+
+    CU_ASSERT_EQUAL(tslock_release(race_h_la), want_rc);
+    CU_ASSERT_STRING_EQUAL(trace, want_trace);
+    CU_ASSERT_EQUAL(a.inner_rc, NAIVE_HELD);
+    CU_ASSERT_STRING_EQUAL(n2.value, held); /* J2 wrote A's very stamp */
+    stored(r, key, buf, sizeof(buf));
+    if (want_rc == TSLOCK_OK) {
+        /* A's release deleted J2's lock: J2 works with no lock at all. */
+        CU_ASSERT_STRING_EQUAL(buf, "(nil)");
+    } else {
+        /* The proof failed (no TTL): J2's lock stands. */
+        CU_ASSERT_STRING_EQUAL(buf, n2.value);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(ca), "no TTL"));
+    }
+    freeReplyObject(redisCommand(r, "DEL %s", key));
+    tslock_lock_free(race_h_la);
+    tslock_client_free(ca);
+    redisFree(r);
+    redisFree(r1);
+    redisFree(r2);
+}
+
+/* A classic stamp proves nothing: A's release deletes J2's lock. */
+static void test_race_h_timestamp_deletes_identical(void)
+{
+    run_race_h(TSLOCK_SCHEME_TIMESTAMP, "race:h:timestamp",
+               "J1:GET J1:DEL J2:SETNX A:EVALSHA", TSLOCK_OK);
+}
+
+/* The bridge proof tells the identical stamp from A's: J2's lock stays. */
+static void test_race_h_bridge_keeps_identical(void)
+{
+    run_race_h(TSLOCK_SCHEME_BRIDGE, "race:h:bridge",
+               "J1:GET J1:DEL J2:SETNX A:EVALSHA", TSLOCK_ELOST);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -645,6 +730,10 @@ int main(void)
                 test_race_g_token_get_then_del);
     CU_add_test(s, "g. token Lua compare-and-delete keeps B's lock",
                 test_race_g_token_lua);
+    CU_add_test(s, "h. identical stamp: timestamp release deletes it",
+                test_race_h_timestamp_deletes_identical);
+    CU_add_test(s, "h. identical stamp: bridge proof keeps it",
+                test_race_h_bridge_keeps_identical);
     {
         int rc = th_run_all();
         th_server_stop(&srv);
