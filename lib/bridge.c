@@ -53,18 +53,6 @@ const char *tslock_lock_owner_key(tslock_lock *l)
     return l->owner_key;
 }
 
-static int is_token(const char *v, size_t len)
-{
-    size_t i;
-
-    if (len != 32)
-        return 0;
-    for (i = 0; i < len; i++)
-        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
-            return 0;
-    return 1;
-}
-
 int tslock_lock_peek_owner(tslock_lock *l, char *token, size_t size)
 {
     const char *argv[2];
@@ -84,7 +72,7 @@ int tslock_lock_peek_owner(tslock_lock *l, char *token, size_t size)
         return rc;
     if (r->type == REDIS_REPLY_ERROR)
         rc = tslock__reply_error(l->client, "GET of the owner key", r);
-    else if (r->type == REDIS_REPLY_STRING && is_token(r->str, r->len))
+    else if (r->type == REDIS_REPLY_STRING && tslock__is_token(r->str, r->len))
         memcpy(token, r->str, 33);
     else if (r->type == REDIS_REPLY_STRING)
         rc = tslock__fail(l->client, TSLOCK_EUNREADABLE,

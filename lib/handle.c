@@ -28,7 +28,7 @@ const char *tslock_lock_handle(const tslock_lock *l)
     return m->handle;
 }
 
-static int is_token(const char *v, size_t len)
+int tslock__is_token(const char *v, size_t len)
 {
     size_t i;
 
@@ -55,11 +55,11 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
     /* A bridge hold with its proof: <stamp>/<owner token>. */
     slash = strchr(value, '/');
     len = slash != NULL ? (size_t)(slash - value) : strlen(value);
-    if (slash != NULL && !is_token(slash + 1, strlen(slash + 1)))
+    if (slash != NULL && !tslock__is_token(slash + 1, strlen(slash + 1)))
         colon = NULL;
     if (colon != NULL && len < sizeof(l->value)) {
         if ((size_t)(colon - handle) == 5 && strncmp(handle, "token", 5) == 0
-            && slash == NULL && is_token(value, len)) {
+            && slash == NULL && tslock__is_token(value, len)) {
             l->used = TSLOCK_SCHEME_TOKEN;
             l->ops = &tslock__token_ops;
             l->expires_ms = 0;
@@ -116,7 +116,7 @@ int tslock_value_classify(const char *v, size_t len, tslock_scheme *scheme,
 
     if (v == NULL)
         return TSLOCK_EINVAL;
-    if (is_token(v, len)) {
+    if (tslock__is_token(v, len)) {
         if (scheme != NULL)
             *scheme = TSLOCK_SCHEME_TOKEN;
         if (expires_ms != NULL)

@@ -243,6 +243,8 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
 int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp);
 /* EBUSY, remembering when the holder's lease ends. */
 int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms);
+/* Exactly 32 lowercase hex digits: a token (handle.c). */
+int tslock__is_token(const char *v, size_t len);
 /* 16 random bytes as 32 hex digits and a NUL, into buf[33]. */
 int tslock__make_token(tslock_client *c, char *buf);
 /*
