@@ -115,6 +115,13 @@ void th_proxy_stop(th_server *p);
 int th_rounds(int dflt);
 
 /*
+ * Fork n worker processes, each running child(index, userdata) and then
+ * exiting 0 (a child may exit itself, non-zero on failure), and wait for
+ * all of them.  Returns 1 when every one exited 0.
+ */
+int th_workers(int n, void (*child)(int index, void *userdata), void *userdata);
+
+/*
  * A timestamp-scheme lock on key with a ttl_ms lease; a CUnit fatal
  * failure if it cannot be made.
  */

@@ -140,3 +140,26 @@ tslock_lock *th_stamp_lock(tslock_client *c, const char *key, int64_t ttl_ms)
                     == TSLOCK_OK);
     return l;
 }
+
+int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
+{
+    pid_t pids[64];
+    int i, status, clean = 1;
+
+    CU_ASSERT_FATAL(n > 0 && n <= 64);
+    fflush(stdout); /* no buffered output copied into the children */
+    fflush(stderr);
+    for (i = 0; i < n; i++) {
+        pids[i] = fork();
+        CU_ASSERT_FATAL(pids[i] >= 0);
+        if (pids[i] == 0) {
+            child(i, userdata);
+            _exit(0);
+        }
+    }
+    for (i = 0; i < n; i++)
+        if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status)
+            || WEXITSTATUS(status) != 0)
+            clean = 0;
+    return clean;
+}

@@ -1284,13 +1284,29 @@ static void print_report(void)
  */
 static int slow_mode;
 
+/* What each forked load worker runs: even ones tslock, odd ones legacy. */
+struct load_job {
+    const struct run *run;
+    const char *key;
+    int64_t end_ms;
+};
+
+static void run_worker(int index, void *userdata)
+{
+    const struct load_job *job = userdata;
+
+    my_proc = index;
+    worker_main(job->run, job->key, index % 2 ? SIDE_LEGACY : SIDE_TSLOCK,
+                job->end_ms);
+}
+
 static void run_load(const struct run *asked, const char *key)
 {
-    pid_t pids[NPROC];
+    struct load_job job;
     struct result res;
     struct run slow, *run = &slow;
     int64_t t0 = mono_ms(), end_ms;
-    int i, status, clean = 1, n;
+    int clean, n;
 
     slow = *asked;
     if (slow_mode) {
@@ -1305,20 +1321,10 @@ static void run_load(const struct run *asked, const char *key)
     memset(&res, 0, sizeof(res));
     raw_del(key);
     end_ms = t0 + run->duration_ms;
-    fflush(stdout);
-    for (i = 0; i < NPROC; i++) {
-        pids[i] = fork();
-        CU_ASSERT_FATAL(pids[i] >= 0);
-        if (pids[i] == 0) {
-            my_proc = i;
-            worker_main(run, key, i % 2 ? SIDE_LEGACY : SIDE_TSLOCK, end_ms);
-        }
-    }
-    for (i = 0; i < NPROC; i++) {
-        waitpid(pids[i], &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            clean = 0;
-    }
+    job.run = run;
+    job.key = key;
+    job.end_ms = end_ms;
+    clean = th_workers(NPROC, run_worker, &job);
     res.seconds = (double)(mono_ms() - t0) / 1000.0;
     n = atomic_load(&sh->nholds);
     if (n > MAX_HOLDS)

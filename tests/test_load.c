@@ -81,26 +81,33 @@ static void worker(const char *key, tslock_unit unit, tslock_release_form form)
     _exit(0);
 }
 
+struct load_job {
+    const char *key;
+    tslock_unit unit;
+    tslock_release_form form;
+};
+
+static void run_worker(int index, void *userdata)
+{
+    const struct load_job *job = userdata;
+
+    (void)index;
+    worker(job->key, job->unit, job->form);
+}
+
 static void run_load(const char *key, tslock_unit unit,
                      tslock_release_form form, const char *label)
 {
-    pid_t pids[WORKERS];
+    struct load_job job;
     struct timespec t0, t1;
-    int i, status, clean = 1;
+    int clean;
 
     memset(sh, 0, sizeof(*sh));
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (i = 0; i < WORKERS; i++) {
-        pids[i] = fork();
-        CU_ASSERT_FATAL(pids[i] >= 0);
-        if (pids[i] == 0)
-            worker(key, unit, form);
-    }
-    for (i = 0; i < WORKERS; i++) {
-        waitpid(pids[i], &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            clean = 0;
-    }
+    job.key = key;
+    job.unit = unit;
+    job.form = form;
+    clean = th_workers(WORKERS, run_worker, &job);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("\n  load %-28s %d processes, %d acquisitions, %d overlaps, "
            "%d lost updates, %.1f s\n",

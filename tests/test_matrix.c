@@ -344,8 +344,10 @@ struct shared {
 };
 static struct shared *sh;
 
-static void worker(void)
+static void worker(int index, void *userdata)
 {
+    (void)index;
+    (void)userdata;
     tslock_client *c = connect_target();
     tslock_lock *l = lock_for(c, 10000);
     int i, seen;
@@ -373,8 +375,7 @@ static void worker(void)
 
 static void test_load(void)
 {
-    pid_t pids[WORKERS];
-    int i, status, clean = 1;
+    int clean;
     tslock_client *probe = connect_target();
     unsigned caps = tslock_client_caps(probe);
 
@@ -382,16 +383,7 @@ static void test_load(void)
     if (cur_scheme == TSLOCK_SCHEME_TOKEN && !token_possible(caps))
         return;
     memset(sh, 0, sizeof(*sh));
-    for (i = 0; i < WORKERS; i++) {
-        pids[i] = fork();
-        CU_ASSERT_FATAL(pids[i] >= 0);
-        if (pids[i] == 0)
-            worker();
-    }
-    for (i = 0; i < WORKERS; i++)
-        if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status)
-            || WEXITSTATUS(status) != 0)
-            clean = 0;
+    clean = th_workers(WORKERS, worker, NULL);
     printf("\n    %-26s %-9s %d processes, %d acquisitions, %d overlaps ",
            cur->name, cur_scheme_name, WORKERS, atomic_load(&sh->acquisitions),
            atomic_load(&sh->overlaps));
