@@ -412,6 +412,9 @@ for s in 3 4; do
     check "demo: scheme $s has no foreign DELs" demo_column $s 1
 done
 check "demo: broken schemes labelled" has "^1 .*(broken)" "$out"
+check "demo: the migration row" has "^5 Java + tslock bridge, one key" "$out"
+check "demo: migration foreign DELs are Java's" \
+    has "foreign DELs were all sent by Java releases" "$out"
 demo_dir=$(sed -n 's|.* on \(/tmp/tslock-demo\.[^/]*\)/redis.sock$|\1|p' "$out")
 check "demo: its server's directory is gone" \
     eval '[ -n "$demo_dir" ] && [ ! -e "$demo_dir" ]'

@@ -1,7 +1,7 @@
 /*
  * demo.h - the race demonstration shared between its orchestrator
  * (demo.c: private redis-server, rounds, table) and its workers
- * (demo_worker.c: the four schemes and the check inside the critical
+ * (demo_worker.c: the five schemes and the check inside the critical
  * section).  The counters live in memory shared by all processes.
  */
 #ifndef TSLOCK_DEMO_H
@@ -18,6 +18,7 @@ enum demo_scheme {
     DEMO_JAVA,      /* the articles' Java RedisLock (broken) */
     DEMO_TIMESTAMP, /* libtslock, TSLOCK_SCHEME_TIMESTAMP */
     DEMO_TOKEN,     /* libtslock, TSLOCK_SCHEME_TOKEN */
+    DEMO_MIGRATION, /* Java RedisLock and libtslock's bridge on one key */
     DEMO_N_SCHEMES
 };
 

@@ -1,11 +1,13 @@
 /*
  * demo_worker.c - one worker of the race demonstration: take the lock
- * with one of four schemes, run a critical section that checks for a
+ * with one of five schemes, run a critical section that checks for a
  * second holder, sometimes pause past the lease there, and release.
  *
  * The first two schemes are broken, from the articles, and written here
- * as the articles write them over plain hiredis.  The other two are
- * libtslock's.  Every count goes to shared memory as it happens.
+ * as the articles write them over plain hiredis.  The next two are
+ * libtslock's.  The fifth is a fleet mid-migration: even workers run
+ * the Java RedisLock, odd ones libtslock's bridge scheme, on one key.
+ * Every count goes to shared memory as it happens.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +27,7 @@ enum { BUSY = 0, HELD = 1, FAILED = -1 };
 struct worker {
     const struct demo_config *cfg;
     struct demo_shared *sh;
-    enum demo_scheme scheme;
+    enum demo_scheme scheme; /* DEMO_MIGRATION: this worker is tslock's */
     int index;
     uint64_t rng;
     redisContext *redis;   /* the broken schemes */
@@ -254,7 +256,8 @@ static int take(struct worker *w, int64_t end)
     int rc;
 
     while ((left = end - cli_mono_ms()) > 0) {
-        if (w->scheme == DEMO_TIMESTAMP || w->scheme == DEMO_TOKEN)
+        if (w->scheme == DEMO_TIMESTAMP || w->scheme == DEMO_TOKEN
+            || w->scheme == DEMO_MIGRATION)
             return tslock_try(w, left);
         rc = w->scheme == DEMO_NAIVE ? naive_try(w) : java_try(w);
         if (rc != BUSY)
@@ -330,9 +333,10 @@ static int connect_worker(struct worker *w)
     if (rc == TSLOCK_OK)
         rc = tslock_lock_new(&w->lock, w->client, DEMO_KEY);
     if (rc == TSLOCK_OK)
-        rc = tslock_lock_set_scheme(w->lock, w->scheme == DEMO_TOKEN
-                                                 ? TSLOCK_SCHEME_TOKEN
-                                                 : TSLOCK_SCHEME_TIMESTAMP);
+        rc = tslock_lock_set_scheme(
+            w->lock, w->scheme == DEMO_TOKEN       ? TSLOCK_SCHEME_TOKEN
+                     : w->scheme == DEMO_MIGRATION ? TSLOCK_SCHEME_BRIDGE
+                                                   : TSLOCK_SCHEME_TIMESTAMP);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_ttl(w->lock, w->cfg->ttl_ms);
     if (rc == TSLOCK_OK)
@@ -350,7 +354,8 @@ int demo_worker(const struct demo_config *cfg, enum demo_scheme scheme,
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.sh = sh;
-    w.scheme = scheme;
+    /* Mid-migration: even workers are the Java clients still running. */
+    w.scheme = scheme == DEMO_MIGRATION && index % 2 == 0 ? DEMO_JAVA : scheme;
     w.index = index;
     w.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)cli_mono_ms()
             ^ (UINT64_C(0x9e3779b97f4a7c15) * (uint64_t)(index + 1));
