@@ -234,30 +234,60 @@ static void test_unreadable_never_taken(void)
 
 static void test_wrong_type(void)
 {
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
+                                            TSLOCK_SCHEME_BRIDGE};
     tslock_client *c = clocked_client();
-    tslock_lock *l = th_stamp_lock(c, "lock:list", 1000);
     redisReply *r;
+    size_t i;
 
-    raw_do("DEL %s", "lock:list", NULL);
-    raw_do("RPUSH %s %s", "lock:list", "precious");
-    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EWRONGTYPE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WRONGTYPE"));
-    r = raw_cmd("LRANGE %s 0 -1", "lock:list", NULL);
-    CU_ASSERT_EQUAL(r->elements, 1);
-    CU_ASSERT_STRING_EQUAL(r->element[0]->str, "precious");
-    freeReplyObject(r);
-    CU_ASSERT_FALSE(tslock_client_is_broken(c));
+    for (i = 0; i < 2; i++) {
+        tslock_lock *l = th_stamp_lock(c, "lock:list", 1000);
+        tslock_lock_set_scheme(l, schemes[i]);
+        raw_do("DEL %s", "lock:list", NULL);
+        raw_do("RPUSH %s %s", "lock:list", "precious");
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EWRONGTYPE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WRONGTYPE"));
+        r = raw_cmd("LRANGE %s 0 -1", "lock:list", NULL);
+        CU_ASSERT_EQUAL(r->elements, 1);
+        CU_ASSERT_STRING_EQUAL(r->element[0]->str, "precious");
+        freeReplyObject(r);
+        CU_ASSERT_FALSE(tslock_client_is_broken(c));
 
-    /* A held key replaced by a list: release reports, deletes nothing. */
-    raw_do("DEL %s", "lock:list", NULL);
-    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
-    raw_do("DEL %s", "lock:list", NULL);
-    raw_do("RPUSH %s %s", "lock:list", "precious");
-    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EWRONGTYPE);
-    r = raw_cmd("TYPE %s", "lock:list", NULL);
-    CU_ASSERT_STRING_EQUAL(r->str, "list");
-    freeReplyObject(r);
-    tslock_lock_free(l);
+        /* A held key replaced by a list: release reports, deletes nothing. */
+        raw_do("DEL %s", "lock:list", NULL);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        raw_do("DEL %s", "lock:list", NULL);
+        raw_do("RPUSH %s %s", "lock:list", "precious");
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EWRONGTYPE);
+        r = raw_cmd("TYPE %s", "lock:list", NULL);
+        CU_ASSERT_STRING_EQUAL(r->str, "list");
+        freeReplyObject(r);
+        raw_do("DEL %s", "lock:list", NULL);
+        tslock_lock_free(l);
+    }
+
+    /*
+     * A bridge hold whose owner key was replaced by a list: the proof
+     * cannot be read, so nothing is deleted and the stamp stays until
+     * its TTL ends it.
+     */
+    {
+        tslock_lock *l = th_stamp_lock(c, "lock:list", 1000);
+        char stamp[64];
+        tslock_lock_set_scheme(l, TSLOCK_SCHEME_BRIDGE);
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        snprintf(stamp, sizeof(stamp), "%s", tslock_lock_value(l));
+        raw_do("DEL %s", "{lock:list}:owner", NULL);
+        raw_do("RPUSH %s %s", "{lock:list}:owner", "precious");
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EWRONGTYPE);
+        CU_ASSERT_TRUE(holds("lock:list", stamp));
+        r = raw_cmd("TYPE %s", "{lock:list}:owner", NULL);
+        CU_ASSERT_STRING_EQUAL(r->str, "list");
+        freeReplyObject(r);
+        raw_do("DEL %s", "lock:list", NULL);
+        raw_do("DEL %s", "{lock:list}:owner", NULL);
+        tslock_lock_free(l);
+    }
     tslock_client_free(c);
 }
 
