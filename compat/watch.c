@@ -15,7 +15,7 @@ static int bare(tslock_lock *l, tslock_step step, redisReply **r)
 {
     const char *argv[1] = {tslock_step_name(step)};
 
-    return tslock__command(l->client, step, l->key, 1, argv, NULL, r);
+    return tslock__command(l->client, step, l->key, 1, argv, r);
 }
 
 /* Leave no WATCH behind on the connection, keeping the first error. */

@@ -44,7 +44,25 @@ static int proof_possible(const tslock_client *c)
  * it; a key without one is made the tag ("{key}:owner").  A key with a
  * '}' but no usable tag gets the plain suffix.
  */
-static int owner_key(tslock_lock *l);
+static int owner_key(tslock_lock *l)
+{
+    const char *k = l->key, *open = strchr(k, '{');
+    const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
+    int tagged = close != NULL && close > open + 1;
+    size_t len = strlen(k) + sizeof("{}:owner");
+
+    if (l->owner_key != NULL)
+        return TSLOCK_OK;
+    l->owner_key = malloc(len);
+    if (l->owner_key == NULL)
+        return tslock__fail(l->client, TSLOCK_ENOMEM,
+                            "no memory for the owner key's name");
+    if (tagged || strchr(k, '}') != NULL)
+        snprintf(l->owner_key, len, "%s:owner", k);
+    else
+        snprintf(l->owner_key, len, "{%s}:owner", k);
+    return TSLOCK_OK;
+}
 
 const char *tslock_lock_owner_key(tslock_lock *l)
 {
@@ -67,7 +85,7 @@ int tslock_lock_peek_owner(tslock_lock *l, char *token, size_t size)
         return rc;
     argv[0] = "GET";
     argv[1] = l->owner_key;
-    rc = tslock__command(l->client, TSLOCK_STEP_GET, l->key, 2, argv, NULL, &r);
+    rc = tslock__command(l->client, TSLOCK_STEP_GET, l->key, 2, argv, &r);
     if (rc != TSLOCK_OK)
         return rc;
     if (r->type == REDIS_REPLY_ERROR)
@@ -84,26 +102,6 @@ int tslock_lock_peek_owner(tslock_lock *l, char *token, size_t size)
                                 "a bulk string or nil", r);
     freeReplyObject(r);
     return rc;
-}
-
-static int owner_key(tslock_lock *l)
-{
-    const char *k = l->key, *open = strchr(k, '{');
-    const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
-    int tagged = close != NULL && close > open + 1;
-    size_t len = strlen(k) + sizeof("{}:owner");
-
-    if (l->owner_key != NULL)
-        return TSLOCK_OK;
-    l->owner_key = malloc(len);
-    if (l->owner_key == NULL)
-        return tslock__fail(l->client, TSLOCK_ENOMEM,
-                            "no memory for the owner key's name");
-    if (tagged || strchr(k, '}') != NULL)
-        snprintf(l->owner_key, len, "%s:owner", k);
-    else
-        snprintf(l->owner_key, len, "{%s}:owner", k);
-    return TSLOCK_OK;
 }
 
 /* The safety TTL: until a second past the stamp (ms from now). */
@@ -218,6 +216,22 @@ static int br_try_acquire(tslock_lock *l)
 
 /* ------------------------------------------------------- the proof */
 
+/*
+ * ELOST for a failed proof, by the guard script's code: -1 the stamp is
+ * not ours, -2 it has no TTL, -3 the owner key names another holder.
+ */
+static int proof_lost(tslock_lock *l, const char *verb, int code)
+{
+    static const char *const why[] = {
+        "it no longer holds our stamp",
+        "it holds our stamp but no TTL, so a client that sets none wrote "
+        "it again after our hold was deleted",
+        "it holds our stamp, but its owner key names another holder that "
+        "wrote the same stamp"};
+
+    return tslock__guard_lost(l, verb, why[-code - 1]);
+}
+
 int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
                          const char *verb)
 {
@@ -230,18 +244,12 @@ int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
     if (ttl->type != REDIS_REPLY_INTEGER)
         return tslock__unexpected(l->client, "TTL", "an integer", ttl);
     if (ttl->integer < 0)
-        return tslock__guard_lost(
-            l, verb,
-            "it holds our stamp but no TTL, so a client that sets none "
-            "wrote it again after our hold was deleted");
+        return proof_lost(l, verb, -2);
     if (owner->type != REDIS_REPLY_NIL && owner->type != REDIS_REPLY_STRING)
         return tslock__unexpected(l->client, "GET of the owner key",
                                   "a bulk string or nil", owner);
     if (owner->type == REDIS_REPLY_NIL || strcmp(owner->str, l->owner_token))
-        return tslock__guard_lost(
-            l, verb,
-            "it holds our stamp, but its owner key names another holder "
-            "that wrote the same stamp");
+        return proof_lost(l, verb, -3);
     return TSLOCK_OK;
 }
 
@@ -315,18 +323,8 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
             return rc;
         if (r->type != REDIS_REPLY_INTEGER)
             rc = tslock__unexpected(c, "bridge proof script", "an integer", r);
-        else if (r->integer == -1)
-            rc = tslock__guard_lost(l, verb, "it no longer holds our stamp");
-        else if (r->integer == -2)
-            rc = tslock__guard_lost(
-                l, verb,
-                "it holds our stamp but no TTL, so a client that sets none "
-                "wrote it again after our hold was deleted");
-        else if (r->integer == -3)
-            rc = tslock__guard_lost(
-                l, verb,
-                "it holds our stamp, but its owner key names another "
-                "holder that wrote the same stamp");
+        else if (r->integer >= -3 && r->integer <= -1)
+            rc = proof_lost(l, verb, (int)r->integer);
         freeReplyObject(r);
         return rc;
     }
@@ -342,7 +340,7 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
             rc = tslock__guard_lost(l, verb, "our lease ran out");
         if (rc != TSLOCK_OK || strcmp(op, "del") != 0)
             return rc;
-        rc = tslock__command(c, TSLOCK_STEP_DEL, l->key, 3, del, NULL, &r);
+        rc = tslock__command(c, TSLOCK_STEP_DEL, l->key, 3, del, &r);
         if (rc == TSLOCK_OK && r->type != REDIS_REPLY_INTEGER)
             rc = tslock__unexpected(c, "DEL", "an integer", r);
         else if (rc == TSLOCK_OK && r->integer < 1)
@@ -350,14 +348,10 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
         freeReplyObject(r);
         return rc;
     }
-    return tslock__fail(c, TSLOCK_EUNSUPPORTED,
-                        "the %s form needs %s, which this server lacks",
-                        form == TSLOCK_RELEASE_LUA     ? "Lua"
-                        : form == TSLOCK_RELEASE_WATCH ? "WATCH"
-                                                       : "classic",
-                        form == TSLOCK_RELEASE_LUA     ? "EVAL"
-                        : form == TSLOCK_RELEASE_WATCH ? "WATCH"
-                                                       : "Lua or WATCH");
+    if (form == TSLOCK_RELEASE_CLASSIC) /* "set": extend uses the best */
+        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                            "extending a bridge hold needs Lua or WATCH");
+    return tslock__form_missing(c, form);
 }
 
 /* ------------------------------------------- release, extend, read */

@@ -44,23 +44,11 @@ int tslock__io_failure(tslock_client *c, const char *what)
 }
 
 int tslock__command(tslock_client *c, tslock_step step, const char *key,
-                    int argc, const char **argv, const size_t *lens,
-                    redisReply **out)
+                    int argc, const char **argv, redisReply **out)
 {
-    redisReply *r;
-    int rc = tslock__check_usable(c);
+    const struct tslock__queued q = {step, argc, argv};
 
-    *out = NULL;
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (c->hook != NULL && c->hook(c, step, key, c->hook_ud) != 0)
-        return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
-                            tslock_step_name(step), key);
-    r = redisCommandArgv(c->ctx, argc, argv, lens);
-    if (r == NULL)
-        return tslock__io_failure(c, tslock_step_name(step));
-    *out = r;
-    return TSLOCK_OK;
+    return tslock__pipeline(c, key, 1, &q, out);
 }
 
 int tslock__pipeline(tslock_client *c, const char *key, int n,

@@ -52,7 +52,7 @@ int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
     const char *argv[3] = {tslock_step_name(step), l->key, arg};
 
     return tslock__command(l->client, step, l->key, arg == NULL ? 2 : 3, argv,
-                           NULL, r);
+                           r);
 }
 
 static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
@@ -142,7 +142,12 @@ int tslock__guarded(tslock_lock *l, tslock_release_form form,
     default:
         return guarded_classic(l, op, expect, arg, check_lease, verb);
     }
-    return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
+    return tslock__form_missing(l->client, form);
+}
+
+int tslock__form_missing(tslock_client *c, tslock_release_form form)
+{
+    return tslock__fail(c, TSLOCK_EUNSUPPORTED,
                         "the %s form needs %s, which this server lacks",
                         form == TSLOCK_RELEASE_LUA ? "Lua" : "WATCH",
                         form == TSLOCK_RELEASE_LUA ? "EVAL" : "WATCH");

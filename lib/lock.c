@@ -180,7 +180,7 @@ static int take_fence(tslock_lock *l)
         return TSLOCK_ENOMEM;
     memcpy(fence_key, l->key, len);
     memcpy(fence_key + len, ":fence", 7);
-    rc = tslock__command(c, TSLOCK_STEP_INCR, l->key, 2, argv, NULL, &r);
+    rc = tslock__command(c, TSLOCK_STEP_INCR, l->key, 2, argv, &r);
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_INTEGER)
         l->fence = r->integer;
     else if (rc == TSLOCK_OK)

@@ -100,15 +100,14 @@ int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
         argv[argc++] = keys[i];
     for (i = 0; i < nargs; i++)
         argv[argc++] = args[i];
-    rc = tslock__command(c, TSLOCK_STEP_EVALSHA, keys[0], argc, argv, NULL, &r);
+    rc = tslock__command(c, TSLOCK_STEP_EVALSHA, keys[0], argc, argv, &r);
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR
         && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);
         r = NULL;
         argv[0] = "EVAL";
         argv[1] = scripts[s].text;
-        rc =
-            tslock__command(c, TSLOCK_STEP_EVAL, keys[0], argc, argv, NULL, &r);
+        rc = tslock__command(c, TSLOCK_STEP_EVAL, keys[0], argc, argv, &r);
     }
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR) {
         rc = tslock__reply_error(c, argv[0], r);

@@ -11,7 +11,6 @@
 #include "tslock_int.h"
 
 /* Plausible lock times: 2000-01-01 .. 2100-01-01, in Unix milliseconds. */
-#define STAMP_MIN_MS TSLOCK__STAMP_MIN_MS
 #define STAMP_MAX_MS INT64_C(4102444800000)
 /* More digits than any plausible stamp in any unit, fewer than overflow. */
 #define STAMP_MAX_DIGITS 16
@@ -90,7 +89,7 @@ int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
         return TSLOCK_EUNREADABLE;
     }
     ms = unit == TSLOCK_UNIT_MS ? whole : whole * 1000 + frac;
-    if (ms < STAMP_MIN_MS) {
+    if (ms < TSLOCK__STAMP_MIN_MS) {
         *why = "is before the year 2000 in this unit (a stamp written in "
                "a smaller unit?)";
         return TSLOCK_EUNREADABLE;

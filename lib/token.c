@@ -38,7 +38,7 @@ static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
 
     *holder_pttl = -1;
     snprintf(ms, sizeof(ms), "%lld", (long long)l->ttl_ms);
-    rc = tslock__command(l->client, TSLOCK_STEP_SET, l->key, 6, argv, NULL, &r);
+    rc = tslock__command(l->client, TSLOCK_STEP_SET, l->key, 6, argv, &r);
     if (rc != TSLOCK_OK)
         return rc;
     if (r->type == REDIS_REPLY_STATUS)

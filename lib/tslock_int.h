@@ -106,8 +106,7 @@ int tslock__wait(tslock_lock *l, int64_t ms);
  * broken and return the I/O code with the cause in errstr.
  */
 int tslock__command(tslock_client *c, tslock_step step, const char *key,
-                    int argc, const char **argv, const size_t *lens,
-                    redisReply **out);
+                    int argc, const char **argv, redisReply **out);
 /* One command of a pipeline: its step (for the hook) and argv. */
 struct tslock__queued {
     tslock_step step;
@@ -182,6 +181,8 @@ int tslock__guarded(tslock_lock *l, tslock_release_form form,
                     enum tslock__guarded_op op, const char *expect,
                     const char *arg, int check_lease, const char *verb);
 tslock_release_form tslock__best_form(const tslock_client *c);
+/* EUNSUPPORTED for a forced Lua or WATCH form the server lacks. */
+int tslock__form_missing(tslock_client *c, tslock_release_form form);
 int tslock__lease_runs(tslock_lock *l);
 int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why);
 /* TSLOCK_OK when the GET reply r is exactly expect, else ELOST/EPROTO. */
