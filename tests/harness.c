@@ -68,12 +68,34 @@ static struct sigaction previous_actions[N_CLEANUP_SIGNALS];
 
 /* ---------------------------------------------------------- processes */
 
+int64_t th_wall_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t th_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void th_sleep_us(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+
+    if (us > 0)
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+}
+
 static void sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    th_sleep_us((int64_t)ms * 1000);
 }
 
 /* Whether pid has exited (reaping it), or was reaped by someone else. */

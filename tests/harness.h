@@ -82,6 +82,12 @@ typedef struct th_clock {
 /* The tslock_clock_fn reading a th_clock; -1 for an unknown clock. */
 int64_t th_clock_fn(tslock_clock_id which, void *userdata);
 
+/* The real clocks: wall in Unix microseconds, monotonic in ms. */
+int64_t th_wall_us(void);
+int64_t th_mono_ms(void);
+/* Sleep us microseconds (nothing for us <= 0), through EINTR. */
+void th_sleep_us(int64_t us);
+
 /* wall = 1700000000000 (2023-11-14), mono = 1000000. */
 void th_clock_init(th_clock *c);
 

@@ -14,35 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "legacy.h"
 
 /* ------------------------------------------------------------ support */
 
 int64_t legacy_now_us(legacy_client *c)
 {
-    struct timespec ts;
-
-    if (c->clock != NULL)
-        return c->clock(c->clock_ud);
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-    if (ms > 0)
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+    return c->clock != NULL ? c->clock(c->clock_ud) : th_wall_us();
 }
 
 /* Retry jitter needs spread, not secrecy: xorshift64 seeded per client. */
@@ -320,7 +299,7 @@ int legacy_java_lock(legacy_client *c, const char *key, int64_t wait_ms)
             return rc;
         delay = retry_delay_ms(c);
         sleep_millis = timeout_millis < delay ? timeout_millis : delay;
-        sleep_ms(sleep_millis);
+        th_sleep_us(sleep_millis * 1000);
         timeout_millis = timeout_millis - sleep_millis == 0
                              ? -1
                              : timeout_millis - sleep_millis;
@@ -588,16 +567,16 @@ static int redispy2_try(legacy_client *c, const char *key)
 
 int legacy_redispy2_acquire(legacy_client *c, const char *key, int64_t wait_ms)
 {
-    int64_t deadline = monotonic_ms() + wait_ms;
+    int64_t deadline = th_mono_ms() + wait_ms;
 
     for (;;) {
         int rc = redispy2_try(c, key);
-        int64_t left = deadline - monotonic_ms(), delay;
+        int64_t left = deadline - th_mono_ms(), delay;
 
         if (rc != LEGACY_BUSY || wait_ms == 0 || (wait_ms > 0 && left <= 0))
             return rc;
         delay = retry_delay_ms(c);
-        sleep_ms(wait_ms > 0 && left < delay ? left : delay);
+        th_sleep_us((wait_ms > 0 && left < delay ? left : delay) * 1000);
     }
 }
 
@@ -665,7 +644,7 @@ int legacy_try(legacy_client *c, const char *key)
 
 int legacy_lock(legacy_client *c, const char *key, int64_t wait_ms)
 {
-    int64_t deadline = monotonic_ms() + wait_ms;
+    int64_t deadline = th_mono_ms() + wait_ms;
 
     switch (c->kind) {
     case LEGACY_JAVA:
@@ -675,12 +654,12 @@ int legacy_lock(legacy_client *c, const char *key, int64_t wait_ms)
     case LEGACY_REDISDOC:
         for (;;) {
             int rc = legacy_redisdoc_try(c, key);
-            int64_t left = deadline - monotonic_ms(), delay;
+            int64_t left = deadline - th_mono_ms(), delay;
 
             if (rc != LEGACY_BUSY || left <= 0)
                 return rc;
             delay = retry_delay_ms(c);
-            sleep_ms(left < delay ? left : delay);
+            th_sleep_us((left < delay ? left : delay) * 1000);
         }
     }
     return fail(c, LEGACY_EREDIS, "unknown legacy client kind");

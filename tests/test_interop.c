@@ -42,31 +42,6 @@ static th_server srv;
 
 /* ------------------------------------------------------------- clocks */
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_us(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-
-    if (us > 0)
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-}
-
 /* A legacy_clock_fn reading a harness test clock. */
 static int64_t legacy_th_clock(void *userdata)
 {
@@ -131,45 +106,43 @@ static const char *scheme_name(tslock_scheme s)
 /* =================================================== the unit guard ==== */
 
 /*
- * A client set up for milliseconds meets a live stamp in whole seconds
- * from the Redis documentation's pattern: read as milliseconds it lies in
- * 1970, so it must be left alone, not taken over as long expired.
+ * A client set up for one unit meets a live legacy stamp in another: read
+ * in the wrong unit it lies in 1970 (or after 2100), so it must be left
+ * alone, not taken over as long expired, however long the client waits.
+ * The legacy holder keeps its lock, and its own release deletes it.
  */
-static void test_ms_client_refuses_seconds_stamp(void)
+static void refuses_live_stamp(const char *key, legacy_kind kind,
+                               tslock_unit unit, const char *why)
 {
     static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
                                             TSLOCK_SCHEME_BRIDGE};
-    const char *key = "interop:guard:s";
     tslock_client *c = th_client(&srv);
     redisContext *rc = th_redis(&srv);
     char before[64], after[64];
     size_t i;
 
     for (i = 0; i < 2; i++) {
-        legacy_client doc;
-        tslock_lock *l = new_lock(c, key, schemes[i], TSLOCK_UNIT_MS, 5000);
+        legacy_client peer;
+        tslock_lock *l = new_lock(c, key, schemes[i], unit, 5000);
         int64_t t0;
 
         raw_del(key);
-        legacy_init(&doc, LEGACY_REDISDOC, rc, 10000);
-        CU_ASSERT_EQUAL_FATAL(legacy_try(&doc, key), LEGACY_HELD);
+        legacy_init(&peer, kind, rc, 10000);
+        CU_ASSERT_EQUAL_FATAL(legacy_try(&peer, key), LEGACY_HELD);
         raw_get(key, before, sizeof(before));
 
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNREADABLE);
         CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), before));
-        CU_ASSERT_PTR_NOT_NULL(
-            strstr(tslock_client_errstr(c), "before the year 2000"));
-        printf("\n    %s ms meets \"%s\": %s", scheme_name(schemes[i]), before,
-               tslock_client_errstr(c));
-        /* Waiting does not change the verdict: it is never taken over. */
-        t0 = mono_ms();
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), why));
+        printf("\n    %s %s meets \"%s\": %s", scheme_name(schemes[i]),
+               unit_name(unit), before, tslock_client_errstr(c));
+        t0 = th_mono_ms();
         CU_ASSERT_EQUAL(tslock_acquire(l, 300), TSLOCK_EUNREADABLE);
-        CU_ASSERT_TRUE(mono_ms() - t0 >= 300);
+        CU_ASSERT_TRUE(th_mono_ms() - t0 >= 300);
         CU_ASSERT_FALSE(tslock_lock_is_held(l));
         CU_ASSERT_STRING_EQUAL(raw_get(key, after, sizeof(after)), before);
 
-        /* The legacy holder still holds: its own release deletes it. */
-        CU_ASSERT_EQUAL(legacy_unlock(&doc, key), 1);
+        CU_ASSERT_EQUAL(legacy_unlock(&peer, key), 1);
         CU_ASSERT_STRING_EQUAL(raw_get(key, after, sizeof(after)), "");
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
@@ -179,41 +152,18 @@ static void test_ms_client_refuses_seconds_stamp(void)
     tslock_client_free(c);
 }
 
-/* The reverse: set up for seconds, it meets the Java client's ms stamp. */
+/* Set up for milliseconds, it meets the Redis docs' whole seconds. */
+static void test_ms_client_refuses_seconds_stamp(void)
+{
+    refuses_live_stamp("interop:guard:s", LEGACY_REDISDOC, TSLOCK_UNIT_MS,
+                       "before the year 2000");
+}
+
+/* Set up for seconds, it meets the Java client's milliseconds. */
 static void test_seconds_client_refuses_ms_stamp(void)
 {
-    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
-                                            TSLOCK_SCHEME_BRIDGE};
-    const char *key = "interop:guard:ms";
-    tslock_client *c = th_client(&srv);
-    redisContext *rc = th_redis(&srv);
-    char before[64], after[64];
-    size_t i;
-
-    for (i = 0; i < 2; i++) {
-        legacy_client java;
-        tslock_lock *l = new_lock(c, key, schemes[i], TSLOCK_UNIT_S, 5000);
-
-        raw_del(key);
-        legacy_init(&java, LEGACY_JAVA, rc, 10000);
-        CU_ASSERT_EQUAL_FATAL(legacy_try(&java, key), LEGACY_HELD);
-        raw_get(key, before, sizeof(before));
-
-        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNREADABLE);
-        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), before));
-        CU_ASSERT_PTR_NOT_NULL(
-            strstr(tslock_client_errstr(c), "after the year 2100"));
-        printf("\n    %s s meets \"%s\": %s", scheme_name(schemes[i]), before,
-               tslock_client_errstr(c));
-        CU_ASSERT_EQUAL(tslock_acquire(l, 300), TSLOCK_EUNREADABLE);
-        CU_ASSERT_STRING_EQUAL(raw_get(key, after, sizeof(after)), before);
-
-        CU_ASSERT_EQUAL(legacy_unlock(&java, key), 1);
-        CU_ASSERT_STRING_EQUAL(raw_get(key, after, sizeof(after)), "");
-        tslock_lock_free(l);
-    }
-    redisFree(rc);
-    tslock_client_free(c);
+    refuses_live_stamp("interop:guard:ms", LEGACY_JAVA, TSLOCK_UNIT_S,
+                       "after the year 2100");
 }
 
 /*
@@ -362,7 +312,7 @@ static void test_token_meets_dead_legacy_stamp(void)
     CU_ASSERT_EQUAL(tslock_acquire(token, 0), TSLOCK_EBUSY);
     CU_ASSERT_EQUAL(raw_pttl(key), -1);
     th_clock_init(&clk);
-    clk.wall_ms = wall_us() / 1000 + 3600 * 1000;
+    clk.wall_ms = th_wall_us() / 1000 + 3600 * 1000;
     tslock_client_set_clock(late, th_clock_fn, &clk);
     CU_ASSERT_EQUAL(tslock_acquire(bridge, 0), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_release(bridge), TSLOCK_OK);
@@ -436,12 +386,6 @@ static void test_seconds_stamp_held_to_end_of_its_second(void)
     tslock_client_free(c);
 }
 
-/* The test clock, for a legacy client (Unix microseconds). */
-static int64_t legacy_test_clock(void *userdata)
-{
-    return th_clock_fn(TSLOCK_CLOCK_WALL, userdata) * 1000;
-}
-
 /*
  * Stamps are not unique: a bridge stamp in whole seconds for a 5 s lease
  * carries no randomness, and the docs pattern writes now + 5 + 1 too, so
@@ -470,7 +414,7 @@ static void test_bridge_identical_stamps(void)
     tslock_client_set_clock(ca, th_clock_fn, &clk);
     tslock_client_set_clock(cb, th_clock_fn, &clk);
     legacy_init(&doc, LEGACY_REDISDOC, rc, 5000);
-    doc.clock = legacy_test_clock;
+    doc.clock = legacy_th_clock;
     doc.clock_ud = &clk;
     raw_del(key);
 
@@ -687,7 +631,7 @@ static void record_event(int kind, const char *value, int own, int64_t sent_us)
     sh->events[i].proc = my_proc;
     sh->events[i].own = own;
     sh->events[i].sent_us = sent_us;
-    sh->events[i].at_us = wall_us();
+    sh->events[i].at_us = th_wall_us();
     snprintf(sh->events[i].value, VALUE_SIZE, "%s", value);
 }
 
@@ -733,11 +677,11 @@ static void critical_section(int idx, int64_t stay_us)
         if (i < MAX_PAIRS) {
             sh->pairs[i].a = other - 1;
             sh->pairs[i].b = idx;
-            sh->pairs[i].at_us = wall_us();
+            sh->pairs[i].at_us = th_wall_us();
         }
     }
     seen = sh->counter;
-    sleep_us(stay_us);
+    th_sleep_us(stay_us);
     sh->counter = seen + 1;
     atomic_store(&sh->active[my_proc], 0);
 }
@@ -791,7 +735,7 @@ static int note_writes(tslock_client *client, tslock_step step, const char *key,
     if (step == TSLOCK_STEP_SETNX || step == TSLOCK_STEP_GETSET
         || step == TSLOCK_STEP_SET || step == TSLOCK_STEP_EVALSHA
         || step == TSLOCK_STEP_EVAL || step == TSLOCK_STEP_EXEC)
-        tslock_write_us = wall_us();
+        tslock_write_us = th_wall_us();
     return 0;
 }
 
@@ -840,7 +784,7 @@ static int worker_acquire(struct worker *w, int64_t wait_ms, struct hold *h)
 
 static void worker_release(struct worker *w, struct hold *h)
 {
-    h->rel_start_us = wall_us();
+    h->rel_start_us = th_wall_us();
     if (w->tl != NULL) {
         h->release_rc = tslock_release(w->tl);
         if (h->release_rc != TSLOCK_OK && h->release_rc != TSLOCK_ELOST)
@@ -852,14 +796,14 @@ static void worker_release(struct worker *w, struct hold *h)
             worker_error("legacy release", legacy_kind_name(w->lc.kind),
                          w->lc.errstr);
     }
-    h->rel_end_us = wall_us();
+    h->rel_end_us = th_wall_us();
 }
 
 static void worker_setup(struct worker *w)
 {
     const struct run *run = w->run;
 
-    w->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)wall_us() ^ 1u;
+    w->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)th_wall_us() ^ 1u;
     if (w->side == SIDE_TSLOCK || run->peer_token) {
         /* A client of its own per process: its random stream too. */
         w->tc = th_client(&srv);
@@ -893,27 +837,27 @@ static void worker_main(const struct run *run, const char *key, int side,
     w.key = key;
     w.side = side;
     worker_setup(&w);
-    while (mono_ms() < end_ms) {
+    while (th_mono_ms() < end_ms) {
         struct hold h;
-        int64_t wait = end_ms - mono_ms(), stay = HOLD_US, pause;
+        int64_t wait = end_ms - th_mono_ms(), stay = HOLD_US, pause;
         int idx, got;
 
         memset(&h, 0, sizeof(h));
-        h.attempt_us = wall_us();
+        h.attempt_us = th_wall_us();
         got = worker_acquire(&w, wait < 500 ? wait : 500, &h);
         if (got < 0)
-            sleep_us(10000);
+            th_sleep_us(10000);
         if (got <= 0)
             continue;
-        h.acquired_us = wall_us();
+        h.acquired_us = th_wall_us();
         h.side = side;
         h.proc = my_proc;
         /* A few holds stall for 1.5 leases (GC pause, swap, SIGSTOP). */
         pause = (h.lease_end_us - h.acquired_us) * 3 / 2;
         if ((int)(next_random(&w) % 1000) < run->pause_permille
-            && mono_ms() + pause / 1000 < end_ms) {
+            && th_mono_ms() + pause / 1000 < end_ms) {
             h.paused = 1;
-            stay = h.acquired_us + pause - wall_us();
+            stay = h.acquired_us + pause - th_wall_us();
         }
         idx = atomic_fetch_add(&sh->nholds, 1);
         if (idx >= MAX_HOLDS) {
@@ -1305,7 +1249,7 @@ static void run_load(const struct run *asked, const char *key)
     struct load_job job;
     struct result res;
     struct run slow, *run = &slow;
-    int64_t t0 = mono_ms(), end_ms;
+    int64_t t0 = th_mono_ms(), end_ms;
     int clean, n;
 
     slow = *asked;
@@ -1336,7 +1280,7 @@ static void run_load(const struct run *asked, const char *key)
     job.key = key;
     job.end_ms = end_ms;
     clean = th_workers(NPROC, run_worker, &job);
-    res.seconds = (double)(mono_ms() - t0) / 1000.0;
+    res.seconds = (double)(th_mono_ms() - t0) / 1000.0;
     n = atomic_load(&sh->nholds);
     if (n > MAX_HOLDS)
         n = MAX_HOLDS;
@@ -1530,7 +1474,7 @@ static int marker_enter(const char *marker)
 
     if (fd < 0)
         return errno == EEXIST ? 1 : -1;
-    sleep_us(1000);
+    th_sleep_us(1000);
     close(fd);
     unlink(marker);
     return 0;
@@ -1578,7 +1522,7 @@ static void test_token_beside_redis_py(void)
     char out[PY_PROCS][600], line[200], count[16];
     pid_t c_pids[PER_SIDE], py_pids[PY_PROCS];
     int i, py_acquired = 0, py_overlaps = 0, py_failed = 0;
-    int64_t t0 = mono_ms();
+    int64_t t0 = th_mono_ms();
 
     if (python == NULL) {
         printf("\n    skipped: python3-redis not installed "
@@ -1639,7 +1583,7 @@ static void test_token_beside_redis_py(void)
              atomic_load(&sh->token_holds), py_acquired,
              atomic_load(&sh->token_overlaps) + py_overlaps,
              atomic_load(&sh->token_overlaps), py_overlaps,
-             (double)(mono_ms() - t0) / 1000.0);
+             (double)(th_mono_ms() - t0) / 1000.0);
     printf("\n    %s", token_row);
     CU_ASSERT_EQUAL(py_failed, 0);
     CU_ASSERT_EQUAL(py_acquired, PY_PROCS * PY_HOLDS);

@@ -4,6 +4,7 @@
  * wrong types, keys that vanish between steps, waiting, cancel, fencing
  * and the argument checks.
  */
+#include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -55,13 +56,6 @@ static int holds(const char *key, const char *want)
                 want ? want : "(nil)");
     freeReplyObject(r);
     return ok;
-}
-
-static int64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ------------------------------------------------------------ basics */
@@ -485,10 +479,10 @@ static void test_wait_deadline(void)
     int64_t start;
 
     CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
-    start = ms_now();
+    start = th_mono_ms();
     CU_ASSERT_EQUAL(tslock_acquire(b, 150), TSLOCK_EBUSY);
     /* Never gives up before the deadline. */
-    CU_ASSERT_TRUE(ms_now() - start >= 150);
+    CU_ASSERT_TRUE(th_mono_ms() - start >= 150);
     CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_acquire(b, 150), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
@@ -513,9 +507,9 @@ static void test_wait_wakes_at_holder_expiry(void)
 
     tslock_lock_set_retry(b, 5000, 5000);
     CU_ASSERT_EQUAL(tslock_acquire(a, 0), TSLOCK_OK);
-    start = ms_now();
+    start = th_mono_ms();
     CU_ASSERT_EQUAL(tslock_acquire(b, 20000), TSLOCK_OK);
-    CU_ASSERT_TRUE(ms_now() - start < 5000);
+    CU_ASSERT_TRUE(th_mono_ms() - start < 5000);
     CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_ELOST);
     CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
     tslock_lock_free(a);
@@ -832,9 +826,9 @@ static void test_watchdog(void)
 
 /*
  * The watchdog thread takes no signals.  Created while this thread
- * accepts SIGUSR1, it would otherwise inherit that; with SIGUSR1 then
- * blocked here, a signal to the process could only go to the watchdog
- * thread.  It must stay pending until this thread unblocks it.
+ * accepts SIGUSR1, it would otherwise inherit that; its mask in /proc
+ * must block it.  With SIGUSR1 then blocked here too, a signal to the
+ * process stays pending until this thread unblocks it.
  */
 static pthread_t usr1_thread;
 static volatile sig_atomic_t usr1_seen;
@@ -846,6 +840,51 @@ static void on_usr1(int sig)
     usr1_seen = 1;
 }
 
+/* Whether key holds a string other than first: a renewal wrote it. */
+static int renewed(const char *key, const char *first)
+{
+    redisReply *r = raw_cmd("GET %s", key, NULL);
+    int yes = r->type == REDIS_REPLY_STRING && strcmp(r->str, first) != 0;
+
+    freeReplyObject(r);
+    return yes;
+}
+
+/*
+ * How many threads of this process other than the calling one block sig,
+ * read from /proc/self/task/TID/status (SigBlk, a hex mask); -1 when some
+ * other thread does not.
+ */
+static int other_threads_blocking(int sig)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+
+    CU_ASSERT_FATAL(d != NULL);
+    while ((e = readdir(d)) != NULL) {
+        char path[300], line[128];
+        unsigned long long mask = 0;
+        FILE *f;
+        if (e->d_name[0] == '.' || atoi(e->d_name) == (int)getpid())
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f) != NULL)
+            if (sscanf(line, "SigBlk: %llx", &mask) == 1)
+                break;
+        fclose(f);
+        if (!(mask & (1ULL << (sig - 1)))) {
+            n = -1;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
 static void test_watchdog_takes_no_signals(void)
 {
     tslock_client *c = th_client(&srv), *renew = th_client(&srv);
@@ -853,7 +892,8 @@ static void test_watchdog_takes_no_signals(void)
     tslock_watchdog *w = NULL;
     struct sigaction sa, old_sa;
     sigset_t usr1, old_mask;
-    int i;
+    char first[64];
+    int64_t deadline;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_usr1;
@@ -861,16 +901,24 @@ static void test_watchdog_takes_no_signals(void)
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_UNBLOCK, &usr1, &old_mask);
-    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:dog:signals") == TSLOCK_OK);
-    tslock_lock_set_ttl(l, 5000);
+    l = th_stamp_lock(c, "lock:dog:signals", 5000);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
-    CU_ASSERT_EQUAL_FATAL(tslock_watchdog_start(&w, l, renew, 1000, NULL, NULL),
+    snprintf(first, sizeof(first), "%s", tslock_lock_value(l));
+    CU_ASSERT_EQUAL_FATAL(tslock_watchdog_start(&w, l, renew, 10, NULL, NULL),
                           TSLOCK_OK);
+    /*
+     * A new thread starts with every signal blocked and sets its own mask
+     * as it begins to run; its first renewal (a new stamp) shows it has.
+     */
+    for (deadline = th_mono_ms() + 5000;
+         !renewed("lock:dog:signals", first) && th_mono_ms() < deadline;)
+        ;
+    CU_ASSERT_TRUE_FATAL(renewed("lock:dog:signals", first));
     pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+    /* The watchdog thread's own mask, as the kernel keeps it. */
+    CU_ASSERT_EQUAL(other_threads_blocking(SIGUSR1), 1);
     usr1_seen = 0;
-    kill(getpid(), SIGUSR1);
-    for (i = 0; i < 50 && !usr1_seen; i++)
-        usleep(2000); /* time for a thread that takes it to run */
+    kill(getpid(), SIGUSR1); /* no thread accepts it: it stays pending */
     CU_ASSERT_FALSE(usr1_seen);
     pthread_sigmask(SIG_UNBLOCK, &usr1, NULL); /* delivered here, now */
     CU_ASSERT_TRUE(usr1_seen);
