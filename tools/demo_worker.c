@@ -22,7 +22,7 @@
 #include "cli.h"
 #include "demo.h"
 
-enum { BUSY = 0, HELD = 1, FAILED = -1 };
+enum { BUSY = 0, HELD = 1, FAILED = -1, EXPIRED = 2 };
 
 struct worker {
     const struct demo_config *cfg;
@@ -143,6 +143,23 @@ static int del_counting(struct worker *w, const char *meant)
 }
 
 /*
+ * The opening both broken schemes share: SETNX our stamp; on a busy lock
+ * GET it.  HELD, BUSY (held, or gone meanwhile), FAILED, or EXPIRED with
+ * the expired stamp in seen.
+ */
+static int setnx_or_see_expired(struct worker *w, char *seen, size_t size)
+{
+    int rc = setnx_stamp(w);
+
+    if (rc != BUSY)
+        return rc;
+    rc = get_value(w, seen, size);
+    if (rc != 1)
+        return rc == FAILED ? FAILED : BUSY;
+    return stamp_expired(seen) ? EXPIRED : BUSY;
+}
+
+/*
  * (1) The recovery the SETNX article shows and rejects: on a busy lock,
  * GET; if the stamp is expired, DEL it and SETNX again.  Two clients
  * that both saw it expired both DEL, and the second deletes the lock
@@ -151,15 +168,10 @@ static int del_counting(struct worker *w, const char *meant)
 static int naive_try(struct worker *w)
 {
     char seen[64];
-    int rc = setnx_stamp(w);
+    int rc = setnx_or_see_expired(w, seen, sizeof(seen));
 
-    if (rc != BUSY)
+    if (rc != EXPIRED)
         return rc;
-    rc = get_value(w, seen, sizeof(seen));
-    if (rc != 1)
-        return rc == FAILED ? FAILED : BUSY;
-    if (!stamp_expired(seen))
-        return BUSY;
     if (del_counting(w, seen) == FAILED)
         return FAILED;
     return setnx_stamp(w);
@@ -181,15 +193,10 @@ static int java_try(struct worker *w)
 {
     char seen[64];
     redisReply *r;
-    int rc = setnx_stamp(w);
+    int rc = setnx_or_see_expired(w, seen, sizeof(seen));
 
-    if (rc != BUSY)
+    if (rc != EXPIRED)
         return rc;
-    rc = get_value(w, seen, sizeof(seen));
-    if (rc != 1)
-        return rc == FAILED ? FAILED : BUSY;
-    if (!stamp_expired(seen))
-        return BUSY;
     new_stamp(w);
     r = command(w, "GETSET %s %s", w->value);
     if (r == NULL)
