@@ -449,6 +449,24 @@ TSLOCK_EXTERN int tslock_lock_set_retry(tslock_lock *lock, int min_ms,
                                         int max_ms);
 
 /*
+ * tslock_lock_set_reconnect - how long tslock_release() and
+ * tslock_extend() (and so the watchdog) keep reconnecting after the
+ * connection failed under them.
+ *
+ * max_ms: -1 (the default) while the lease leaves room, that is until
+ * less than the recovery margin (the release margin, but at least 1% of
+ * the ttl plus 2 ms) is left, and never longer than one ttl of real time;
+ * 0 never reconnects (the call returns the connection code at once, as a
+ * client without recovery would); > 0 at most that long, and never past
+ * the lease's room.  Reconnects back off from 10 ms, doubling to 1 s,
+ * jittered; each one's connect and command timeouts are cut to the room
+ * left.  What an interrupted command did is settled before it is sent
+ * again; tslock(7), FAILURES, has the rules.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (max_ms < -1).
+ */
+TSLOCK_EXTERN int tslock_lock_set_reconnect(tslock_lock *lock, int64_t max_ms);
+
+/*
  * tslock_lock_set_fencing - also return a fencing number on acquisition
  * (INCR of "<key>:fence", one more round trip).
  *
@@ -641,9 +659,12 @@ TSLOCK_EXTERN int tslock_value_classify(const char *value, size_t len,
 typedef struct tslock_watchdog tslock_watchdog;
 
 /*
- * Called once, from the watchdog's thread, when a renewal fails: code is
- * the tslock code (TSLOCK_ELOST when the lock moved on) and detail the
- * renewing client's message.
+ * Called once, from the watchdog's thread, when renewing ends in failure:
+ * code is the tslock code (TSLOCK_ELOST when the lock moved on, or the
+ * lease ran out before a renewal reached the server; a connection code
+ * when reconnecting was given up early, see tslock_lock_set_reconnect())
+ * and detail the renewing client's message.  The same type serves the
+ * warnings of tslock_watchdog_set_on_warning().
  */
 typedef void (*tslock_watchdog_fn)(int code, const char *detail,
                                    void *userdata);
@@ -667,6 +688,30 @@ TSLOCK_EXTERN int
 tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
                       tslock_client *renew_client, int64_t interval_ms,
                       tslock_watchdog_fn on_failure, void *userdata);
+
+/*
+ * tslock_watchdog_set_on_warning - be told of each transient fault
+ * (TSLOCK_EIO, TSLOCK_ETIMEDOUT) a renewal rode out: the renewal
+ * reconnected and renewed in time, so the lock is still ours.
+ *
+ * on_warning: called from the watchdog's thread with the fault's code
+ * and a detail saying what failed and how it was recovered; NULL to stop.
+ * Install it right after tslock_watchdog_start(); a fault recovered
+ * before then is only counted (tslock_watchdog_recoveries()).
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Ownership: userdata stays the caller's.  Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_watchdog_set_on_warning(tslock_watchdog *watchdog,
+                                                 tslock_watchdog_fn on_warning,
+                                                 void *userdata);
+
+/*
+ * tslock_watchdog_recoveries - how many renewals hit a transient fault
+ * and recovered from it; 0 for NULL.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN unsigned
+tslock_watchdog_recoveries(const tslock_watchdog *watchdog);
 
 /*
  * tslock_watchdog_status - TSLOCK_OK while every renewal has succeeded,

@@ -372,6 +372,11 @@ static int br_extend(tslock_lock *l, int64_t ttl_ms)
     if (!l->proof)
         return tslock__timestamp_ops.extend(l, ttl_ms);
     rc = tslock__ts_make_stamp(l, stamp, sizeof(stamp), ttl_ms, &lease_end);
+    if (rc == TSLOCK_OK) {
+        /* Until its reply comes, the new stamp may or may not be there. */
+        memcpy(l->pending, stamp, sizeof(stamp));
+        l->pending_end = lease_end;
+    }
     if (rc == TSLOCK_OK)
         rc = guard(l, TSLOCK_RELEASE_BEST, "set", stamp, safety_ms(l, stamp), 1,
                    "extended");

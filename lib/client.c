@@ -362,6 +362,27 @@ static void parse_version(tslock_client *c, const redisReply *r)
 }
 
 /*
+ * Read "run_id:<40 hex>" out of an INFO reply: a new run_id after a
+ * reconnect means the server restarted, and lost what it did not persist.
+ */
+static void parse_run_id(tslock_client *c, const redisReply *r)
+{
+    const char *p;
+    size_t n = 0;
+
+    c->run_id[0] = '\0';
+    if (r == NULL || r->type != REDIS_REPLY_STRING
+        || (p = strstr(r->str, "run_id:")) == NULL)
+        return;
+    p += 7;
+    while (n + 1 < sizeof(c->run_id)
+           && ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f')))
+        n++;
+    memcpy(c->run_id, p, n);
+    c->run_id[n] = '\0';
+}
+
+/*
  * Learn what the server can do, in one pipelined round trip.  The version
  * in INFO is recorded, but the capabilities come from what the server
  * does, because forks and proxies misreport versions.  No probe writes:
@@ -402,6 +423,7 @@ int tslock__probe(tslock_client *c)
         goto out;
     }
     parse_version(c, r[0]);
+    parse_run_id(c, r[0]);
     if (r[1]->type == REDIS_REPLY_STATUS)
         c->caps |= TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS;
     if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)

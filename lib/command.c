@@ -128,8 +128,13 @@ int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
 {
     int code = TSLOCK_ESERVER;
 
-    /* Older servers wrap a script's WRONGTYPE in "ERR Error running script". */
-    if (strstr(r->str, "WRONGTYPE") != NULL)
+    /*
+     * Servers before 2.8 say "ERR Operation against a key holding the
+     * wrong kind of value", without the WRONGTYPE prefix; older servers
+     * also wrap a script's error in "ERR Error running script".
+     */
+    if (strstr(r->str, "WRONGTYPE") != NULL
+        || strstr(r->str, "wrong kind of value") != NULL)
         code = TSLOCK_EWRONGTYPE;
     else if (strncmp(r->str, "NOAUTH", 6) == 0
              || strncmp(r->str, "WRONGPASS", 9) == 0

@@ -51,6 +51,7 @@ int tslock_lock_new(tslock_lock **out, tslock_client *client, const char *key)
     l->ttl_ms = 30000;
     l->retry_min_ms = 50;
     l->retry_max_ms = 100;
+    l->reconnect_ms = -1;
     *out = l;
     return TSLOCK_OK;
 }
@@ -117,6 +118,14 @@ int tslock_lock_set_retry(tslock_lock *l, int min_ms, int max_ms)
         return TSLOCK_EINVAL;
     l->retry_min_ms = min_ms;
     l->retry_max_ms = max_ms;
+    return TSLOCK_OK;
+}
+
+int tslock_lock_set_reconnect(tslock_lock *l, int64_t max_ms)
+{
+    if (l == NULL || max_ms < -1)
+        return TSLOCK_EINVAL;
+    l->reconnect_ms = max_ms;
     return TSLOCK_OK;
 }
 
@@ -281,6 +290,8 @@ int tslock_release(tslock_lock *l)
                             l->key);
     tslock__clear_error(l->client);
     rc = l->ops->release(l);
+    if (tslock__is_transient(l->client, rc))
+        rc = tslock__recover(l, RECOVER_RELEASE, rc, 0);
     /*
      * The hold is over once the key is deleted, or found not to be ours
      * (or not a string at all).  After anything else -- a connection
@@ -305,7 +316,12 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
         return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
                             l->key);
     tslock__clear_error(l->client);
-    rc = l->ops->extend(l, ttl_ms == 0 ? l->ttl_ms : ttl_ms);
+    if (ttl_ms == 0)
+        ttl_ms = l->ttl_ms;
+    rc = l->ops->extend(l, ttl_ms);
+    if (tslock__is_transient(l->client, rc))
+        rc = tslock__recover(l, RECOVER_EXTEND, rc, ttl_ms);
+    l->pending[0] = '\0';
     if (rc == TSLOCK_ELOST)
         l->held = 0;
     return rc;

@@ -28,8 +28,9 @@ static const struct {
     [SCRIPT_SETNX_PEXPIRE] =
         {"if redis.call('setnx', KEYS[1], ARGV[1]) == 1 then "
          "redis.call('pexpire', KEYS[1], ARGV[2]) return {1, 0} end "
+         "redis.call('get', KEYS[1]) "
          "return {0, redis.call('pttl', KEYS[1])}",
-         "1385df53a5d0022eb1bf6d96c4afd02c905b7f5a"},
+         "0dd4eb41fef7ea81f9b100ee5af28604da758c63"},
     [SCRIPT_PTTL_IF_EQUAL] =
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
          "return redis.call('pttl', KEYS[1]) else return -3 end",

@@ -206,9 +206,13 @@ static int ts_extend(tslock_lock *l, int64_t ttl_ms)
     int64_t lease_end = 0;
     int rc = tslock__ts_make_stamp(l, stamp, sizeof(stamp), ttl_ms, &lease_end);
 
-    if (rc == TSLOCK_OK)
+    if (rc == TSLOCK_OK) {
+        /* Until its reply comes, the new stamp may or may not be there. */
+        memcpy(l->pending, stamp, sizeof(stamp));
+        l->pending_end = lease_end;
         rc = tslock__guarded(l, TSLOCK_RELEASE_BEST, GUARDED_SET, l->value,
                              stamp, 1, "extended");
+    }
     if (rc == TSLOCK_OK) {
         memcpy(l->value, stamp, sizeof(stamp));
         hold(l, lease_end);

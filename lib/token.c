@@ -28,6 +28,30 @@ int tslock__make_token(tslock_client *c, char *buf)
     return TSLOCK_OK;
 }
 
+/*
+ * The key exists: read it and its TTL in one round trip.  GET fails with
+ * WRONGTYPE when the key is not a string (a hash, a list), which must be
+ * reported, not waited on; PTTL tells when the holder's lease ends.  Only
+ * the busy path pays this round trip.
+ */
+static int read_holder(tslock_lock *l, int64_t *holder_pttl)
+{
+    const char *get[2] = {"GET", l->key}, *pttl[2] = {"PTTL", l->key};
+    const struct tslock__queued q[2] = {{TSLOCK_STEP_GET, 2, get},
+                                        {TSLOCK_STEP_PTTL, 2, pttl}};
+    redisReply *r[2];
+    int rc = tslock__pipeline(l->client, l->key, 2, q, r);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r[0]->type == REDIS_REPLY_ERROR)
+        rc = tslock__reply_error(l->client, "GET", r[0]);
+    else if (r[1]->type == REDIS_REPLY_INTEGER)
+        *holder_pttl = r[1]->integer;
+    tslock__free_replies(2, r);
+    return rc == TSLOCK_OK ? TSLOCK_EBUSY : rc;
+}
+
 /* SET key token NX PX ttl: +OK when taken, nil when held. */
 static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
 {
@@ -48,14 +72,8 @@ static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
     else
         rc = tslock__unexpected(l->client, "SET NX PX", "+OK or nil", r);
     freeReplyObject(r);
-    if (rc == TSLOCK_EBUSY && l->waiting) {
-        /* Learn when the holder's lease ends, to wake up just then. */
-        if (tslock__key_command(l, TSLOCK_STEP_PTTL, NULL, &r) == TSLOCK_OK) {
-            if (r->type == REDIS_REPLY_INTEGER)
-                *holder_pttl = r->integer;
-            freeReplyObject(r);
-        }
-    }
+    if (rc == TSLOCK_EBUSY)
+        rc = read_holder(l, holder_pttl);
     return rc;
 }
 

@@ -47,6 +47,7 @@ struct tslock_client {
     void *clock_ud;
     tslock_time_source time_source;
     int64_t clock_offset_ms; /* server wall clock minus ours, from TIME */
+    char run_id[48];         /* INFO's run_id at the last connect, or "" */
     uint64_t rng;            /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
@@ -78,6 +79,17 @@ struct tslock_lock {
     int proof;
     char *owner_key;      /* computed on first use */
     char owner_token[33]; /* 32 hex digits */
+    /*
+     * Riding out a dropped connection (recover.c): how long release and
+     * extend keep reconnecting, the stamp an extension sent but has not
+     * seen answered, and the last transient fault that was recovered.
+     */
+    int64_t reconnect_ms; /* -1: while the lease leaves room */
+    char pending[TSLOCK__VALUE_SIZE];
+    int64_t pending_end;
+    unsigned recoveries;
+    int recovered_code;
+    char recovered_why[TSLOCK__ERRSTR_SIZE];
     volatile sig_atomic_t cancel_flag;
     int cancel_pipe[2]; /* read end polled while waiting */
 };
@@ -135,6 +147,20 @@ int tslock__io_failure(tslock_client *c, const char *what);
 
 /* ---- client.c */
 int tslock__probe(tslock_client *c);
+
+/* ---- recover.c: release and extend across a dropped connection */
+enum tslock__recover_op { RECOVER_RELEASE, RECOVER_EXTEND };
+/* Whether rc from an operation on c is a fault worth reconnecting for. */
+int tslock__is_transient(const tslock_client *c, int rc);
+/*
+ * After the transient failure first_rc of a release or extend, reconnect
+ * with bounded, jittered backoff and finish the operation, for as long as
+ * the lease leaves room.  Returns the operation's final code.
+ */
+int tslock__recover(tslock_lock *l, enum tslock__recover_op op, int first_rc,
+                    int64_t ttl_ms);
+/* The lease's safety margin for retries: see tslock(7), FAILURES. */
+int64_t tslock__recovery_margin_ms(const tslock_lock *l);
 
 /* ---- scripts.c */
 enum tslock__script {

@@ -25,6 +25,10 @@ struct tslock_watchdog {
     int64_t interval_ms;
     tslock_watchdog_fn on_failure;
     void *userdata;
+    pthread_mutex_t warn_mutex; /* guards on_warning and warn_userdata */
+    tslock_watchdog_fn on_warning;
+    void *warn_userdata;
+    atomic_uint recoveries;
     atomic_int status;
     int stop_pipe[2];
     pthread_t thread;
@@ -49,12 +53,35 @@ static int stopped_during(tslock_watchdog *w)
     }
 }
 
+/* A fault the renewal rode out: count it, and tell the caller. */
+static void warn_recovered(tslock_watchdog *w)
+{
+    tslock_watchdog_fn fn;
+    void *ud;
+
+    atomic_fetch_add(&w->recoveries, 1);
+    pthread_mutex_lock(&w->warn_mutex);
+    fn = w->on_warning;
+    ud = w->warn_userdata;
+    pthread_mutex_unlock(&w->warn_mutex);
+    if (fn != NULL)
+        fn(w->copy->recovered_code, w->copy->recovered_why, ud);
+}
+
+/*
+ * Renew until stopped.  tslock_extend() itself reconnects and retries
+ * through a transient fault while the lease leaves room, so the loop
+ * ends only on a loss, or on a fault that outlasted the lease's room.
+ */
 static void *renew_loop(void *arg)
 {
     tslock_watchdog *w = arg;
 
     while (!stopped_during(w)) {
+        unsigned seen = w->copy->recoveries;
         int rc = tslock_extend(w->copy, 0);
+        if (rc == TSLOCK_OK && w->copy->recoveries != seen)
+            warn_recovered(w);
         if (rc != TSLOCK_OK) {
             atomic_store(&w->status, rc);
             if (w->on_failure != NULL)
@@ -112,9 +139,12 @@ int tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
     w->on_failure = on_failure;
     w->userdata = userdata;
     atomic_init(&w->status, TSLOCK_OK);
+    atomic_init(&w->recoveries, 0);
+    pthread_mutex_init(&w->warn_mutex, NULL);
     w->copy = copy_hold(lock, renew_client);
     if (w->copy == NULL || pipe2(w->stop_pipe, O_CLOEXEC) != 0) {
         tslock_lock_free(w->copy);
+        pthread_mutex_destroy(&w->warn_mutex);
         free(w);
         return TSLOCK_ENOMEM;
     }
@@ -131,12 +161,31 @@ int tslock_watchdog_start(tslock_watchdog **out, tslock_lock *lock,
         close(w->stop_pipe[0]);
         close(w->stop_pipe[1]);
         tslock_lock_free(w->copy);
+        pthread_mutex_destroy(&w->warn_mutex);
         free(w);
         return tslock__fail(lock->client, TSLOCK_EIO,
                             "cannot start the watchdog thread");
     }
     *out = w;
     return TSLOCK_OK;
+}
+
+int tslock_watchdog_set_on_warning(tslock_watchdog *w,
+                                   tslock_watchdog_fn on_warning,
+                                   void *userdata)
+{
+    if (w == NULL)
+        return TSLOCK_EINVAL;
+    pthread_mutex_lock(&w->warn_mutex);
+    w->on_warning = on_warning;
+    w->warn_userdata = userdata;
+    pthread_mutex_unlock(&w->warn_mutex);
+    return TSLOCK_OK;
+}
+
+unsigned tslock_watchdog_recoveries(const tslock_watchdog *w)
+{
+    return w == NULL ? 0 : atomic_load(&((tslock_watchdog *)w)->recoveries);
 }
 
 int tslock_watchdog_status(const tslock_watchdog *w)
@@ -165,6 +214,7 @@ int tslock_watchdog_stop(tslock_watchdog *w)
     close(w->stop_pipe[0]);
     close(w->stop_pipe[1]);
     tslock_lock_free(w->copy);
+    pthread_mutex_destroy(&w->warn_mutex);
     free(w);
     return rc;
 }

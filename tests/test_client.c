@@ -229,13 +229,19 @@ static void test_wrap(void)
     redisFree(ctx);
 }
 
-/* A server that dies mid-use: EIO with the cause, then reconnect. */
+/*
+ * A server that dies mid-use: EIO with the cause, then reconnect.  The
+ * lock's own reconnecting is off, to show what the client does alone;
+ * tests/test_resilience.c shows the recovery.
+ */
 static void test_dropped_connection(void)
 {
     tslock_client *c = th_client(&srv);
     tslock_lock *l = NULL;
 
     CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:drop") == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_set_reconnect(l, -2), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_reconnect(l, 0), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
     th_server_kill(&srv);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EIO);

@@ -226,21 +226,29 @@ static void test_unreadable_never_taken(void)
     tslock_client_free(c);
 }
 
+/*
+ * A key that is not a string is reported in every scheme, at once even
+ * when waiting (there is nothing to wait for), and never written to.
+ */
 static void test_wrong_type(void)
 {
-    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
-                                            TSLOCK_SCHEME_BRIDGE};
+    static const tslock_scheme schemes[] = {
+        TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE, TSLOCK_SCHEME_TOKEN,
+        TSLOCK_SCHEME_AUTO};
     tslock_client *c = clocked_client();
     redisReply *r;
     size_t i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 4; i++) {
         tslock_lock *l = th_stamp_lock(c, "lock:list", 1000);
         tslock_lock_set_scheme(l, schemes[i]);
         raw_do("DEL %s", "lock:list", NULL);
         raw_do("RPUSH %s %s", "lock:list", "precious");
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EWRONGTYPE);
         CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WRONGTYPE"));
+        CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER),
+                        TSLOCK_EWRONGTYPE);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
         r = raw_cmd("LRANGE %s 0 -1", "lock:list", NULL);
         CU_ASSERT_EQUAL(r->elements, 1);
         CU_ASSERT_STRING_EQUAL(r->element[0]->str, "precious");
@@ -252,6 +260,8 @@ static void test_wrong_type(void)
         CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
         raw_do("DEL %s", "lock:list", NULL);
         raw_do("RPUSH %s %s", "lock:list", "precious");
+        CU_ASSERT_EQUAL(tslock_extend(l, 0), TSLOCK_EWRONGTYPE);
+        CU_ASSERT_TRUE(tslock_lock_is_held(l));
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_EWRONGTYPE);
         r = raw_cmd("TYPE %s", "lock:list", NULL);
         CU_ASSERT_STRING_EQUAL(r->str, "list");

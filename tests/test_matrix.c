@@ -137,7 +137,7 @@ static struct costs expected_costs(unsigned caps, tslock_scheme used)
 
     if (used == TSLOCK_SCHEME_TOKEN) {
         k.acquire = caps & TSLOCK_CAP_SET_NX_PX ? 1 : lua ? 1 : 6;
-        k.busy = caps & TSLOCK_CAP_SET_NX_PX ? 1 : lua ? 1 : 3;
+        k.busy = caps & TSLOCK_CAP_SET_NX_PX ? 3 : lua ? 1 : 3;
         k.release = lua ? 1 : 5;
         k.extend = lua ? 1 : 5;
     } else if (used == TSLOCK_SCHEME_BRIDGE && proof_possible(caps)) {
@@ -268,6 +268,41 @@ out:
     tslock_lock_free(b);
     tslock_client_free(c1);
     tslock_client_free(c2);
+}
+
+/*
+ * A key that holds a hash is TSLOCK_EWRONGTYPE in every scheme on every
+ * generation, at once even for a waiting acquire, and is never written.
+ */
+static void test_wrong_type(void)
+{
+    tslock_client *c = connect_target();
+    tslock_lock *l = lock_for(c, 5000);
+    redisContext *raw = th_redis(endpoint(cur));
+    redisReply *r;
+    int rc;
+
+    freeReplyObject(redisCommand(raw, "DEL %s", key));
+    freeReplyObject(redisCommand(raw, "HSET %s f precious", key));
+    rc = tslock_acquire(l, 0);
+    if (rc == TSLOCK_EUNSUPPORTED) { /* the token scheme on 2.0 */
+        CU_ASSERT_EQUAL(cur_scheme, TSLOCK_SCHEME_TOKEN);
+    } else {
+        CU_ASSERT_EQUAL(rc, TSLOCK_EWRONGTYPE);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 60000), TSLOCK_EWRONGTYPE);
+        /* The wording of every generation, with or without WRONGTYPE. */
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(tslock_client_errstr(c), "wrong kind of value"));
+    }
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    r = redisCommand(raw, "HGETALL %s", key);
+    CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    CU_ASSERT_EQUAL(r->elements, 2);
+    freeReplyObject(r);
+    freeReplyObject(redisCommand(raw, "DEL %s", key));
+    redisFree(raw);
+    tslock_lock_free(l);
+    tslock_client_free(c);
 }
 
 /*
@@ -463,6 +498,7 @@ int main(void)
                         test_wait_for_expiry);
             CU_add_test(suite, "lost: release and extend change nothing",
                         test_lost);
+            CU_add_test(suite, "a key of the wrong type", test_wrong_type);
             CU_add_test(suite, "load: 8 processes, zero overlaps", test_load);
             if (schemes[s] == TSLOCK_SCHEME_BRIDGE)
                 CU_add_test(suite, "identical bridge stamps told apart",
