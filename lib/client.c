@@ -109,7 +109,11 @@ int tslock_client_set_db(tslock_client *c, int db)
 static int setup_command(tslock_client *c, const char *what, int argc,
                          const char **argv, redisReply **out)
 {
+    struct tslock__sigpipe guard;
+
+    tslock__sigpipe_hold(&guard);
     *out = redisCommandArgv(c->ctx, argc, argv, NULL);
+    tslock__sigpipe_release(&guard);
     if (*out == NULL)
         return tslock__io_failure(c, what);
     if ((*out)->type == REDIS_REPLY_ERROR) {
@@ -397,6 +401,7 @@ int tslock__probe(tslock_client *c)
                                       {"TIME"},
                                       {"SET", "tslock:probe", "x", "NX", "XX"}};
     static const int argcs[] = {1, 1, 3, 1, 5};
+    struct tslock__sigpipe guard;
     redisReply *r[5] = {NULL};
     int64_t sent, received;
     int i, rc = TSLOCK_OK;
@@ -404,19 +409,20 @@ int tslock__probe(tslock_client *c)
     c->caps = 0;
     c->clock_offset_ms = 0;
     sent = tslock__system_ms(TSLOCK_CLOCK_WALL);
-    for (i = 0; i < 5; i++) {
+    tslock__sigpipe_hold(&guard);
+    for (i = 0; i < 5 && rc == TSLOCK_OK; i++)
         if (redisAppendCommandArgv(c->ctx, argcs[i], probes[i], NULL)
             != REDIS_OK)
-            return tslock__io_failure(c, "probe");
-    }
-    for (i = 0; i < 5; i++) {
-        void *reply = NULL;
-        if (redisGetReply(c->ctx, &reply) != REDIS_OK) {
             rc = tslock__io_failure(c, "probe");
-            goto out;
-        }
+    for (i = 0; i < 5 && rc == TSLOCK_OK; i++) {
+        void *reply = NULL;
+        if (redisGetReply(c->ctx, &reply) != REDIS_OK)
+            rc = tslock__io_failure(c, "probe");
         r[i] = reply;
     }
+    tslock__sigpipe_release(&guard);
+    if (rc != TSLOCK_OK)
+        goto out;
     received = tslock__system_ms(TSLOCK_CLOCK_WALL);
     if (r[0]->type == REDIS_REPLY_ERROR) {
         rc = tslock__reply_error(c, "INFO", r[0]);

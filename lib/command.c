@@ -4,6 +4,9 @@
  * did not expect into codes with a message naming what came.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +46,42 @@ int tslock__io_failure(tslock_client *c, const char *what)
     return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
 }
 
+/*
+ * hiredis writes with write(2), so writing to a connection the server has
+ * closed (CLIENT KILL, an idle timeout, a restart) raises SIGPIPE, whose
+ * default action ends the process.  A library must not make that choice
+ * for its caller, and Linux has no per-socket way out, so SIGPIPE is
+ * blocked in this thread while a command is on the wire, and one that our
+ * write raised is taken back before the mask is restored, as libpq does.
+ * A SIGPIPE that was already pending is left for the caller.
+ */
+void tslock__sigpipe_hold(struct tslock__sigpipe *g)
+{
+    sigset_t pipe_only, pending;
+
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    sigemptyset(&pending);
+    (void)sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE) == 1;
+    (void)pthread_sigmask(SIG_BLOCK, &pipe_only, &g->old);
+}
+
+void tslock__sigpipe_release(struct tslock__sigpipe *g)
+{
+    static const struct timespec no_wait = {0, 0};
+    sigset_t pipe_only, pending;
+
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    sigemptyset(&pending);
+    if (!g->was_pending && sigpending(&pending) == 0
+        && sigismember(&pending, SIGPIPE) == 1)
+        while (sigtimedwait(&pipe_only, NULL, &no_wait) < 0 && errno == EINTR)
+            ;
+    (void)pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 int tslock__command(tslock_client *c, tslock_step step, const char *key,
                     int argc, const char **argv, redisReply **out)
 {
@@ -51,20 +90,12 @@ int tslock__command(tslock_client *c, tslock_step step, const char *key,
     return tslock__pipeline(c, key, 1, &q, out);
 }
 
-int tslock__pipeline(tslock_client *c, const char *key, int n,
-                     const struct tslock__queued *q, redisReply **out)
+/* Send every command, then read every reply; the hooks have run. */
+static int send_and_read(tslock_client *c, int n,
+                         const struct tslock__queued *q, redisReply **out)
 {
-    int i, rc = tslock__check_usable(c);
+    int i;
 
-    for (i = 0; i < n; i++)
-        out[i] = NULL;
-    if (rc != TSLOCK_OK)
-        return rc;
-    /* Every hook first: a stop leaves nothing half sent. */
-    for (i = 0; i < n; i++)
-        if (c->hook != NULL && c->hook(c, q[i].step, key, c->hook_ud) != 0)
-            return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
-                                tslock_step_name(q[i].step), key);
     for (i = 0; i < n; i++)
         if (redisAppendCommandArgv(c->ctx, q[i].argc, q[i].argv, NULL)
             != REDIS_OK)
@@ -78,6 +109,27 @@ int tslock__pipeline(tslock_client *c, const char *key, int n,
         out[i] = r;
     }
     return TSLOCK_OK;
+}
+
+int tslock__pipeline(tslock_client *c, const char *key, int n,
+                     const struct tslock__queued *q, redisReply **out)
+{
+    struct tslock__sigpipe guard;
+    int i, rc = tslock__check_usable(c);
+
+    for (i = 0; i < n; i++)
+        out[i] = NULL;
+    if (rc != TSLOCK_OK)
+        return rc;
+    /* Every hook first: a stop leaves nothing half sent. */
+    for (i = 0; i < n; i++)
+        if (c->hook != NULL && c->hook(c, q[i].step, key, c->hook_ud) != 0)
+            return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
+                                tslock_step_name(q[i].step), key);
+    tslock__sigpipe_hold(&guard);
+    rc = send_and_read(c, n, q, out);
+    tslock__sigpipe_release(&guard);
+    return rc;
 }
 
 void tslock__free_replies(int n, redisReply **r)

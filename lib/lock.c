@@ -208,6 +208,13 @@ static void drain_cancel(tslock_lock *l)
     l->cancel_flag = 0;
 }
 
+static int canceled(tslock_lock *l)
+{
+    drain_cancel(l);
+    return tslock__fail(l->client, TSLOCK_ECANCELED,
+                        "wait for lock '%s' was canceled", l->key);
+}
+
 /* How long to sleep before the next attempt, never past what matters. */
 static int64_t next_delay(tslock_lock *l, int64_t wait_ms, int64_t deadline)
 {
@@ -227,6 +234,41 @@ static int64_t next_delay(tslock_lock *l, int64_t wait_ms, int64_t deadline)
             delay = until;
     }
     return delay < 1 ? 1 : delay;
+}
+
+/* Internal: "try again now", never returned to a caller. */
+#define TSLOCK_EAGAIN__ 1
+
+/*
+ * A waiting acquire whose connection failed reconnects and goes on
+ * waiting, within its deadline: a dropped connection is not a reason to
+ * give up a wait.  Returns TSLOCK_EAGAIN__ to try again at once, or the
+ * code to return.  Cancellation works as in any wait.
+ */
+static int reconnect_while_waiting(tslock_lock *l, int64_t wait_ms,
+                                   int64_t deadline, int rc)
+{
+    tslock_client *c = l->client;
+    int64_t left = wait_ms == TSLOCK_WAIT_FOREVER
+                       ? INT64_C(60000)
+                       : deadline - tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
+    int64_t delay = l->retry_min_ms;
+
+    if (left <= 0)
+        return rc;
+    /* The first reconnect at once, later ones after a retry delay. */
+    if (l->reconnect_tries++ > 0) {
+        if (delay > left)
+            delay = left;
+        if (tslock__wait(l, delay) == TSLOCK_ECANCELED)
+            return TSLOCK_ECANCELED;
+        left -= delay;
+        if (left <= 0)
+            return rc;
+    }
+    rc = tslock__reconnect_within(c, left);
+    return rc == TSLOCK_OK || tslock__is_transient(c, rc) ? TSLOCK_EAGAIN__
+                                                          : rc;
 }
 
 int tslock_acquire(tslock_lock *l, int64_t wait_ms)
@@ -249,9 +291,16 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
         deadline = now + wait_ms;
     }
     l->waiting = wait_ms != 0;
+    l->reconnect_tries = 0;
     for (;;) {
         l->expires_ms = 0;
         rc = try_once(l);
+        if (tslock__is_transient(c, rc) && wait_ms != 0 && l->reconnect_ms != 0)
+            rc = reconnect_while_waiting(l, wait_ms, deadline, rc);
+        if (rc == TSLOCK_EAGAIN__)
+            continue;
+        if (rc == TSLOCK_ECANCELED)
+            return canceled(l);
         if (rc != TSLOCK_EBUSY && rc != TSLOCK_EUNREADABLE)
             break;
         if (wait_ms == 0
@@ -259,11 +308,8 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
                 && tslock__now(c, TSLOCK_CLOCK_MONOTONIC) >= deadline))
             return rc;
         if (tslock__wait(l, next_delay(l, wait_ms, deadline))
-            == TSLOCK_ECANCELED) {
-            drain_cancel(l);
-            return tslock__fail(c, TSLOCK_ECANCELED,
-                                "wait for lock '%s' was canceled", l->key);
-        }
+            == TSLOCK_ECANCELED)
+            return canceled(l);
     }
     if (rc == TSLOCK_OK && l->fencing) {
         rc = take_fence(l);

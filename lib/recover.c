@@ -151,16 +151,35 @@ static int settle_extend(struct recovery *r, int now)
     return not_ours(r, now == 0);
 }
 
+/* Cut the client's timeouts to room ms; the old ones go to saved[2]. */
+static void cut_timeouts(tslock_client *c, int64_t room, int saved[2])
+{
+    int cap = room > INT_MAX ? INT_MAX : room < 1 ? 1 : (int)room;
+
+    saved[0] = c->connect_ms;
+    saved[1] = c->command_ms;
+    c->connect_ms = saved[0] == 0 || saved[0] > cap ? cap : saved[0];
+    c->command_ms = saved[1] == 0 || saved[1] > cap ? cap : saved[1];
+}
+
+int tslock__reconnect_within(tslock_client *c, int64_t room)
+{
+    int saved[2], rc;
+
+    cut_timeouts(c, room, saved);
+    rc = tslock_client_reconnect(c);
+    (void)tslock_client_set_timeouts(c, saved[0], saved[1]);
+    return rc;
+}
+
 /* One attempt: reconnect with timeouts cut to the room, then settle. */
 static int attempt(struct recovery *r, int64_t room)
 {
     tslock_client *c = r->l->client;
-    int connect_ms = c->connect_ms, command_ms = c->command_ms;
-    int cap = room > INT_MAX ? INT_MAX : (int)room, rc, now;
+    int saved[2], rc, now;
 
     r->attempts++;
-    c->connect_ms = connect_ms == 0 || connect_ms > cap ? cap : connect_ms;
-    c->command_ms = command_ms == 0 || command_ms > cap ? cap : command_ms;
+    cut_timeouts(c, room, saved);
     rc = tslock_client_reconnect(c);
     if (rc == TSLOCK_OK) {
         if (r->server[0] != '\0' && strcmp(r->server, c->run_id) != 0)
@@ -170,7 +189,7 @@ static int attempt(struct recovery *r, int64_t room)
              : r->op == RECOVER_RELEASE ? settle_release(r, now)
                                         : settle_extend(r, now);
     }
-    (void)tslock_client_set_timeouts(c, connect_ms, command_ms);
+    (void)tslock_client_set_timeouts(c, saved[0], saved[1]);
     return rc;
 }
 

@@ -77,12 +77,43 @@ static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
     return rc;
 }
 
+/*
+ * An acquire whose connection failed may still have set its token: the
+ * reply was lost, not necessarily the command.  The next attempt of this
+ * lock object sends the same token; when the key turns out to hold it,
+ * the hold is ours, with the lease counted from the interrupted attempt
+ * (the server's TTL started no earlier), instead of a key nobody holds
+ * blocking everyone until it expires.
+ */
+static int reclaim_orphan(tslock_lock *l)
+{
+    redisReply *r = NULL;
+    int rc = tslock__key_command(l, TSLOCK_STEP_GET, NULL, &r);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_STRING && strcmp(r->str, l->orphan) == 0) {
+        l->expires_ms = l->orphan_at + l->ttl_ms;
+        l->held = 1;
+        rc = TSLOCK_OK;
+    } else {
+        rc = TSLOCK_EBUSY;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 static int token_try_acquire(tslock_lock *l)
 {
     tslock_client *c = l->client;
     int64_t now, holder_pttl = -1;
-    int rc = tslock__make_token(c, l->value);
+    int reclaim = l->orphan[0] != '\0';
+    int rc = TSLOCK_OK;
 
+    if (reclaim)
+        memcpy(l->value, l->orphan, sizeof(l->orphan));
+    else
+        rc = tslock__make_token(c, l->value);
     if (rc != TSLOCK_OK)
         return rc;
     now = tslock__now(c, TSLOCK_CLOCK_WALL);
@@ -98,6 +129,22 @@ static int token_try_acquire(tslock_lock *l)
                             "server has no WATCH and no Lua, and a TTL on a "
                             "lock key is deleted by the next SETNX; use the "
                             "timestamp scheme");
+    if (tslock__is_transient(c, rc)) {
+        if (!reclaim) {
+            memcpy(l->orphan, l->value, sizeof(l->orphan));
+            l->orphan_at = now;
+        }
+        return rc;
+    }
+    if (rc == TSLOCK_EBUSY && reclaim) {
+        int got = reclaim_orphan(l);
+        if (got == TSLOCK_OK || tslock__is_transient(c, got)) {
+            if (got == TSLOCK_OK)
+                l->orphan[0] = '\0';
+            return got;
+        }
+    }
+    l->orphan[0] = '\0';
     if (rc == TSLOCK_OK) {
         l->expires_ms = now + l->ttl_ms;
         l->held = 1;

@@ -67,6 +67,7 @@ struct tslock_lock {
     int fencing;
     int held;
     int waiting;                          /* inside a waiting acquire */
+    int reconnect_tries;                  /* reconnects of this wait */
     char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
     char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */
     int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
@@ -87,6 +88,8 @@ struct tslock_lock {
     int64_t reconnect_ms; /* -1: while the lease leaves room */
     char pending[TSLOCK__VALUE_SIZE];
     int64_t pending_end;
+    char orphan[33];   /* a token an interrupted acquire may have left */
+    int64_t orphan_at; /* wall ms before that acquire sent it */
     unsigned recoveries;
     int recovered_code;
     char recovered_why[TSLOCK__ERRSTR_SIZE];
@@ -143,6 +146,17 @@ const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size);
 int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
                        const redisReply *r);
 int tslock__check_usable(tslock_client *c);
+/*
+ * SIGPIPE held back while a command is on the wire (command.c): blocked
+ * in the calling thread, and one our own write raised taken back before
+ * the mask is restored.
+ */
+struct tslock__sigpipe {
+    sigset_t old;
+    int was_pending;
+};
+void tslock__sigpipe_hold(struct tslock__sigpipe *g);
+void tslock__sigpipe_release(struct tslock__sigpipe *g);
 int tslock__io_failure(tslock_client *c, const char *what);
 
 /* ---- client.c */
@@ -159,6 +173,8 @@ int tslock__is_transient(const tslock_client *c, int rc);
  */
 int tslock__recover(tslock_lock *l, enum tslock__recover_op op, int first_rc,
                     int64_t ttl_ms);
+/* Reconnect with the connect and command timeouts cut to room ms. */
+int tslock__reconnect_within(tslock_client *c, int64_t room);
 /* The lease's safety margin for retries: see tslock(7), FAILURES. */
 int64_t tslock__recovery_margin_ms(const tslock_lock *l);
 
