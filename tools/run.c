@@ -91,6 +91,20 @@ static void on_renew_failure(int code, const char *detail, void *userdata)
     send_term_once(s);
 }
 
+/*
+ * From the watchdog's thread: a renewal met a dropped connection or a
+ * timeout, reconnected and renewed in time.  The lock is still ours, so
+ * this is a warning, and COMMAND's status stays the exit status.
+ */
+static void on_renew_warning(int code, const char *detail, void *userdata)
+{
+    struct run_state *s = userdata;
+
+    cli_error("warning: renewing the lease on '%s' hit %s and recovered (%s); "
+              "the lock is still ours",
+              s->key, tslock_errname(code), detail);
+}
+
 static int start_renewal(struct run_state *s)
 {
     sigset_t old;
@@ -108,6 +122,7 @@ static int start_renewal(struct run_state *s)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != TSLOCK_OK)
         return cli_fail(s->client, rc, "cannot start renewing the lease");
+    (void)tslock_watchdog_set_on_warning(s->watchdog, on_renew_warning, s);
     cli_verbose("renewing the lease every %" PRId64
                 " ms on a second connection",
                 s->o->ttl_ms / 3 > 0 ? s->o->ttl_ms / 3 : 1);
@@ -226,21 +241,6 @@ static void note_lost(struct run_state *s, const char *what)
     s->lost = 1;
 }
 
-/* Release once; after a connection failure reconnect and try again. */
-static int release_with_retry(struct run_state *s)
-{
-    int rc = tslock_release(s->lock);
-
-    if ((rc == TSLOCK_EIO || rc == TSLOCK_ETIMEDOUT)
-        && tslock_lock_is_held(s->lock)) {
-        cli_verbose("release failed (%s); reconnecting once",
-                    tslock_client_errstr(s->client));
-        if (tslock_client_reconnect(s->client) == TSLOCK_OK)
-            rc = tslock_release(s->lock);
-    }
-    return rc;
-}
-
 /* Stop renewing, then release: both can find the lease lost. */
 static void end_hold(struct run_state *s)
 {
@@ -254,9 +254,12 @@ static void end_hold(struct run_state *s)
     }
     if (!tslock_lock_is_held(s->lock))
         return;
-    rc = release_with_retry(s);
+    /* The library reconnects and retries while the lease leaves room. */
+    rc = tslock_release(s->lock);
     if (rc == TSLOCK_OK)
-        cli_verbose("released '%s'", s->key);
+        cli_verbose("released '%s'%s%s", s->key,
+                    tslock_client_errstr(s->client)[0] != '\0' ? ": " : "",
+                    tslock_client_errstr(s->client));
     else if (rc == TSLOCK_ELOST)
         note_lost(s, "release found it gone");
     else
