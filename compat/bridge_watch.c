@@ -59,7 +59,7 @@ int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
     char secs[24];
     const char *del[3] = {"DEL", l->key, l->owner_key};
     const char *setex[4] = {"SETEX", l->key, secs, stamp};
-    const char *expire[3] = {"EXPIRE", l->owner_key, secs};
+    const char *expire[3] = {"EXPIRE", l->owner_key, secs}, *publish[3];
     struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 3, del},
                                   {TSLOCK_STEP_EXPIRE, 3, expire}};
     int set = strcmp(op, "set") == 0, n = set ? 2 : 1;
@@ -84,6 +84,8 @@ int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
         q[0].step = TSLOCK_STEP_SETEX;
         q[0].argc = 4;
         q[0].argv = setex;
+    } else {
+        n += tslock__publish_queued(l, publish, &q[1]); /* the announcement */
     }
     tslock__seconds_up(secs, sizeof(secs), ttl_ms);
     rc = tslock__transaction(l, n, q, &r);

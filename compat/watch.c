@@ -101,8 +101,11 @@ int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
     if (r[0]->type != REDIS_REPLY_STATUS)
         rc = tslock__unexpected(l->client, "MULTI", "+OK", r[0]);
     for (i = 0; rc == TSLOCK_OK && i < n; i++)
-        if (r[1 + i]->type == REDIS_REPLY_ERROR) /* EXEC aborts then */
+        if (r[1 + i]->type == REDIS_REPLY_ERROR) { /* EXEC aborts then */
             rc = tslock__reply_error(l->client, q[i].argv[0], r[1 + i]);
+            if (q[i].step == TSLOCK_STEP_PUBLISH)
+                (void)tslock__publish_refused(l->client, r[1 + i]);
+        }
     if (rc == TSLOCK_OK && r[1 + n]->type == REDIS_REPLY_ERROR)
         rc = tslock__reply_error(l->client, "EXEC", r[1 + n]);
     else if (rc == TSLOCK_OK && r[1 + n]->type != REDIS_REPLY_NIL
@@ -136,6 +139,16 @@ static int transaction(tslock_lock *l, int n, const tslock_step *steps,
     return tslock__transaction(l, i, q, out);
 }
 
+/* MULTI, DEL, PUBLISH (the release's announcement), EXEC. */
+static int del_transaction(tslock_lock *l, redisReply **out)
+{
+    const char *del[2] = {"DEL", l->key}, *publish[3];
+    struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 2, del}};
+    int n = 1 + tslock__publish_queued(l, publish, &q[1]);
+
+    return tslock__transaction(l, n, q, out);
+}
+
 void tslock__seconds_up(char *buf, size_t size, int64_t ms)
 {
     snprintf(buf, size, "%lld", (long long)((ms + 999) / 1000));
@@ -166,7 +179,8 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
         tslock__seconds_up(secs, sizeof(secs), strtoll(arg, NULL, 10));
         arg = secs;
     }
-    rc = transaction(l, 1, &steps[op], &arg, &r);
+    rc = op == GUARDED_DEL ? del_transaction(l, &r)
+                           : transaction(l, 1, &steps[op], &arg, &r);
     if (rc != TSLOCK_OK)
         return rc;
     if (r->type == REDIS_REPLY_NIL)

@@ -38,30 +38,10 @@ static int proof_possible(const tslock_client *c)
            && (c->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH));
 }
 
-/*
- * The owner key: "<key>:owner", in the lock key's hash slot so both fit
- * one script on Redis Cluster.  A key with a hash tag ("{x}...") keeps
- * it; a key without one is made the tag ("{key}:owner").  A key with a
- * '}' but no usable tag gets the plain suffix.
- */
+/* The owner key: "<key>:owner" in the lock key's slot (names.c). */
 static int owner_key(tslock_lock *l)
 {
-    const char *k = l->key, *open = strchr(k, '{');
-    const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
-    int tagged = close != NULL && close > open + 1;
-    size_t len = strlen(k) + sizeof("{}:owner");
-
-    if (l->owner_key != NULL)
-        return TSLOCK_OK;
-    l->owner_key = malloc(len);
-    if (l->owner_key == NULL)
-        return tslock__fail(l->client, TSLOCK_ENOMEM,
-                            "no memory for the owner key's name");
-    if (tagged || strchr(k, '}') != NULL)
-        snprintf(l->owner_key, len, "%s:owner", k);
-    else
-        snprintf(l->owner_key, len, "{%s}:owner", k);
-    return TSLOCK_OK;
+    return tslock__companion(l, &l->owner_key, ":owner");
 }
 
 const char *tslock_lock_owner_key(tslock_lock *l)
@@ -303,6 +283,8 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
     tslock_client *c = l->client;
     int rc = owner_key(l);
 
+    if (rc == TSLOCK_OK)
+        rc = tslock__channel(l); /* a release is announced there */
     if (rc != TSLOCK_OK)
         return rc;
     if (form == TSLOCK_RELEASE_BEST)
@@ -312,12 +294,13 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
     if (form == TSLOCK_RELEASE_LUA && (c->caps & TSLOCK_CAP_LUA)) {
         const char *keys[2] = {l->key, l->owner_key};
         char ms[24];
-        const char *args[5] = {l->value, l->owner_token, op,
-                               stamp != NULL ? stamp : "", ms};
+        const char *args[6] = {l->value, l->owner_token,
+                               op,       stamp != NULL ? stamp : "",
+                               ms,       l->channel};
         redisReply *r = NULL;
 
         snprintf(ms, sizeof(ms), "%" PRId64, ttl_ms);
-        rc = tslock__script_run_keys(c, SCRIPT_BRIDGE_GUARD, 2, keys, 5, args,
+        rc = tslock__script_run_keys(c, SCRIPT_BRIDGE_GUARD, 2, keys, 6, args,
                                      &r);
         if (rc != TSLOCK_OK)
             return rc;
@@ -328,24 +311,36 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
         freeReplyObject(r);
         return rc;
     }
-    if (form == TSLOCK_RELEASE_WATCH && (c->caps & TSLOCK_CAP_WATCH))
-        return tslock__bridge_guard_watch(l, op, stamp, ttl_ms, check_lease,
-                                          verb);
+    if (form == TSLOCK_RELEASE_WATCH && (c->caps & TSLOCK_CAP_WATCH)) {
+        int refused = c->publish_refused;
+        rc =
+            tslock__bridge_guard_watch(l, op, stamp, ttl_ms, check_lease, verb);
+        /* A refused PUBLISH aborted EXEC: once more, without it. */
+        if (rc != TSLOCK_OK && !refused && c->publish_refused)
+            rc = tslock__bridge_guard_watch(l, op, stamp, ttl_ms, check_lease,
+                                            verb);
+        return rc;
+    }
     if (form == TSLOCK_RELEASE_CLASSIC && strcmp(op, "set") != 0) {
-        const char *del[3] = {"DEL", l->key, l->owner_key};
-        redisReply *r = NULL;
+        const char *del[3] = {"DEL", l->key, l->owner_key}, *publish[3];
+        struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 3, del}};
+        redisReply *r[2];
+        int n;
 
         rc = check_classic(l, verb);
         if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
             rc = tslock__guard_lost(l, verb, "our lease ran out");
         if (rc != TSLOCK_OK || strcmp(op, "del") != 0)
             return rc;
-        rc = tslock__command(c, TSLOCK_STEP_DEL, l->key, 3, del, &r);
-        if (rc == TSLOCK_OK && r->type != REDIS_REPLY_INTEGER)
-            rc = tslock__unexpected(c, "DEL", "an integer", r);
-        else if (rc == TSLOCK_OK && r->integer < 1)
+        n = 1 + tslock__publish_queued(l, publish, &q[1]);
+        rc = tslock__pipeline(c, l->key, n, q, r);
+        if (rc == TSLOCK_OK && r[0]->type != REDIS_REPLY_INTEGER)
+            rc = tslock__unexpected(c, "DEL", "an integer", r[0]);
+        else if (rc == TSLOCK_OK && r[0]->integer < 1)
             rc = tslock__guard_lost(l, verb, "the key vanished before DEL");
-        freeReplyObject(r);
+        if (n == 2 && r[1] != NULL)
+            (void)tslock__publish_refused(c, r[1]);
+        tslock__free_replies(n, r);
         return rc;
     }
     if (form == TSLOCK_RELEASE_CLASSIC) /* "set": extend uses the best */

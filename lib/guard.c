@@ -60,10 +60,10 @@ static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
 {
     static const enum tslock__script scripts[] = {
         SCRIPT_DEL_IF_EQUAL, SCRIPT_SET_IF_EQUAL, SCRIPT_PEXPIRE_IF_EQUAL};
-    const char *args[2] = {expect, arg};
+    const char *args[2] = {expect, op == GUARDED_DEL ? l->channel : arg};
     redisReply *r = NULL;
     int rc = tslock__script_run(l->client, scripts[op], l->key,
-                                arg == NULL ? 1 : 2, args, &r);
+                                args[1] == NULL ? 1 : 2, args, &r);
 
     if (rc != TSLOCK_OK)
         return rc;
@@ -75,8 +75,30 @@ static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
     return rc;
 }
 
+/* DEL and PUBLISH in one round trip: the classic release's last step. */
+static int del_and_announce(tslock_lock *l, const char *verb)
+{
+    const char *del[2] = {"DEL", l->key}, *publish[3];
+    struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 2, del}};
+    redisReply *r[2];
+    int n = 1 + tslock__publish_queued(l, publish, &q[1]);
+    int rc = tslock__pipeline(l->client, l->key, n, q, r);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (r[0]->type != REDIS_REPLY_INTEGER)
+        rc = tslock__unexpected(l->client, "DEL", "an integer", r[0]);
+    else if (r[0]->integer != 1)
+        rc = tslock__guard_lost(l, verb, "the key vanished before DEL");
+    if (n == 2)
+        (void)tslock__publish_refused(l->client, r[1]);
+    tslock__free_replies(n, r);
+    return rc;
+}
+
 /*
- * Redis 2.0 has neither scripts nor WATCH.  DEL: GET, compare, DEL.
+ * Redis 2.0 has neither scripts nor WATCH.  DEL: GET, compare, DEL (with
+ * its announcement).
  * SET: GET and compare (to keep the gap small), then GETSET and check
  * what it replaced; if that was not ours after all, put it back, which
  * can itself race.  tslock(7) documents both gaps.
@@ -85,7 +107,6 @@ static int guarded_classic(tslock_lock *l, enum tslock__guarded_op op,
                            const char *expect, const char *arg, int check_lease,
                            const char *verb)
 {
-    tslock_step act = op == GUARDED_DEL ? TSLOCK_STEP_DEL : TSLOCK_STEP_GETSET;
     redisReply *r = NULL;
     int rc;
 
@@ -99,17 +120,13 @@ static int guarded_classic(tslock_lock *l, enum tslock__guarded_op op,
     freeReplyObject(r);
     if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
         rc = tslock__guard_lost(l, verb, "our lease ran out");
+    if (rc == TSLOCK_OK && op == GUARDED_DEL)
+        return del_and_announce(l, verb);
     if (rc == TSLOCK_OK)
-        rc = tslock__key_command(l, act, arg, &r);
+        rc = tslock__key_command(l, TSLOCK_STEP_GETSET, arg, &r);
     if (rc != TSLOCK_OK)
         return rc;
-    if (op == GUARDED_DEL) {
-        if (r->type != REDIS_REPLY_INTEGER)
-            rc = tslock__unexpected(l->client, "DEL", "an integer", r);
-        else if (r->integer != 1)
-            rc = tslock__guard_lost(l, verb, "the key vanished before DEL");
-    } else if ((rc = tslock__guard_compare(l, r, expect, verb))
-               == TSLOCK_ELOST) {
+    if ((rc = tslock__guard_compare(l, r, expect, verb)) == TSLOCK_ELOST) {
         redisReply *undo = NULL;
         if (r->type == REDIS_REPLY_STRING
             && tslock__key_command(l, TSLOCK_STEP_GETSET, r->str, &undo)
@@ -130,14 +147,25 @@ int tslock__guarded(tslock_lock *l, tslock_release_form form,
         form = tslock__best_form(l->client);
     if (check_lease && !tslock__lease_runs(l))
         return tslock__guard_lost(l, verb, "our lease ran out");
+    /* Every release is announced, for the waiters (wakeup.c). */
+    if (op == GUARDED_DEL && tslock__channel(l) != TSLOCK_OK)
+        return TSLOCK_ENOMEM;
     switch (form) {
     case TSLOCK_RELEASE_LUA:
         if (caps & TSLOCK_CAP_LUA)
             return guarded_lua(l, op, expect, arg, verb);
         break;
     case TSLOCK_RELEASE_WATCH:
-        if (caps & TSLOCK_CAP_WATCH)
-            return tslock__guarded_watch(l, op, expect, arg, check_lease, verb);
+        if (caps & TSLOCK_CAP_WATCH) {
+            int refused = l->client->publish_refused;
+            int rc =
+                tslock__guarded_watch(l, op, expect, arg, check_lease, verb);
+            /* A refused PUBLISH aborted EXEC: once more, without it. */
+            if (rc != TSLOCK_OK && !refused && l->client->publish_refused)
+                rc = tslock__guarded_watch(l, op, expect, arg, check_lease,
+                                           verb);
+            return rc;
+        }
         break;
     default:
         return guarded_classic(l, op, expect, arg, check_lease, verb);

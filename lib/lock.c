@@ -64,6 +64,7 @@ void tslock_lock_free(tslock_lock *l)
     close(l->cancel_pipe[1]);
     free(l->key);
     free(l->owner_key);
+    free(l->channel);
     free(l);
 }
 

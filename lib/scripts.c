@@ -13,10 +13,17 @@ static const struct {
     const char *text;
     const char *sha;
 } scripts[SCRIPT_COUNT] = {
+    /*
+     * The release: delete while ours, and announce it on ARGV[2].  The
+     * announcement is a pcall: a user whose ACL has no channels (Redis 7
+     * gives none by default) still releases, and its waiters poll.
+     */
     [SCRIPT_DEL_IF_EQUAL] =
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
-         "return redis.call('del', KEYS[1]) else return 0 end",
-         "e9f69f2beb755be68b5e456ee2ce9aadfbc4ebf4"},
+         "local n = redis.call('del', KEYS[1]) "
+         "redis.pcall('publish', ARGV[2], KEYS[1]) return n "
+         "else return 0 end",
+         "b5b28d1546eee51753f163454f99279362522242"},
     [SCRIPT_SET_IF_EQUAL] =
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
          "redis.call('set', KEYS[1], ARGV[2]) return 1 else return 0 end",
@@ -51,21 +58,22 @@ static const struct {
                              "return 1",
                              "ed5868d2cc5b14cf79666e743fac47f7d84d7986"},
     /*
-     * The bridge proof, then ARGV[3]: 'del', 'set' (stamp ARGV[4], TTL
-     * ARGV[5] ms) or 'read'.  1 when done; -1 the stamp is not ours, -2
-     * it has no TTL (written again by a client that sets none), -3 the
-     * owner key holds another token.
+     * The bridge proof, then ARGV[3]: 'del' (announced on ARGV[6]), 'set'
+     * (stamp ARGV[4], TTL ARGV[5] ms) or 'read'.  1 when done; -1 the stamp is
+     * not ours, -2 it has no TTL (written again by a client that sets none), -3
+     * the owner key holds another token.
      */
     [SCRIPT_BRIDGE_GUARD] =
         {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end "
          "if redis.call('pttl', KEYS[1]) < 0 then return -2 end "
          "if redis.call('get', KEYS[2]) ~= ARGV[2] then return -3 end "
          "if ARGV[3] == 'del' then redis.call('del', KEYS[1], KEYS[2]) "
+         "redis.pcall('publish', ARGV[6], KEYS[1]) "
          "elseif ARGV[3] == 'set' then redis.call('set', KEYS[1], ARGV[4]) "
          "redis.call('pexpire', KEYS[1], ARGV[5]) "
          "redis.call('pexpire', KEYS[2], ARGV[5]) end "
          "return 1",
-         "2e8814b10e5b71018bfbae7e308b0adc6a72a38a"},
+         "4cdf40541dcede3adc6b75476d55f99a5acdaf7f"},
 };
 
 const char *tslock__script_text(enum tslock__script s)
@@ -79,7 +87,7 @@ const char *tslock__script_sha(enum tslock__script s)
 }
 
 #define SCRIPT_MAX_KEYS 2
-#define SCRIPT_MAX_ARGS 5
+#define SCRIPT_MAX_ARGS 6
 
 int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
                             const char *const *keys, int nargs,

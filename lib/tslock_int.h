@@ -48,6 +48,7 @@ struct tslock_client {
     tslock_time_source time_source;
     int64_t clock_offset_ms; /* server wall clock minus ours, from TIME */
     char run_id[48];         /* INFO's run_id at the last connect, or "" */
+    int publish_refused;     /* PUBLISH was refused (an ACL): not sent */
     uint64_t rng;            /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
@@ -79,6 +80,7 @@ struct tslock_lock {
      */
     int proof;
     char *owner_key;      /* computed on first use */
+    char *channel;        /* where releases are announced; on first use */
     char owner_token[33]; /* 32 hex digits */
     /*
      * Riding out a dropped connection (recover.c): how long release and
@@ -162,6 +164,24 @@ int tslock__io_failure(tslock_client *c, const char *what);
 /* ---- client.c */
 int tslock__probe(tslock_client *c);
 
+/* ---- names.c: companions of a lock key, in its Cluster hash slot */
+/*
+ * Name key's companion "<key><suffix>" into *slot (once; freed with the
+ * lock): "{key}<suffix>", or "key<suffix>" when key has a hash tag or a
+ * '}'.  TSLOCK_OK or TSLOCK_ENOMEM.
+ */
+int tslock__companion(tslock_lock *l, char **slot, const char *suffix);
+/* The channel releases of l's key are announced on ("{key}:released"). */
+int tslock__channel(tslock_lock *l);
+/*
+ * "PUBLISH channel key", the announcement, as one queued command: 1, or
+ * 0 (q untouched) when this client's PUBLISH was refused before.
+ */
+int tslock__publish_queued(tslock_lock *l, const char *argv[3],
+                           struct tslock__queued *q);
+/* Whether r answers a PUBLISH that was refused; remembers the refusal. */
+int tslock__publish_refused(tslock_client *c, const redisReply *r);
+
 /* ---- recover.c: release and extend across a dropped connection */
 enum tslock__recover_op { RECOVER_RELEASE, RECOVER_EXTEND };
 /* Whether rc from an operation on c is a fault worth reconnecting for. */
@@ -180,7 +200,7 @@ int64_t tslock__recovery_margin_ms(const tslock_lock *l);
 
 /* ---- scripts.c */
 enum tslock__script {
-    SCRIPT_DEL_IF_EQUAL,     /* KEYS[1], ARGV[1]=value: 1 deleted, 0 not */
+    SCRIPT_DEL_IF_EQUAL,     /* ARGV[1]=value, [2]=channel: 1 deleted, 0 */
     SCRIPT_SET_IF_EQUAL,     /* KEYS[1], ARGV[1]=expect, ARGV[2]=new */
     SCRIPT_PEXPIRE_IF_EQUAL, /* ARGV[1]=expect, ARGV[2]=ms: 1 set, 0 not */
     SCRIPT_SETNX_PEXPIRE,    /* ARGV[1]=value, ARGV[2]=ms: {1,0} or {0,pttl} */

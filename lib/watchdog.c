@@ -106,7 +106,8 @@ static tslock_lock *copy_hold(const tslock_lock *l, tslock_client *c)
     memcpy(copy, l, sizeof(*copy));
     copy->client = c;
     memcpy(copy->cancel_pipe, fds, sizeof(fds));
-    copy->owner_key = NULL; /* the copy names it again on first use */
+    copy->owner_key = NULL; /* the copy names them again on first use */
+    copy->channel = NULL;
     copy->key = strdup(l->key);
     if (copy->key == NULL) {
         tslock_lock_free(copy);

@@ -138,24 +138,25 @@ static struct costs expected_costs(unsigned caps, tslock_scheme used)
     if (used == TSLOCK_SCHEME_TOKEN) {
         k.acquire = caps & TSLOCK_CAP_SET_NX_PX ? 1 : lua ? 1 : 6;
         k.busy = caps & TSLOCK_CAP_SET_NX_PX ? 3 : lua ? 1 : 3;
-        k.release = lua ? 1 : 5;
+        k.release = lua ? 1 : 6; /* the WATCH form PUBLISHes in MULTI */
         k.extend = lua ? 1 : 5;
     } else if (used == TSLOCK_SCHEME_BRIDGE && proof_possible(caps)) {
         /*
          * The claim and the proof: one script with Lua; with WATCH only,
          * WATCH, GET, MULTI, SETEX, SETEX, EXEC to claim (WATCH, GET,
          * UNWATCH when busy) and WATCH, GET, TTL, GET, MULTI, the change
-         * (DEL; or SETEX and EXPIRE), EXEC to release or extend.
+         * (DEL and PUBLISH; or SETEX and EXPIRE), EXEC to release or
+         * extend.
          */
         k.acquire = lua ? 1 : 6;
         k.busy = lua ? 1 : 3;
-        k.release = lua ? 1 : 7;
+        k.release = lua ? 1 : 8;
         k.extend = lua ? 1 : 8;
     } else {
         /* Timestamp, and bridge where it has no proof (Redis 2.0). */
         k.acquire = 1;
         k.busy = 2;
-        k.release = lua ? 1 : watch ? 5 : 2;
+        k.release = lua ? 1 : watch ? 6 : 3; /* with its PUBLISH */
         k.extend = lua ? 1 : watch ? 5 : 2;
     }
     return k;

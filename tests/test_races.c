@@ -407,13 +407,14 @@ static void run_race_d(tslock_release_form form, const char *key,
 static void test_race_d_classic_deletes_other(void)
 {
     run_race_d(TSLOCK_RELEASE_CLASSIC, "race:d:classic", "DEL",
-               "A:GET B:SETNX B:GET B:GETSET A:DEL", TSLOCK_OK, 0);
+               "A:GET B:SETNX B:GET B:GETSET A:DEL A:PUBLISH", TSLOCK_OK, 0);
 }
 
 static void test_race_d_watch_keeps_other(void)
 {
     run_race_d(TSLOCK_RELEASE_WATCH, "race:d:watch", "MULTI",
-               "A:WATCH A:GET B:SETNX B:GET B:GETSET A:MULTI A:DEL A:EXEC",
+               "A:WATCH A:GET B:SETNX B:GET B:GETSET A:MULTI A:DEL A:PUBLISH "
+               "A:EXEC",
                TSLOCK_ELOST, 1);
 }
 

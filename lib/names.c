@@ -1,0 +1,68 @@
+/*
+ * names.c - the names tslock gives beside a lock key: the bridge owner
+ * key and the release channel.  Each lands in the lock key's Cluster hash
+ * slot, so a script or transaction that names both never crosses slots.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+/*
+ * A key with a usable hash tag ("{x}...") keeps it, so its companions
+ * hash with it; a key without one is made the tag ("{key}:owner").  A key
+ * with a '}' but no usable tag gets the plain suffix, since wrapping it
+ * in braces would make a different tag.
+ */
+int tslock__companion(tslock_lock *l, char **slot, const char *suffix)
+{
+    const char *k = l->key, *open = strchr(k, '{');
+    const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
+    int tagged = close != NULL && close > open + 1;
+    size_t len = strlen(k) + strlen(suffix) + 3;
+
+    if (*slot != NULL)
+        return TSLOCK_OK;
+    *slot = malloc(len);
+    if (*slot == NULL)
+        return tslock__fail(l->client, TSLOCK_ENOMEM,
+                            "no memory for the name '%s%s'", k, suffix);
+    if (tagged || strchr(k, '}') != NULL)
+        snprintf(*slot, len, "%s%s", k, suffix);
+    else
+        snprintf(*slot, len, "{%s}%s", k, suffix);
+    return TSLOCK_OK;
+}
+
+int tslock__channel(tslock_lock *l)
+{
+    return tslock__companion(l, &l->channel, ":released");
+}
+
+int tslock__publish_queued(tslock_lock *l, const char *argv[3],
+                           struct tslock__queued *q)
+{
+    if (l->client->publish_refused || l->channel == NULL)
+        return 0;
+    argv[0] = "PUBLISH";
+    argv[1] = l->channel;
+    argv[2] = l->key;
+    q->step = TSLOCK_STEP_PUBLISH;
+    q->argc = 3;
+    q->argv = argv;
+    return 1;
+}
+
+/*
+ * A server that refuses PUBLISH (a Redis 6+ ACL without channels, a proxy
+ * that filters it) must not stop releases: the refusal is remembered and
+ * later releases go without their announcement, so waiters poll.
+ */
+int tslock__publish_refused(tslock_client *c, const redisReply *r)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ERROR)
+        return 0;
+    c->publish_refused = 1;
+    return 1;
+}
