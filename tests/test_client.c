@@ -173,6 +173,45 @@ static void test_auth(void)
     try_lock(c, "client:acl");
     tslock_client_free(c);
 
+    /*
+     * The ACL user has no channels (Redis 7's default), so PUBLISH is
+     * refused: inside the script it is a pcall, and in the WATCH and
+     * classic forms the refusal is remembered and the release made
+     * without it.  Every release still deletes the key.
+     */
+    {
+        static const unsigned limits[] = {
+            TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS, 0};
+        redisContext *raw = redisConnect("127.0.0.1", auth_srv.port);
+        redisReply *r;
+        size_t i;
+
+        CU_ASSERT_FATAL(raw != NULL && raw->err == 0);
+        freeReplyObject(redisCommand(raw, "AUTH locker pw2"));
+        r = redisCommand(raw, "PUBLISH {client:acl2}:released x");
+        CU_ASSERT_FATAL(r != NULL);
+        CU_ASSERT_EQUAL(r->type, REDIS_REPLY_ERROR); /* no channels */
+        freeReplyObject(r);
+        redisFree(raw);
+        for (i = 0; i < 2; i++) {
+            tslock_lock *l = NULL;
+            c = fresh();
+            tslock_client_set_auth(c, "locker", "pw2");
+            CU_ASSERT_EQUAL(
+                tslock_client_connect_tcp(c, "127.0.0.1", auth_srv.port),
+                TSLOCK_OK);
+            tslock_client_limit_caps(c, limits[i]);
+            CU_ASSERT_FATAL(tslock_lock_new(&l, c, "client:acl2") == TSLOCK_OK);
+            tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP);
+            CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+            CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+            CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+            CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+            tslock_lock_free(l);
+            tslock_client_free(c);
+        }
+    }
+
     /* A password where none is set is a configuration error. */
     c = fresh();
     tslock_client_set_auth(c, NULL, "unneeded");
