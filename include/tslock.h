@@ -467,6 +467,23 @@ TSLOCK_EXTERN int tslock_lock_set_retry(tslock_lock *lock, int min_ms,
 TSLOCK_EXTERN int tslock_lock_set_reconnect(tslock_lock *lock, int64_t max_ms);
 
 /*
+ * tslock_lock_set_wakeup - whether a waiting tslock_acquire() listens for
+ * releases (the default) or only polls.
+ *
+ * Every release announces itself on the lock's channel ("{KEY}:released",
+ * or "KEY:released" when KEY has a hash tag or a '}').  A listening wait
+ * subscribes a second connection of the client to it (opened on first
+ * use, kept for later waits on the same key) before its first try, and
+ * sleeps until the first of: a release, the holder's known expiry, the
+ * retry delay (tslock_lock_set_retry()), the deadline.  Legacy clients
+ * never publish; their releases are seen at the next retry.  A wait that
+ * cannot subscribe (a wrapped connection, an ACL without channels) polls.
+ * enabled: 1 to listen, 0 to poll.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_lock_set_wakeup(tslock_lock *lock, int enabled);
+
+/*
  * tslock_lock_set_fencing - also return a fencing number on acquisition
  * (INCR of "<key>:fence", one more round trip).
  *

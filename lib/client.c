@@ -42,6 +42,7 @@ void tslock_client_free(tslock_client *c)
     if (c == NULL)
         return;
     drop_connection(c);
+    tslock__sub_close(c);
     free(c->host);
     free(c->user);
     if (c->password != NULL) {
@@ -209,6 +210,55 @@ static int open_socket(tslock_client *c)
     if (flags != -1)
         (void)fcntl(c->ctx->fd, F_SETFD, flags | FD_CLOEXEC);
     return finish_connect(c, 1);
+}
+
+/*
+ * A second connection to the same server, with the same timeouts and
+ * credentials: for subscriptions, which take a connection over.  No
+ * SELECT (channels are not per database) and no probe.
+ */
+int tslock__connect_side(tslock_client *c, redisContext **out)
+{
+    struct timeval tv = ms_to_timeval(c->connect_ms);
+    const char *argv[3] = {"AUTH", c->user, c->password};
+    struct tslock__sigpipe guard;
+    redisContext *ctx;
+    redisReply *r;
+    int flags;
+
+    *out = NULL;
+    if (c->transport == TRANSPORT_TCP)
+        ctx = c->connect_ms > 0 ? redisConnectWithTimeout(c->host, c->port, tv)
+                                : redisConnect(c->host, c->port);
+    else if (c->transport == TRANSPORT_UNIX)
+        ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
+                                : redisConnectUnix(c->host);
+    else
+        return TSLOCK_EUNSUPPORTED; /* a wrapped connection: where to? */
+    if (ctx == NULL || ctx->err) {
+        redisFree(ctx);
+        return TSLOCK_EIO;
+    }
+    flags = fcntl(ctx->fd, F_GETFD);
+    if (flags != -1)
+        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+    if (c->command_ms > 0)
+        (void)redisSetTimeout(ctx, ms_to_timeval(c->command_ms));
+    if (c->password != NULL) {
+        if (c->user == NULL)
+            argv[1] = c->password;
+        tslock__sigpipe_hold(&guard);
+        r = redisCommandArgv(ctx, c->user != NULL ? 3 : 2, argv, NULL);
+        tslock__sigpipe_release(&guard);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            freeReplyObject(r);
+            redisFree(ctx);
+            return TSLOCK_EAUTH;
+        }
+        freeReplyObject(r);
+    }
+    *out = ctx;
+    return TSLOCK_OK;
 }
 
 static int connect_to(tslock_client *c, enum tslock__transport t,

@@ -98,14 +98,15 @@ uint64_t tslock__random64(tslock_client *c)
 
 /*
  * Sleep up to ms, returning early with TSLOCK_ECANCELED when
- * tslock_lock_cancel() writes to the lock's pipe.  A later wake-up source
- * (a subscription announcing releases) joins the same poll set, so
- * callers never change.
+ * tslock_lock_cancel() writes to the lock's pipe, or, while the wait
+ * listens for releases, with TSLOCK_OK when one is announced (wakeup.c).
  */
 int tslock__wait(tslock_lock *l, int64_t ms)
 {
     int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
 
+    if (l->listening)
+        return tslock__wait_for_release(l, ms);
     for (;;) {
         struct pollfd pfd = {.fd = l->cancel_pipe[0], .events = POLLIN};
         int64_t left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);

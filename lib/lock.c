@@ -52,6 +52,7 @@ int tslock_lock_new(tslock_lock **out, tslock_client *client, const char *key)
     l->retry_min_ms = 50;
     l->retry_max_ms = 100;
     l->reconnect_ms = -1;
+    l->wakeup = 1;
     *out = l;
     return TSLOCK_OK;
 }
@@ -272,27 +273,12 @@ static int reconnect_while_waiting(tslock_lock *l, int64_t wait_ms,
                                                           : rc;
 }
 
-int tslock_acquire(tslock_lock *l, int64_t wait_ms)
+/* Try, and while busy and time is left, wait and try again. */
+static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
 {
-    tslock_client *c;
-    int64_t deadline = 0;
+    tslock_client *c = l->client;
     int rc;
 
-    if (l == NULL || wait_ms < TSLOCK_WAIT_FOREVER)
-        return TSLOCK_EINVAL;
-    c = l->client;
-    if (l->held)
-        return tslock__fail(c, TSLOCK_ESTATE, "lock '%s' is already held",
-                            l->key);
-    tslock__clear_error(c);
-    if (wait_ms > 0) {
-        int64_t now = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
-        if (now < 0)
-            return tslock__fail(c, TSLOCK_ECLOCK, "monotonic clock failed");
-        deadline = now + wait_ms;
-    }
-    l->waiting = wait_ms != 0;
-    l->reconnect_tries = 0;
     for (;;) {
         l->expires_ms = 0;
         rc = try_once(l);
@@ -323,6 +309,34 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
             l->held = 0;
         }
     }
+    return rc;
+}
+
+int tslock_acquire(tslock_lock *l, int64_t wait_ms)
+{
+    tslock_client *c;
+    int64_t deadline = 0;
+    int rc;
+
+    if (l == NULL || wait_ms < TSLOCK_WAIT_FOREVER)
+        return TSLOCK_EINVAL;
+    c = l->client;
+    if (l->held)
+        return tslock__fail(c, TSLOCK_ESTATE, "lock '%s' is already held",
+                            l->key);
+    tslock__clear_error(c);
+    if (wait_ms > 0) {
+        int64_t now = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
+        if (now < 0)
+            return tslock__fail(c, TSLOCK_ECLOCK, "monotonic clock failed");
+        deadline = now + wait_ms;
+    }
+    l->waiting = wait_ms != 0;
+    l->reconnect_tries = 0;
+    if (l->waiting)
+        tslock__listen(l); /* before the first try: no release is missed */
+    rc = acquire_loop(l, wait_ms, deadline);
+    l->listening = 0;
     return rc;
 }
 

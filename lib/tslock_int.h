@@ -49,7 +49,10 @@ struct tslock_client {
     int64_t clock_offset_ms; /* server wall clock minus ours, from TIME */
     char run_id[48];         /* INFO's run_id at the last connect, or "" */
     int publish_refused;     /* PUBLISH was refused (an ACL): not sent */
-    uint64_t rng;            /* xorshift state for retry jitter */
+    /* The subscriber connection of waiting acquires (wakeup.c). */
+    redisContext *sub;
+    char *sub_channel; /* what sub is subscribed to */
+    uint64_t rng;      /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -67,8 +70,10 @@ struct tslock_lock {
     int retry_max_ms;
     int fencing;
     int held;
-    int waiting;                          /* inside a waiting acquire */
-    int reconnect_tries;                  /* reconnects of this wait */
+    int waiting;         /* inside a waiting acquire */
+    int wakeup;          /* waits listen for releases (the default) */
+    int listening;       /* this wait listens on the client's subscriber */
+    int reconnect_tries; /* reconnects of this wait */
     char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
     char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */
     int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
@@ -181,6 +186,23 @@ int tslock__publish_queued(tslock_lock *l, const char *argv[3],
                            struct tslock__queued *q);
 /* Whether r answers a PUBLISH that was refused; remembers the refusal. */
 int tslock__publish_refused(tslock_client *c, const redisReply *r);
+
+/* ---- wakeup.c: waiters woken by the release */
+/*
+ * Before a waiting acquire's first try: subscribe the client's second
+ * connection (opened on first use) to the lock's channel, and drop what
+ * it heard before.  Sets l->listening; a failure only means polling.
+ */
+void tslock__listen(tslock_lock *l);
+/*
+ * While listening, wait up to ms for a release message on the
+ * subscriber or a cancel: TSLOCK_OK (woken or timed out), or
+ * TSLOCK_ECANCELED.  Falls back to a plain wait if the subscriber fails.
+ */
+int tslock__wait_for_release(tslock_lock *l, int64_t ms);
+void tslock__sub_close(tslock_client *c);
+/* client.c: a second connection to the same server, AUTHed, no probe. */
+int tslock__connect_side(tslock_client *c, redisContext **out);
 
 /* ---- recover.c: release and extend across a dropped connection */
 enum tslock__recover_op { RECOVER_RELEASE, RECOVER_EXTEND };

@@ -1,0 +1,157 @@
+/*
+ * wakeup.c - waiters woken by the release instead of polling.  Every
+ * release PUBLISHes on the lock's channel (names.c); a waiting acquire
+ * subscribes a second connection of its client to that channel before
+ * its first try, and sleeps until a message, the holder's expiry or the
+ * retry delay, whichever comes first.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
+{
+    if (l == NULL)
+        return TSLOCK_EINVAL;
+    l->wakeup = enabled != 0;
+    return TSLOCK_OK;
+}
+
+void tslock__sub_close(tslock_client *c)
+{
+    if (c->sub != NULL)
+        redisFree(c->sub);
+    c->sub = NULL;
+    free(c->sub_channel);
+    c->sub_channel = NULL;
+}
+
+/* Whether r is a message published on channel. */
+static int is_release(const redisReply *r, const char *channel)
+{
+    return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
+           && r->element[0]->type == REDIS_REPLY_STRING
+           && strcmp(r->element[0]->str, "message") == 0
+           && r->element[1]->type == REDIS_REPLY_STRING
+           && strcmp(r->element[1]->str, channel) == 0;
+}
+
+/*
+ * Take every message already read or readable without blocking: how many
+ * announced a release, or -1 when the subscriber connection failed.
+ */
+static int drain(tslock_client *c)
+{
+    int heard = 0;
+
+    for (;;) {
+        struct pollfd p = {.fd = c->sub->fd, .events = POLLIN};
+        void *r = NULL;
+
+        while (redisGetReplyFromReader(c->sub, &r) == REDIS_OK && r != NULL) {
+            heard += is_release(r, c->sub_channel);
+            freeReplyObject(r);
+            r = NULL;
+        }
+        if (c->sub->err)
+            return -1;
+        if (poll(&p, 1, 0) != 1)
+            return heard;
+        if (redisBufferRead(c->sub) != REDIS_OK)
+            return -1;
+    }
+}
+
+/* The subscriber on l's channel: kept from the last wait, or made. */
+static int subscribe(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    const char *argv[2] = {"SUBSCRIBE", l->channel};
+    struct tslock__sigpipe guard;
+    redisReply *r;
+    int ok;
+
+    if (c->sub != NULL && strcmp(c->sub_channel, l->channel) == 0)
+        return TSLOCK_OK;
+    tslock__sub_close(c);
+    if (tslock__connect_side(c, &c->sub) != TSLOCK_OK)
+        return TSLOCK_EIO;
+    tslock__sigpipe_hold(&guard);
+    r = redisCommandArgv(c->sub, 2, argv, NULL);
+    tslock__sigpipe_release(&guard);
+    ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
+         && r->element[0]->type == REDIS_REPLY_STRING
+         && strcmp(r->element[0]->str, "subscribe") == 0;
+    freeReplyObject(r);
+    if (ok)
+        c->sub_channel = strdup(l->channel);
+    if (!ok || c->sub_channel == NULL) {
+        tslock__sub_close(c); /* refused (an ACL), or no memory: poll */
+        return TSLOCK_EIO;
+    }
+    return TSLOCK_OK;
+}
+
+/*
+ * Subscribing before the first try is what makes the wake-up safe: a
+ * release between a failed try and the wait is already on the
+ * subscriber's socket when the wait starts, so it wakes it at once.
+ * What was heard before this wait's subscription point is dropped: the
+ * first try sees the lock as it is.
+ */
+void tslock__listen(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+
+    l->listening = 0;
+    if (!l->wakeup || tslock__channel(l) != TSLOCK_OK)
+        return;
+    if (subscribe(l) != TSLOCK_OK)
+        return;
+    if (drain(c) < 0) {
+        /* It died since the last wait: once more, on a new connection. */
+        tslock__sub_close(c);
+        if (subscribe(l) != TSLOCK_OK || drain(c) < 0) {
+            tslock__sub_close(c);
+            return;
+        }
+    }
+    l->listening = 1;
+}
+
+int tslock__wait_for_release(tslock_lock *l, int64_t ms)
+{
+    int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
+    tslock_client *c = l->client;
+
+    for (;;) {
+        struct pollfd p[2] = {{.fd = l->cancel_pipe[0], .events = POLLIN},
+                              {.fd = -1, .events = POLLIN}};
+        int64_t left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
+        int n, heard;
+
+        if (l->cancel_flag)
+            return TSLOCK_ECANCELED;
+        if (left <= 0)
+            return TSLOCK_OK;
+        if (l->listening && c->sub != NULL)
+            p[1].fd = c->sub->fd;
+        n = poll(p, 2, left > 60000 ? 60000 : (int)left);
+        if (n < 0 && errno != EINTR)
+            return TSLOCK_EIO;
+        if (p[0].revents != 0 || l->cancel_flag)
+            return TSLOCK_ECANCELED;
+        if (n <= 0 || p[1].fd < 0 || p[1].revents == 0)
+            continue;
+        heard = drain(c);
+        if (heard > 0)
+            return TSLOCK_OK;
+        if (heard < 0) { /* the subscriber failed: poll from now on */
+            tslock__sub_close(c);
+            l->listening = 0;
+        }
+    }
+}

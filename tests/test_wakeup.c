@@ -1,0 +1,311 @@
+/*
+ * test_wakeup.c - waiters woken by the release: the missed wake-up race
+ * replayed (a release between a failed try and the wait), with the
+ * broken order beside it; legacy holders that never publish; a
+ * subscriber that dies; and every scheme's release heard.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static th_server srv;
+
+/*
+ * A bound on a wait that should end at once: a thread cancels it after
+ * 10 s, so a missed wake-up fails the test instead of passing slowly.
+ * It is a bound for a broken build, not an order.
+ */
+struct bound {
+    tslock_lock *lock;
+    int stop[2];
+    pthread_t thread;
+};
+
+static void *cancel_later(void *arg)
+{
+    struct bound *b = arg;
+    struct pollfd p = {.fd = b->stop[0], .events = POLLIN};
+
+    if (poll(&p, 1, 10000) == 0)
+        tslock_lock_cancel(b->lock);
+    return NULL;
+}
+
+static void bound_start(struct bound *b, tslock_lock *l)
+{
+    b->lock = l;
+    CU_ASSERT_FATAL(pipe(b->stop) == 0);
+    CU_ASSERT_FATAL(pthread_create(&b->thread, NULL, cancel_later, b) == 0);
+}
+
+static void bound_end(struct bound *b)
+{
+    (void)!write(b->stop[1], "x", 1);
+    pthread_join(b->thread, NULL);
+    close(b->stop[0]);
+    close(b->stop[1]);
+}
+
+static tslock_lock *new_lock(tslock_client *c, const char *key,
+                             tslock_scheme scheme, int64_t ttl)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    tslock_lock_set_scheme(l, scheme);
+    tslock_lock_set_ttl(l, ttl);
+    /* A retry delay far past the bound: only a wake-up ends the wait. */
+    tslock_lock_set_retry(l, 60000, 60000);
+    return l;
+}
+
+/* ------------------------------------------- the missed wake-up */
+
+static tslock_lock *holder;
+static int released_at_step;
+
+/* Release the holder once the waiter's first try has failed. */
+static int release_after_failed_try(tslock_client *c, tslock_step step,
+                                    const char *key, void *userdata)
+{
+    tslock_step last = *(tslock_step *)userdata;
+
+    if (step == last && !released_at_step) {
+        released_at_step = 1;
+        CU_ASSERT_EQUAL(tslock_release(holder), TSLOCK_OK);
+    }
+    return 0;
+}
+
+/*
+ * The release lands between the waiter's failed try and its wait: the
+ * step hook runs it before the last command of the busy path, after the
+ * try's SET NX (or SETNX) has already failed.  The waiter subscribed
+ * before its first try, so the announcement is waiting on its socket and
+ * wakes it at once, for every scheme.
+ */
+static void test_missed_wakeup_replay(void)
+{
+    static const tslock_scheme schemes[] = {
+        TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE};
+    /*
+     * The last command a failed try sends, scheme by scheme: after SET
+     * NX PX, GET+PTTL; after SETNX, GET; the bridge in its WATCH form
+     * (its script form is one command, with no step after it).
+     */
+    static tslock_step last[] = {TSLOCK_STEP_PTTL, TSLOCK_STEP_GET,
+                                 TSLOCK_STEP_UNWATCH};
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        tslock_client *h = th_client(&srv), *w = th_client(&srv);
+        tslock_lock *l = new_lock(w, "wake:missed", schemes[i], 30000);
+        struct bound b;
+
+        if (schemes[i] == TSLOCK_SCHEME_BRIDGE) {
+            tslock_client_limit_caps(w,
+                                     TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS);
+            tslock_client_limit_caps(h,
+                                     TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS);
+        }
+        holder = new_lock(h, "wake:missed", schemes[i], 30000);
+        released_at_step = 0;
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(holder, 0), TSLOCK_OK);
+        tslock_client_set_step_hook(w, release_after_failed_try, &last[i]);
+        bound_start(&b, l);
+        CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+        bound_end(&b);
+        CU_ASSERT_TRUE(released_at_step);
+        tslock_client_set_step_hook(w, NULL, NULL);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+        tslock_lock_free(holder);
+        tslock_client_free(h);
+        tslock_client_free(w);
+    }
+}
+
+/* Read one message from a subscribed raw connection (5 s bound). */
+static redisReply *next_message(redisContext *sub)
+{
+    struct timeval tv = {5, 0};
+    void *r = NULL;
+
+    redisSetTimeout(sub, tv);
+    if (redisGetReply(sub, &r) != REDIS_OK)
+        return NULL;
+    return r;
+}
+
+/*
+ * The broken order, for contrast: subscribe after the failed try.  The
+ * release announced in between is never delivered: the first message
+ * the late subscriber reads is a marker published after it subscribed.
+ * Subscribed before the try, the same release is the first message.
+ */
+static void test_subscribing_late_misses_the_release(void)
+{
+    tslock_client *h = th_client(&srv);
+    tslock_lock *l = new_lock(h, "wake:late", TSLOCK_SCHEME_TOKEN, 30000);
+    redisContext *raw = th_redis(&srv);
+    int early;
+
+    for (early = 1; early >= 0; early--) {
+        redisContext *sub = th_redis(&srv);
+        redisReply *r;
+
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        if (early)
+            freeReplyObject(
+                redisCommand(sub, "SUBSCRIBE {wake:late}:released"));
+        r = redisCommand(raw, "SET wake:late x NX PX 1000"); /* the try */
+        CU_ASSERT_EQUAL(r->type, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        if (!early)
+            freeReplyObject(
+                redisCommand(sub, "SUBSCRIBE {wake:late}:released"));
+        freeReplyObject(
+            redisCommand(raw, "PUBLISH {wake:late}:released marker"));
+        r = next_message(sub);
+        CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_ARRAY
+                        && r->elements == 3);
+        CU_ASSERT_STRING_EQUAL(r->element[2]->str,
+                               early ? "wake:late" : "marker");
+        printf("\n    subscribed %s the try: first message \"%s\" ",
+               early ? "before" : "after", r->element[2]->str);
+        freeReplyObject(r);
+        redisFree(sub);
+    }
+    redisFree(raw);
+    tslock_lock_free(l);
+    tslock_client_free(h);
+}
+
+/* ------------------------------------------- holders that never publish */
+
+/*
+ * A legacy holder (a plain SETNX of a stamp, or a token SET by another
+ * library) never publishes.  The waiter still wakes when the holder's
+ * lease ends, read from the stamp or the PTTL, not a retry delay later.
+ */
+static void test_legacy_holder_taken_at_expiry(void)
+{
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
+                                            TSLOCK_SCHEME_TOKEN};
+    redisContext *raw = th_redis(&srv);
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        tslock_client *w = th_client(&srv);
+        tslock_lock *l = new_lock(w, "wake:legacy", schemes[i], 30000);
+        struct bound b;
+        char stamp[32];
+
+        if (schemes[i] == TSLOCK_SCHEME_TIMESTAMP) {
+            snprintf(stamp, sizeof(stamp), "%lld",
+                     (long long)(th_wall_us() / 1000 + 300 + 1));
+            freeReplyObject(redisCommand(raw, "SETNX wake:legacy %s", stamp));
+        } else {
+            freeReplyObject(redisCommand(
+                raw, "SET wake:legacy 0123456789abcdef0123456789abcdef "
+                     "NX PX 300"));
+        }
+        bound_start(&b, l);
+        CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+        bound_end(&b);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+        tslock_client_free(w);
+    }
+    redisFree(raw);
+}
+
+/*
+ * The subscriber connection is killed between two waits: the next wait
+ * finds it dead, subscribes again on a new connection, and is woken by
+ * the release (ordered by the step hook, as in the missed wake-up).
+ */
+static void test_subscriber_dies(void)
+{
+    static tslock_step last = TSLOCK_STEP_PTTL;
+    tslock_client *h = th_client(&srv), *w = th_client(&srv);
+    tslock_lock *l = new_lock(w, "wake:dies", TSLOCK_SCHEME_TOKEN, 30000);
+    redisContext *raw = th_redis(&srv);
+    struct bound b;
+    redisReply *r;
+
+    holder = new_lock(h, "wake:dies", TSLOCK_SCHEME_TOKEN, 30000);
+    released_at_step = 0;
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(holder, 0), TSLOCK_OK);
+    tslock_lock_set_retry(l, 1, 2);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 5), TSLOCK_EBUSY); /* subscribes */
+    r = redisCommand(raw, "CLIENT KILL TYPE pubsub");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
+                   && r->integer == 1);
+    freeReplyObject(r);
+    tslock_lock_set_retry(l, 60000, 60000);
+    tslock_client_set_step_hook(w, release_after_failed_try, &last);
+    bound_start(&b, l);
+    CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+    bound_end(&b);
+    CU_ASSERT_TRUE(released_at_step);
+    tslock_client_set_step_hook(w, NULL, NULL);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    redisFree(raw);
+    tslock_lock_free(holder);
+    tslock_lock_free(l);
+    tslock_client_free(h);
+    tslock_client_free(w);
+}
+
+/* Polling mode subscribes nothing. */
+static void test_polling_mode(void)
+{
+    tslock_client *w = th_client(&srv);
+    tslock_lock *l = new_lock(w, "wake:poll", TSLOCK_SCHEME_TOKEN, 30000);
+    redisContext *raw = th_redis(&srv);
+    redisReply *r;
+
+    CU_ASSERT_EQUAL(tslock_lock_set_wakeup(NULL, 1), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_lock_set_wakeup(l, 0), TSLOCK_OK);
+    freeReplyObject(redisCommand(raw, "SET wake:poll x PX 100"));
+    tslock_lock_set_retry(l, 5, 10);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 20), TSLOCK_EBUSY);
+    r = redisCommand(raw, "PUBSUB NUMSUB {wake:poll}:released");
+    CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    CU_ASSERT_EQUAL(r->element[1]->integer, 0);
+    freeReplyObject(r);
+    redisFree(raw);
+    tslock_lock_free(l);
+    tslock_client_free(w);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    int rc = 1;
+
+    if (th_server_start(&srv, NULL) != 0)
+        return 1;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        goto out;
+    s = CU_add_suite("wake-up", NULL, NULL);
+    CU_add_test(s, "missed wake-up: release between the try and the wait",
+                test_missed_wakeup_replay);
+    CU_add_test(s, "subscribing after the try misses the release",
+                test_subscribing_late_misses_the_release);
+    CU_add_test(s, "a legacy holder is taken at its expiry",
+                test_legacy_holder_taken_at_expiry);
+    CU_add_test(s, "the subscriber dies: polling, then listening again",
+                test_subscriber_dies);
+    CU_add_test(s, "polling mode subscribes nothing", test_polling_mode);
+    rc = th_run_all();
+out:
+    th_server_stop(&srv);
+    return rc;
+}
