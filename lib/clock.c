@@ -105,6 +105,7 @@ int tslock__wait(tslock_lock *l, int64_t ms)
 {
     int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
 
+    l->woken = 0;
     if (l->listening)
         return tslock__wait_for_release(l, ms);
     for (;;) {

@@ -333,6 +333,7 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
     }
     l->waiting = wait_ms != 0;
     l->reconnect_tries = 0;
+    l->woken = 0;
     if (l->waiting)
         tslock__listen(l); /* before the first try: no release is missed */
     rc = acquire_loop(l, wait_ms, deadline);

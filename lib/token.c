@@ -72,7 +72,12 @@ static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
     else
         rc = tslock__unexpected(l->client, "SET NX PX", "+OK or nil", r);
     freeReplyObject(r);
-    if (rc == TSLOCK_EBUSY)
+    /*
+     * Woken by a release and beaten to the key by another waiter: the new
+     * holder is a tslock client, whose release will wake us too, so the
+     * herd goes back to sleep without reading it (one round trip each).
+     */
+    if (rc == TSLOCK_EBUSY && !(l->listening && l->woken))
         rc = read_holder(l, holder_pttl);
     return rc;
 }

@@ -73,6 +73,7 @@ struct tslock_lock {
     int waiting;         /* inside a waiting acquire */
     int wakeup;          /* waits listen for releases (the default) */
     int listening;       /* this wait listens on the client's subscriber */
+    int woken;           /* the last sleep ended on a release announced */
     int reconnect_tries; /* reconnects of this wait */
     char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
     char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */

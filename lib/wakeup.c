@@ -147,8 +147,10 @@ int tslock__wait_for_release(tslock_lock *l, int64_t ms)
         if (n <= 0 || p[1].fd < 0 || p[1].revents == 0)
             continue;
         heard = drain(c);
-        if (heard > 0)
+        if (heard > 0) {
+            l->woken = 1;
             return TSLOCK_OK;
+        }
         if (heard < 0) { /* the subscriber failed: poll from now on */
             tslock__sub_close(c);
             l->listening = 0;
