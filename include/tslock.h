@@ -139,7 +139,7 @@ typedef enum tslock_release_form {
 #define TSLOCK_STEP_MAP(X)                                                     \
     X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
     X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR) X(TTL)      \
-    X(SETEX) X(PUBLISH)
+    X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD)
 /* clang-format on */
 
 #define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
@@ -482,6 +482,33 @@ TSLOCK_EXTERN int tslock_lock_set_reconnect(tslock_lock *lock, int64_t max_ms);
  * Returns TSLOCK_OK or TSLOCK_EINVAL.
  */
 TSLOCK_EXTERN int tslock_lock_set_wakeup(tslock_lock *lock, int enabled);
+
+/*
+ * tslock_lock_set_fair - fair mode: waiters take the lock in the order
+ * they asked.
+ *
+ * The queue lives in Redis beside the key ("{KEY}:queue", "{KEY}:alive",
+ * "{KEY}:queue-seq", in the key's hash slot), kept by one script per
+ * attempt (Redis 2.6 and later; TSLOCK_EUNSUPPORTED before).  Fair mode
+ * takes the token scheme.  A waiter refreshes its entry on every attempt;
+ * one that dies leaves the queue once 1 s plus twice the retry delay has
+ * passed since its last attempt (1.2 s by default), judged by the waiters'
+ * wall clocks.  Clients that are not fair do not queue and may take a
+ * free key ahead of the queue's head; fair waiters keep their order among
+ * themselves.  An acquisition that ends without the lock leaves the
+ * queue at once.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (the lock is held).
+ */
+TSLOCK_EXTERN int tslock_lock_set_fair(tslock_lock *lock, int enabled);
+
+/*
+ * tslock_lock_queue_length - how many fair waiters are queued for the
+ * lock's key (ZCARD of its queue), whoever they are.
+ *
+ * Returns TSLOCK_OK, TSLOCK_EINVAL, TSLOCK_EWRONGTYPE or a connection
+ * code.
+ */
+TSLOCK_EXTERN int tslock_lock_queue_length(tslock_lock *lock, int64_t *length);
 
 /*
  * tslock_lock_set_fencing - also return a fencing number on acquisition

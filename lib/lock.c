@@ -66,6 +66,9 @@ void tslock_lock_free(tslock_lock *l)
     free(l->key);
     free(l->owner_key);
     free(l->channel);
+    free(l->queue_key);
+    free(l->alive_key);
+    free(l->seq_key);
     free(l);
 }
 
@@ -170,7 +173,15 @@ static int try_once(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     resolve_scheme(l);
-    return l->ops->try_acquire(l);
+    if (!l->fair)
+        return l->ops->try_acquire(l);
+    if (l->used != TSLOCK_SCHEME_TOKEN)
+        return tslock__fail(l->client, TSLOCK_EUNSUPPORTED,
+                            "fair mode takes the token scheme (auto or "
+                            "token), not %s",
+                            l->used == TSLOCK_SCHEME_BRIDGE ? "bridge"
+                                                            : "timestamp");
+    return tslock__fair_try(l);
 }
 
 /*
@@ -338,6 +349,8 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
         tslock__listen(l); /* before the first try: no release is missed */
     rc = acquire_loop(l, wait_ms, deadline);
     l->listening = 0;
+    if (!l->held)
+        tslock__fair_leave(l); /* gave up: out of the line at once */
     return rc;
 }
 
@@ -351,7 +364,9 @@ int tslock_release(tslock_lock *l)
         return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
                             l->key);
     tslock__clear_error(l->client);
-    rc = l->ops->release(l);
+    rc = tslock__settle_pending(l);
+    if (rc == TSLOCK_OK)
+        rc = l->ops->release(l);
     if (tslock__is_transient(l->client, rc))
         rc = tslock__recover(l, RECOVER_RELEASE, rc, 0);
     /*
@@ -380,10 +395,14 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
     tslock__clear_error(l->client);
     if (ttl_ms == 0)
         ttl_ms = l->ttl_ms;
-    rc = l->ops->extend(l, ttl_ms);
+    rc = tslock__settle_pending(l);
+    if (rc == TSLOCK_OK)
+        rc = l->ops->extend(l, ttl_ms);
     if (tslock__is_transient(l->client, rc))
         rc = tslock__recover(l, RECOVER_EXTEND, rc, ttl_ms);
-    l->pending[0] = '\0';
+    /* Kept while unsettled: the new stamp may be on the server. */
+    if (!tslock__is_transient(l->client, rc))
+        l->pending[0] = '\0';
     if (rc == TSLOCK_ELOST)
         l->held = 0;
     return rc;

@@ -123,6 +123,12 @@ static int settle_release(struct recovery *r, int now)
     tslock_lock *l = r->l;
     int same = !r->restarted && r->server[0] != '\0';
 
+    if (now == 2) { /* an earlier extension's stamp landed: ours */
+        memcpy(l->value, l->pending, sizeof(l->value));
+        l->expires_ms = l->pending_end;
+        l->pending[0] = '\0';
+        now = 1;
+    }
     if (now == 1)
         return l->ops->release(l);
     if (same && (now == 0 || l->used == TSLOCK_SCHEME_TOKEN)) {
@@ -228,6 +234,28 @@ static int give_up(struct recovery *r, int last_rc)
                         "%d attempt%s (last: %s)",
                         l->key, verb, r->attempts, r->attempts == 1 ? "" : "s",
                         why);
+}
+
+/*
+ * An extension whose reply was lost and not recovered (reconnecting off,
+ * or given up) may have written its new stamp.  Before the next release
+ * or extend, one GET settles it: our new stamp there becomes our value.
+ */
+int tslock__settle_pending(tslock_lock *l)
+{
+    int now;
+
+    if (l->pending[0] == '\0')
+        return TSLOCK_OK;
+    now = holds_now(l);
+    if (now < 0)
+        return now;
+    if (now == 2) {
+        memcpy(l->value, l->pending, sizeof(l->value));
+        l->expires_ms = l->pending_end;
+    }
+    l->pending[0] = '\0';
+    return TSLOCK_OK;
 }
 
 int tslock__recover(tslock_lock *l, enum tslock__recover_op op, int first_rc,

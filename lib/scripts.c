@@ -74,6 +74,31 @@ static const struct {
          "redis.call('pexpire', KEYS[2], ARGV[5]) end "
          "return 1",
          "4cdf40541dcede3adc6b75476d55f99a5acdaf7f"},
+    /*
+     * The fair queue (fair.c).  KEYS: the lock, the queue (waiter id ->
+     * arrival number), the liveness set (waiter id -> alive until, ms),
+     * the arrival counter.  ARGV: our id (the token we will hold), the
+     * lease ms, now ms, alive-until ms, the queue keys' idle expiry ms.
+     * Entries whose waiter stopped refreshing are dropped; we join at
+     * the tail (once) and refresh; the head alone may take a free key.
+     * {1,0,0} taken, else {0, holder's PTTL, our rank}.
+     */
+    [SCRIPT_FAIR_ACQUIRE] =
+        {"local dead = redis.call('zrangebyscore', KEYS[3], '-inf', "
+         "'(' .. ARGV[3]) for _, d in ipairs(dead) do "
+         "redis.call('zrem', KEYS[2], d) redis.call('zrem', KEYS[3], "
+         "d) end if not redis.call('zscore', KEYS[2], ARGV[1]) then "
+         "redis.call('zadd', KEYS[2], redis.call('incr', KEYS[4]), "
+         "ARGV[1]) end redis.call('zadd', KEYS[3], ARGV[4], ARGV[1]) "
+         "for i = 2, 4 do redis.call('pexpire', KEYS[i], ARGV[5]) end "
+         "local head = redis.call('zrange', KEYS[2], 0, 0)[1] if head "
+         "== ARGV[1] and redis.call('setnx', KEYS[1], ARGV[1]) == 1 "
+         "then redis.call('pexpire', KEYS[1], ARGV[2]) "
+         "redis.call('zrem', KEYS[2], ARGV[1]) redis.call('zrem', "
+         "KEYS[3], ARGV[1]) return {1, 0, 0} end redis.call('get', "
+         "KEYS[1]) return {0, redis.call('pttl', KEYS[1]), "
+         "redis.call('zrank', KEYS[2], ARGV[1])}",
+         "0d5a010557c8cded1cb11f0eca4e3c74b79a931c"},
 };
 
 const char *tslock__script_text(enum tslock__script s)
@@ -86,7 +111,7 @@ const char *tslock__script_sha(enum tslock__script s)
     return scripts[s].sha;
 }
 
-#define SCRIPT_MAX_KEYS 2
+#define SCRIPT_MAX_KEYS 4
 #define SCRIPT_MAX_ARGS 6
 
 int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,

@@ -85,8 +85,13 @@ struct tslock_lock {
      * our stamp, still has a TTL, and its owner key holds our token.
      */
     int proof;
-    char *owner_key;      /* computed on first use */
-    char *channel;        /* where releases are announced; on first use */
+    char *owner_key; /* computed on first use */
+    char *channel;   /* where releases are announced; on first use */
+    /* Fair mode (fair.c): the queue's keys, our place in it. */
+    int fair;
+    char *queue_key, *alive_key, *seq_key;
+    char fair_id[33]; /* our entry while an acquisition waits in line */
+    int64_t queue_rank;
     char owner_token[33]; /* 32 hex digits */
     /*
      * Riding out a dropped connection (recover.c): how long release and
@@ -188,6 +193,10 @@ int tslock__publish_queued(tslock_lock *l, const char *argv[3],
 /* Whether r answers a PUBLISH that was refused; remembers the refusal. */
 int tslock__publish_refused(tslock_client *c, const redisReply *r);
 
+/* ---- fair.c: waiters served in the order they asked */
+int tslock__fair_try(tslock_lock *l);
+void tslock__fair_leave(tslock_lock *l);
+
 /* ---- wakeup.c: waiters woken by the release */
 /*
  * Before a waiting acquire's first try: subscribe the client's second
@@ -216,6 +225,8 @@ int tslock__is_transient(const tslock_client *c, int rc);
  */
 int tslock__recover(tslock_lock *l, enum tslock__recover_op op, int first_rc,
                     int64_t ttl_ms);
+/* Before a release or extend: settle an extension's lost reply. */
+int tslock__settle_pending(tslock_lock *l);
 /* Reconnect with the connect and command timeouts cut to room ms. */
 int tslock__reconnect_within(tslock_client *c, int64_t room);
 /* The lease's safety margin for retries: see tslock(7), FAILURES. */
@@ -230,6 +241,7 @@ enum tslock__script {
     SCRIPT_PTTL_IF_EQUAL,    /* ARGV[1]=expect: pttl, or -3 when not equal */
     SCRIPT_BRIDGE_CLAIM,     /* KEYS lock, owner: see scripts.c */
     SCRIPT_BRIDGE_GUARD,     /* KEYS lock, owner: see scripts.c */
+    SCRIPT_FAIR_ACQUIRE,     /* KEYS lock, queue, alive, seq: fair.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);

@@ -108,6 +108,7 @@ static tslock_lock *copy_hold(const tslock_lock *l, tslock_client *c)
     memcpy(copy->cancel_pipe, fds, sizeof(fds));
     copy->owner_key = NULL; /* the copy names them again on first use */
     copy->channel = NULL;
+    copy->queue_key = copy->alive_key = copy->seq_key = NULL;
     copy->key = strdup(l->key);
     if (copy->key == NULL) {
         tslock_lock_free(copy);

@@ -1,0 +1,180 @@
+/*
+ * test_fair.c - fair mode: five waiters served in the order they asked;
+ * a dead waiter leaves the queue within its bound; a try-once leaves no
+ * entry; the refusals (timestamp scheme, servers without Lua).
+ */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static th_server srv;
+
+static tslock_lock *fair_lock(tslock_client *c, const char *key)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_fair(l, 1) == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 10000);
+    return l;
+}
+
+static int64_t queue_length(const char *key)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = fair_lock(c, key);
+    int64_t n = -1;
+
+    CU_ASSERT_EQUAL(tslock_lock_queue_length(l, &n), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    return n;
+}
+
+/*
+ * Wait (at most 10 s, a bound for a broken build) until the queue has n
+ * entries: the order of asking is made by the test, from the queue the
+ * server shows, not by sleeps.
+ */
+static int await_queue(const char *key, int64_t n)
+{
+    int i;
+
+    for (i = 0; i < 10000; i++) {
+        if (queue_length(key) == n)
+            return 1;
+        poll(NULL, 0, 1);
+    }
+    return 0;
+}
+
+/* A waiter: take the lock, log our number, give it back. */
+static void waiter(int index, int log_fd)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = fair_lock(c, "fair:order");
+    char byte = (char)('1' + index);
+
+    if (tslock_acquire(l, 20000) != TSLOCK_OK)
+        _exit(3);
+    (void)!write(log_fd, &byte, 1);
+    if (tslock_release(l) != TSLOCK_OK)
+        _exit(4);
+    _exit(0);
+}
+
+/* Five waiters join one after another and are served in that order. */
+static void test_fair_order(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *h = fair_lock(c, "fair:order");
+    pid_t pids[5];
+    char order[8] = {0};
+    int log[2], i, status, clean = 1;
+
+    CU_ASSERT_FATAL(pipe(log) == 0);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(queue_length("fair:order"), 0); /* try-once left none */
+    fflush(stdout);
+    for (i = 0; i < 5; i++) {
+        pids[i] = fork();
+        CU_ASSERT_FATAL(pids[i] >= 0);
+        if (pids[i] == 0)
+            waiter(i, log[1]);
+        CU_ASSERT_FATAL(await_queue("fair:order", i + 1));
+    }
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    for (i = 0; i < 5; i++)
+        if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status)
+            || WEXITSTATUS(status) != 0)
+            clean = 0;
+    CU_ASSERT_TRUE(clean);
+    CU_ASSERT_EQUAL(read(log[0], order, 5), 5);
+    CU_ASSERT_STRING_EQUAL(order, "12345");
+    printf("\n    served in the order %s ", order);
+    CU_ASSERT_EQUAL(queue_length("fair:order"), 0);
+    close(log[0]);
+    close(log[1]);
+    tslock_lock_free(h);
+    tslock_client_free(c);
+}
+
+/*
+ * The head of the queue dies (SIGKILL) while the key is held.  On the
+ * release the next waiter cannot take the key until the dead entry has
+ * lapsed (1 s plus twice the retry delay after its last attempt), and
+ * then does, well inside its own wait.
+ */
+static void test_dead_waiter_leaves(void)
+{
+    tslock_client *c = th_client(&srv), *w = th_client(&srv);
+    tslock_lock *h = fair_lock(c, "fair:dead");
+    tslock_lock *l = fair_lock(w, "fair:dead");
+    pid_t dead;
+
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    fflush(stdout);
+    dead = fork();
+    CU_ASSERT_FATAL(dead >= 0);
+    if (dead == 0) {
+        tslock_client *d = th_client(&srv);
+        tslock_lock *dl = fair_lock(d, "fair:dead");
+        tslock_acquire(dl, 60000);
+        _exit(0);
+    }
+    CU_ASSERT_FATAL(await_queue("fair:dead", 1));
+    kill(dead, SIGKILL);
+    waitpid(dead, NULL, 0);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY); /* still queued */
+    CU_ASSERT_EQUAL(tslock_acquire(l, 10000), TSLOCK_OK);
+    CU_ASSERT_EQUAL(queue_length("fair:dead"), 0);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(h);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    tslock_client_free(w);
+}
+
+/* Fair mode takes the token scheme; servers without Lua refuse it. */
+static void test_fair_refusals(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = fair_lock(c, "fair:no");
+
+    CU_ASSERT_EQUAL(tslock_lock_set_fair(NULL, 1), TSLOCK_EINVAL);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "token scheme"));
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_AUTO);
+    tslock_client_limit_caps(c, TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "Lua"));
+    CU_ASSERT_EQUAL(queue_length("fair:no"), 0);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    int rc = 1;
+
+    if (th_server_start(&srv, NULL) != 0)
+        return 1;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        goto out;
+    s = CU_add_suite("fair mode", NULL, NULL);
+    CU_add_test(s, "five waiters served in order", test_fair_order);
+    CU_add_test(s, "a dead waiter leaves the queue", test_dead_waiter_leaves);
+    CU_add_test(s, "refusals", test_fair_refusals);
+    rc = th_run_all();
+out:
+    th_server_stop(&srv);
+    return rc;
+}
