@@ -127,15 +127,15 @@ void th_proxy_stop(th_server *p);
  * connection to the proxy used for nothing else (th_redis(proxy)): its
  * commands are never counted.  th_fault_arm() arms kind ("drop-before",
  * "drop-after", "delay", "half", "half-close") for the n-th command from
- * now over every other connection; delay_ms is for "delay" only.  Both
- * arm and clear reset the count.  A CUnit fatal failure if the proxy
- * refuses.
+ * now over every other connection; delay_ms is for "delay" only.  Arm
+ * and clear reset the count.  Return 0, or -1 with a message on stderr.
+ * No CUnit calls, so threads may use them, each with its own ctl.
  */
-void th_fault_arm(redisContext *ctl, const char *kind, int n, int delay_ms);
-void th_fault_clear(redisContext *ctl);
-/* Commands counted since the last arm or clear. */
+int th_fault_arm(redisContext *ctl, const char *kind, int n, int delay_ms);
+int th_fault_clear(redisContext *ctl);
+/* Commands counted since the last arm or clear; -1 on failure. */
 long th_fault_count(redisContext *ctl);
-/* 1 once the armed fault has struck. */
+/* 1 once the armed fault has struck, 0 before; -1 on failure. */
 int th_fault_fired(redisContext *ctl);
 
 /*

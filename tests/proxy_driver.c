@@ -124,6 +124,7 @@ void th_proxy_stop(th_server *p)
     p->dir[0] = p->socket[0] = '\0';
 }
 
+/* Not CUnit: the fault walk arms faults from threads of its own. */
 static redisReply *fault_command(redisContext *ctl, const char *fmt, ...)
 {
     redisReply *r;
@@ -132,33 +133,40 @@ static redisReply *fault_command(redisContext *ctl, const char *fmt, ...)
     va_start(ap, fmt);
     r = redisvCommand(ctl, fmt, ap);
     va_end(ap);
-    if (r == NULL || r->type == REDIS_REPLY_ERROR)
-        fprintf(stderr, "TSLOCKFAULT: %s\n", r != NULL ? r->str : ctl->errstr);
-    CU_ASSERT_FATAL(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
+    if (r != NULL && r->type != REDIS_REPLY_ERROR)
+        return r;
+    fprintf(stderr, "TSLOCKFAULT: %s\n", r != NULL ? r->str : ctl->errstr);
+    freeReplyObject(r);
+    return NULL;
 }
 
-void th_fault_arm(redisContext *ctl, const char *kind, int n, int delay_ms)
+int th_fault_arm(redisContext *ctl, const char *kind, int n, int delay_ms)
 {
+    redisReply *r;
+
     if (strcmp(kind, "delay") == 0)
-        freeReplyObject(
-            fault_command(ctl, "TSLOCKFAULT ARM delay %d %d", n, delay_ms));
+        r = fault_command(ctl, "TSLOCKFAULT ARM delay %d %d", n, delay_ms);
     else
-        freeReplyObject(fault_command(ctl, "TSLOCKFAULT ARM %s %d", kind, n));
+        r = fault_command(ctl, "TSLOCKFAULT ARM %s %d", kind, n);
+    freeReplyObject(r);
+    return r != NULL ? 0 : -1;
 }
 
-void th_fault_clear(redisContext *ctl)
+int th_fault_clear(redisContext *ctl)
 {
-    freeReplyObject(fault_command(ctl, "TSLOCKFAULT CLEAR"));
+    redisReply *r = fault_command(ctl, "TSLOCKFAULT CLEAR");
+
+    freeReplyObject(r);
+    return r != NULL ? 0 : -1;
 }
 
 static long fault_number(redisContext *ctl, const char *what)
 {
     redisReply *r = fault_command(ctl, "TSLOCKFAULT %s", what);
-    long n = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : -1;
+    long n =
+        r != NULL && r->type == REDIS_REPLY_INTEGER ? (long)r->integer : -1;
 
     freeReplyObject(r);
-    CU_ASSERT(n >= 0);
     return n;
 }
 
@@ -169,7 +177,7 @@ long th_fault_count(redisContext *ctl)
 
 int th_fault_fired(redisContext *ctl)
 {
-    return fault_number(ctl, "FIRED") == 1;
+    return (int)fault_number(ctl, "FIRED");
 }
 
 int th_rounds(int dflt)
