@@ -23,6 +23,16 @@
  */
 #define EXPECT_RECOVERY 0
 
+/*
+ * A library bug of today, replayed by test_extend_reply_lost: when the
+ * reply to an extend is lost, the object keeps its old stamp while the
+ * server holds the new one it wrote, so the caller's next release reports
+ * ELOST and leaves our key behind.  The walk's follow-up releases meet it
+ * too; they count it instead of failing while this is 1.  Set it to 0
+ * once the bug is fixed.
+ */
+#define TOLERATE_EXTEND_REPLY_LOST 1
+
 #define CMD_TIMEOUT_MS 200   /* per command, so hangs end quickly */
 #define SHORT_DELAY_MS 20    /* well inside the timeout: must succeed */
 #define LONG_DELAY_MS  600   /* past the timeout */
@@ -178,6 +188,7 @@ struct gen {
     long cases;
     long steps[4][N_OPS]; /* commands per scheme and operation */
     int token_rc;         /* acquire of the token scheme, once */
+    long known_bug;       /* follow-ups that met TOLERATE_EXTEND_... */
     char token_err[256];
 };
 
@@ -329,15 +340,20 @@ static long count_commands(const struct walk *w)
     return k;
 }
 
+static void case_name(const struct walk *w, long i, enum fault f, char *where,
+                      size_t size)
+{
+    snprintf(where, size, "%s %s %s, %s at command %ld of %ld", w->g->name,
+             scheme_names[w->s], op_names[w->op], faults[f].name, i, w->steps);
+}
+
 static void judge(const struct walk *w, long i, enum fault f,
                   const struct observation *o, int fired)
 {
     const char *why = violated(o);
     char where[160];
 
-    snprintf(where, sizeof(where), "%s %s %s, %s at command %ld of %ld",
-             w->g->name, scheme_names[w->s], op_names[w->op], faults[f].name, i,
-             w->steps);
+    case_name(w, i, f, where, sizeof(where));
     if (why != NULL)
         note(w->g, "%s: %s (%s, \"%s\"; server %s \"%s\"; ours \"%s\")", where,
              why, tslock_errname(o->rc), o->errstr,
@@ -351,6 +367,48 @@ static void judge(const struct walk *w, long i, enum fault f,
         && (o->held || server_has_ours(o)))
         note(w->g, "%s: release did not recover: %s, key %s", where,
              tslock_errname(o->rc), o->present ? "left" : "gone");
+}
+
+/*
+ * What a caller does next with a hold whose operation failed: reconnect
+ * and release.  That release must tell the truth about the server too,
+ * whatever the failed operation left there.
+ */
+static void follow_up(const struct walk *w, const char *where, tslock_client *c,
+                      tslock_lock *l)
+{
+    struct observation o;
+    const char *why;
+    int64_t t0;
+    int rc;
+
+    memset(&o, 0, sizeof(o));
+    o.op = OP_RELEASE;
+    o.bound_ms = OP_BOUND_MS;
+    value_copy(o.ours_before, sizeof(o.ours_before), l);
+    rc = tslock_client_reconnect(c);
+    if (rc != TSLOCK_OK) {
+        note(w->g, "%s: reconnect: %s", where, tslock_errname(rc));
+        return;
+    }
+    t0 = th_mono_ms();
+    o.rc = tslock_release(l);
+    o.elapsed_ms = (long)(th_mono_ms() - t0);
+    o.held = tslock_lock_is_held(l);
+    snprintf(o.errstr, sizeof(o.errstr), "%s", tslock_client_errstr(c));
+    server_read(w->g->direct, w->key, &o);
+    why = violated(&o);
+    if (why != NULL && TOLERATE_EXTEND_REPLY_LOST && w->op == OP_EXTEND
+        && o.rc == TSLOCK_ELOST) {
+        w->g->known_bug++;
+        return;
+    }
+    if (why != NULL)
+        note(w->g,
+             "%s, then reconnect and release: %s (%s; server %s \"%s\";"
+             " ours \"%s\")",
+             where, why, tslock_errname(o.rc),
+             o.present ? "holds" : "lacks the key", o.server, o.ours_before);
 }
 
 /* Fault f at command i of the operation; the real server judges it. */
@@ -388,6 +446,11 @@ static void run_case(struct walk *w, long i, enum fault f)
     server_read(w->g->direct, w->key, &o);
     w->g->cases++;
     judge(w, i, f, &o, fired);
+    if (is_failure(o.rc) && o.held) {
+        char where[160];
+        case_name(w, i, f, where, sizeof(where));
+        follow_up(w, where, c, l);
+    }
 out:
     tslock_lock_free(l);
     tslock_client_free(c);
@@ -470,6 +533,9 @@ static void report_gen(struct gen *g, long *cases, long *steps)
             *steps += g->steps[s][op];
         }
     *cases += g->cases;
+    if (g->known_bug > 0)
+        printf(" (%ld follow-up releases met the lost extend reply bug)",
+               g->known_bug);
 }
 
 /*
@@ -577,6 +643,62 @@ static void test_checker_flags_fake_reports(void)
     CU_ASSERT_PTR_NULL(violated(&o)); /* honestly lost */
     o = fake(OP_ACQUIRE, -99, "", NULL);
     CU_ASSERT_PTR_NOT_NULL(violated(&o)); /* outside the table */
+}
+
+static tslock_lock *live_lock(tslock_client *c, const char *key,
+                              tslock_scheme scheme);
+
+/* ------------------------------------------------- a bug of today */
+
+/*
+ * The reply to an extend is lost after the server wrote the new stamp:
+ * the server holds a stamp of ours, so the caller's release, once it has
+ * reconnected, must not report ELOST.  Today it does: ts_extend() and the
+ * bridge's extend keep the old value unless the reply came back, so the
+ * release compares against a stamp that is no longer there and leaves
+ * ours on the server until its lease runs out.  A test clock moves on
+ * between acquire and extend, so the two stamps always differ.
+ */
+static void extend_reply_lost(tslock_scheme scheme, const char *key)
+{
+    tslock_client *c = th_client(&gens[0].proxy);
+    redisContext *ctl = th_redis(&gens[0].proxy), *direct = th_redis(&srv);
+    struct observation o;
+    th_clock clk;
+    tslock_lock *l = live_lock(c, key, scheme);
+
+    th_clock_init(&clk);
+    tslock_client_set_clock(c, th_clock_fn, &clk);
+    tslock_lock_set_ttl(l, WALK_LEASE_MS);
+    CU_ASSERT_FATAL(tslock_acquire(l, 0) == TSLOCK_OK);
+    th_clock_advance(&clk, 1000);
+    o = fake(OP_RELEASE, TSLOCK_OK, tslock_lock_value(l), NULL);
+    o.others_write = 0;
+    CU_ASSERT_FATAL(th_fault_arm(ctl, "drop-after", 1, 0) == 0);
+    CU_ASSERT_EQUAL(tslock_extend(l, 0), TSLOCK_EIO);
+    CU_ASSERT_EQUAL(th_fault_fired(ctl), 1);
+    server_read(direct, key, &o);
+    CU_ASSERT(o.present && strcmp(o.server, o.ours_before) != 0);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_reconnect(c), TSLOCK_OK);
+    o.rc = tslock_release(l);
+    o.held = tslock_lock_is_held(l);
+    snprintf(o.errstr, sizeof(o.errstr), "%s", tslock_client_errstr(c));
+    server_read(direct, key, &o);
+    printf("\n    %s: release after the lost extend reply: %s, server %s", key,
+           tslock_errname(o.rc), o.present ? "keeps our stamp" : "clear");
+    CU_ASSERT_PTR_NULL(violated(&o));
+    CU_ASSERT_FALSE(o.present);
+    freeReplyObject(redisCommand(direct, "DEL %s {%s}:owner", key, key));
+    redisFree(ctl);
+    redisFree(direct);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+static void test_extend_reply_lost(void)
+{
+    extend_reply_lost(TSLOCK_SCHEME_TIMESTAMP, "faults:lost-reply:timestamp");
+    extend_reply_lost(TSLOCK_SCHEME_BRIDGE, "faults:lost-reply:bridge");
 }
 
 /* ------------------------------------------------- real servers */
@@ -819,6 +941,10 @@ int main(void)
                 test_checker_flags_broken_release);
     CU_add_test(walk, "the checker flags fake reports",
                 test_checker_flags_fake_reports);
+    CU_add_test(CU_add_suite("a library bug of today", NULL, NULL),
+                "extend whose reply is lost: release reports ELOST on our "
+                "own stamp",
+                test_extend_reply_lost);
     real = CU_add_suite("real servers", live_init, live_clean);
     CU_add_test(real, "SIGKILL before each command of release",
                 test_kill_mid_release);
