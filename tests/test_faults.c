@@ -267,6 +267,16 @@ static void value_copy(char *dst, size_t size, const tslock_lock *l)
     snprintf(dst, size, "%s", v != NULL ? v : "");
 }
 
+/* What the object says after an operation, and what the server holds. */
+static void observe(struct observation *o, tslock_client *c,
+                    const tslock_lock *l, redisContext *direct, const char *key)
+{
+    o->held = tslock_lock_is_held(l);
+    value_copy(o->ours_after, sizeof(o->ours_after), l);
+    snprintf(o->errstr, sizeof(o->errstr), "%s", tslock_client_errstr(c));
+    server_read(direct, key, o);
+}
+
 /* A client through the generation's proxy and a lock of the scheme. */
 static tslock_client *walk_client(const struct walk *w, tslock_lock **l)
 {
@@ -394,9 +404,7 @@ static void follow_up(const struct walk *w, const char *where, tslock_client *c,
     t0 = th_mono_ms();
     o.rc = tslock_release(l);
     o.elapsed_ms = (long)(th_mono_ms() - t0);
-    o.held = tslock_lock_is_held(l);
-    snprintf(o.errstr, sizeof(o.errstr), "%s", tslock_client_errstr(c));
-    server_read(w->g->direct, w->key, &o);
+    observe(&o, c, l, w->g->direct, w->key);
     why = violated(&o);
     if (why != NULL && TOLERATE_EXTEND_REPLY_LOST && w->op == OP_EXTEND
         && o.rc == TSLOCK_ELOST) {
@@ -440,10 +448,7 @@ static void run_case(struct walk *w, long i, enum fault f)
     o.elapsed_ms = (long)(th_mono_ms() - t0);
     fired = th_fault_fired(w->g->ctl);
     th_fault_clear(w->g->ctl);
-    o.held = tslock_lock_is_held(l);
-    value_copy(o.ours_after, sizeof(o.ours_after), l);
-    snprintf(o.errstr, sizeof(o.errstr), "%s", tslock_client_errstr(c));
-    server_read(w->g->direct, w->key, &o);
+    observe(&o, c, l, w->g->direct, w->key);
     w->g->cases++;
     judge(w, i, f, &o, fired);
     if (is_failure(o.rc) && o.held) {
@@ -683,9 +688,7 @@ static void extend_reply_lost(tslock_scheme scheme, const char *key)
     CU_ASSERT(o.present && strcmp(o.server, o.ours_before) != 0);
     CU_ASSERT_EQUAL_FATAL(tslock_client_reconnect(c), TSLOCK_OK);
     o.rc = tslock_release(l);
-    o.held = tslock_lock_is_held(l);
-    snprintf(o.errstr, sizeof(o.errstr), "%s", tslock_client_errstr(c));
-    server_read(direct, key, &o);
+    observe(&o, c, l, direct, key);
     printf("\n    %s: release after the lost extend reply: %s, server %s", key,
            tslock_errname(o.rc), o.present ? "keeps our stamp" : "clear");
     CU_ASSERT_PTR_NULL(violated(&o));
