@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -706,6 +707,110 @@ static void test_extend_reply_lost(void)
     extend_reply_lost(TSLOCK_SCHEME_BRIDGE, "faults:lost-reply:bridge");
 }
 
+/* ------------------------------------------------- the watchdog */
+
+/* What the renewing thread tells the test, under mu. */
+struct dog_news {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int renewals; /* commands the watchdog sent */
+    int failed, code;
+    char detail[256];
+};
+
+static void dog_signal(struct dog_news *n, int failed, int code,
+                       const char *detail)
+{
+    pthread_mutex_lock(&n->mu);
+    if (failed) {
+        n->failed = 1;
+        n->code = code;
+        snprintf(n->detail, sizeof(n->detail), "%s", detail ? detail : "");
+    } else {
+        n->renewals++;
+    }
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+static int dog_hook(tslock_client *c, tslock_step step, const char *key,
+                    void *ud)
+{
+    (void)c;
+    (void)step;
+    (void)key;
+    dog_signal(ud, 0, 0, NULL);
+    return 0;
+}
+
+static void dog_failed(int code, const char *detail, void *ud)
+{
+    dog_signal(ud, 1, code, detail);
+}
+
+/* Until the watchdog gave up, or renewed twice past the fault; 5 s at most. */
+static void dog_wait(struct dog_news *n)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&n->mu);
+    while (!n->failed && n->renewals < 3
+           && pthread_cond_timedwait(&n->cv, &n->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&n->mu);
+}
+
+/*
+ * A watchdog renewing a token hold through the proxy loses the connection
+ * after its first renewal reached the server.  Today it gives up with a
+ * connection code and its detail; once it retries it renews on.  Either
+ * way the hold it hands back must be on the server, and release it.
+ */
+static void test_watchdog_drop(void)
+{
+    struct dog_news n = {
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, ""};
+    tslock_client *c = th_client(&srv), *renew = th_client(&gens[0].proxy);
+    redisContext *ctl = th_redis(&gens[0].proxy), *direct = th_redis(&srv);
+    tslock_lock *l = live_lock(c, "faults:watchdog", TSLOCK_SCHEME_TOKEN);
+    tslock_watchdog *wd = NULL;
+    struct observation o;
+    int rc;
+
+    tslock_lock_set_ttl(l, WALK_LEASE_MS);
+    CU_ASSERT_FATAL(tslock_acquire(l, 0) == TSLOCK_OK);
+    tslock_client_set_timeouts(renew, 1000, CMD_TIMEOUT_MS);
+    tslock_client_set_step_hook(renew, dog_hook, &n);
+    CU_ASSERT_FATAL(th_fault_arm(ctl, "drop-after", 1, 0) == 0);
+    CU_ASSERT_FATAL(tslock_watchdog_start(&wd, l, renew, 20, dog_failed, &n)
+                    == TSLOCK_OK);
+    dog_wait(&n);
+    /* Joined: the renewing thread writes n no more. */
+    rc = tslock_watchdog_stop(wd);
+    printf("\n    watchdog: %s after %d commands",
+           n.failed ? tslock_errname(n.code) : "renewing", n.renewals);
+    CU_ASSERT(n.failed || n.renewals >= 3);
+    CU_ASSERT_EQUAL(rc, n.failed ? n.code : TSLOCK_OK);
+    if (n.failed && n.code != TSLOCK_ELOST) {
+        CU_ASSERT((RC(n.code) & failure_codes) != 0);
+        CU_ASSERT(n.detail[0] != '\0');
+    }
+    CU_ASSERT(!EXPECT_RECOVERY || !n.failed);
+    o = fake(OP_EXTEND, TSLOCK_OK, "", NULL);
+    o.others_write = 0;
+    observe(&o, c, l, direct, "faults:watchdog");
+    CU_ASSERT(!o.held || (o.present && strcmp(o.server, o.ours_after) == 0));
+    if (o.held)
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    redisFree(ctl);
+    redisFree(direct);
+    tslock_lock_free(l);
+    tslock_client_free(renew);
+    tslock_client_free(c);
+}
+
 /* ------------------------------------------------- real servers */
 
 static th_server live; /* killed, frozen and restarted by these tests */
@@ -937,6 +1042,8 @@ static void add_suites(void)
                 test_checker_flags_broken_release);
     CU_add_test(walk, "the checker flags fake reports",
                 test_checker_flags_fake_reports);
+    CU_add_test(walk, "a watchdog's renewal loses its connection",
+                test_watchdog_drop);
     real = CU_add_suite("real servers", live_init, live_clean);
     CU_add_test(real, "SIGKILL before each command of release",
                 test_kill_mid_release);
