@@ -40,7 +40,8 @@
  *
  * Fault mode, for tests of failures on the wire.  A client arms one fault
  * in-band with a command only the proxy knows; the connection that sends
- * it becomes a control connection whose commands are never counted:
+ * it becomes a control connection whose commands are not counted from
+ * then on:
  *
  *   TSLOCKFAULT ARM drop-before N    close the client's connection instead
  *                                    of forwarding command N (the replies

@@ -2,8 +2,9 @@
  * test_faults.c - faults on the wire at every command of acquire, release
  * and extend, for every scheme on every server generation the proxy plays,
  * judged by reading the real server; a checker shown to catch a broken
- * release; and real redis-servers killed, frozen and restarted under a
- * hold.
+ * release; a watchdog losing its connection; and real redis-servers
+ * killed, frozen and restarted under a hold.  --bugs runs only the
+ * replays of library bugs of today (tests/test-faults-bugs.sh).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -20,9 +21,12 @@
  * today (a failed command ends the operation with its connection code, the
  * object still held) and the one to come; set this to 1 afterwards to
  * demand recovery: the outcome of the recovery column only, and a release
- * that leaves neither the key nor a held object behind.
+ * that leaves neither the key nor a held object behind.  (Or build with
+ * CFLAGS=-DEXPECT_RECOVERY=1 to see where things stand.)
  */
+#ifndef EXPECT_RECOVERY
 #define EXPECT_RECOVERY 0
+#endif
 
 /*
  * A library bug of today, replayed by test_extend_reply_lost: when the
@@ -32,7 +36,9 @@
  * too; they count it instead of failing while this is 1.  Set it to 0
  * once the bug is fixed.
  */
+#ifndef TOLERATE_EXTEND_REPLY_LOST
 #define TOLERATE_EXTEND_REPLY_LOST 1
+#endif
 
 /*
  * The command timeout is short only from the faulted command on, and only
