@@ -891,6 +891,131 @@ static void row_quit(const target *t)
         close(fd);
 }
 
+/* ------------------------------------------------------------ faults */
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Nothing more arrives on fd within ms, and it is not closed either. */
+static void raw_silent(const char *what, int fd, int ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int n = fd >= 0 ? poll(&p, 1, ms) : -1;
+
+    result(n == 0, what, "expected silence for %d ms, got %s", ms,
+           n < 0 ? "an error" : "data or a close");
+}
+
+/* One raw connection: send req under fault, expect want (then a close). */
+static void fault_case(const target *t, const char *what, const char *req,
+                       const char *want, int want_eof)
+{
+    int fd = raw_open(t->proxy_sock);
+
+    raw_expect(what, fd, req, want, want_eof);
+    if (!want_eof)
+        raw_silent(what, fd, 100);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void row_fault_drops(const target *t, redisContext *ctl)
+{
+    redisContext *d = t->direct;
+
+    expect_ok("ARM drop-before 2", CMD(ctl, "TSLOCKFAULT ARM drop-before 2"));
+    fault_case(t, "drop-before closes instead of forwarding",
+               "PING\r\nSET f:b 1\r\nPING\r\n", "+PONG\r\n", 1);
+    expect("drop-before: command 2 never ran", CMD(d, "GET f:b"),
+           REDIS_REPLY_NIL, NULL);
+    expect_int("FIRED after drop-before", CMD(ctl, "TSLOCKFAULT FIRED"), 1);
+    expect_ok("ARM drop-after 2", CMD(ctl, "TSLOCKFAULT ARM drop-after 2"));
+    fault_case(t, "drop-after closes without the reply",
+               "PING\r\nSET f:a 1\r\nPING\r\n", "+PONG\r\n", 1);
+    expect_bulk("drop-after: command 2 ran", CMD(d, "GET f:a"), "1");
+    expect_ok("SET f:h", CMD(d, "SET f:h hello"));
+    expect_ok("ARM half-close 1", CMD(ctl, "TSLOCKFAULT ARM half-close 1"));
+    fault_case(t, "half-close sends half the reply and closes", "GET f:h\r\n",
+               "$5\r\nh", 1);
+    expect_ok("ARM half 2", CMD(ctl, "TSLOCKFAULT ARM half 2"));
+    fault_case(t, "half sends half the reply and stays open",
+               "PING\r\nGET f:h\r\n", "+PONG\r\n$5\r\nh", 0);
+    freeReplyObject(CMD(d, "DEL f:a f:h"));
+}
+
+static void row_fault_count_delay(const target *t, redisContext *ctl)
+{
+    long long t0;
+    int fd;
+
+    expect_ok("CLEAR", CMD(ctl, "TSLOCKFAULT CLEAR"));
+    fault_case(t, "a pipeline of three",
+               "*1\r\n$4\r\nPING\r\nPING\r\n*1\r\n$4\r\nPING\r\n",
+               "+PONG\r\n+PONG\r\n+PONG\r\n", 0);
+    expect_int("COUNT counts pipelined commands one by one",
+               CMD(ctl, "TSLOCKFAULT COUNT"), 3);
+    expect_int("FIRED with nothing armed", CMD(ctl, "TSLOCKFAULT FIRED"), 0);
+    expect_ok("ARM delay 2 300", CMD(ctl, "TSLOCKFAULT ARM delay 2 300"));
+    fd = raw_open(t->proxy_sock);
+    t0 = now_ms();
+    raw_expect("delay holds the reply", fd, "PING\r\nPING\r\n",
+               "+PONG\r\n+PONG\r\n", 0);
+    t0 = now_ms() - t0;
+    result(t0 >= 300, "delay lasts its milliseconds",
+           "replies came after %lld ms", t0);
+    if (fd >= 0)
+        close(fd);
+    expect_error_has("ARM of an unknown fault",
+                     CMD(ctl, "TSLOCKFAULT ARM nosuch 1"), "ERR usage");
+    expect_error_has("ARM delay without MS",
+                     CMD(ctl, "TSLOCKFAULT ARM delay 1"), "ERR usage");
+}
+
+static void check_faults(const target *t)
+{
+    redisContext *ctl = connect_unix(t->proxy_sock);
+
+    if (ctl == NULL || ctl->err) {
+        result(0, "connect to the proxy", "%s", ctl ? ctl->errstr : "failed");
+        redisFree(ctl);
+        return;
+    }
+    row_fault_drops(t, ctl);
+    row_fault_count_delay(t, ctl);
+    redisFree(ctl);
+}
+
+/* --emulate modern: the real server's replies, word for word. */
+static void check_modern(const target *t)
+{
+    redisContext *c = connect_unix(t->proxy_sock);
+    redisReply *r;
+
+    if (c == NULL || c->err) {
+        result(0, "connect to the proxy", "%s", c ? c->errstr : "failed");
+        redisFree(c);
+        return;
+    }
+    expect_ok("SET NX PX", CMD(c, "SET m:k v NX PX 10000"));
+    expect_int("TTL of a missing key is -2", CMD(c, "TTL m:none"), -2);
+    expect_error_has("WRONGTYPE as sent", CMD(c, "LPUSH m:k x"), "WRONGTYPE ");
+    expect_int("EXISTS with two keys", CMD(c, "EXISTS m:k m:none"), 1);
+    r = CMD(c, "INFO server");
+    result(r && r->type == REDIS_REPLY_STRING
+               && strstr(r->str, "redis_version:2.") == NULL
+               && strstr(r->str, "redis_version:") != NULL,
+           "INFO keeps the real redis_version", "it did not");
+    freeReplyObject(r);
+    freeReplyObject(CMD(c, "DEL m:k"));
+    redisFree(c);
+    check_faults(t);
+}
+
 static void check_version(const target *t)
 {
     redisContext *c = connect_unix(t->proxy_sock);
@@ -919,6 +1044,7 @@ static void check_version(const target *t)
     row_pubsub(t);
     row_quit(t);
     redisFree(c);
+    check_faults(t);
 }
 
 /* ------------------------------------------------------------ main */
@@ -944,6 +1070,30 @@ static void setup_signals(void)
     sigaction(SIGBUS, &sa, NULL);
     sigaction(SIGABRT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+static void check_modern_proxy(const char *proxy, const char *plain_sock,
+                               redisContext *direct)
+{
+    char psock[300];
+    pid_t p;
+    target t;
+
+    ver = "modern";
+    vnum = 999999;
+    freeReplyObject(CMD(direct, "FLUSHALL"));
+    snprintf(psock, sizeof psock, "%s/proxy-modern.sock", dir);
+    p = start_proxy(proxy, ver, plain_sock, psock);
+    if (p <= 0) {
+        result(0, "start the proxy", "failed");
+        return;
+    }
+    t.proxy_sock = psock;
+    t.auth_sock = NULL;
+    t.direct = direct;
+    check_modern(&t);
+    result(stop_proxy(p) == 0, "exit 0 on SIGTERM", "it did not");
+    printf("[%s] checked\n", ver);
 }
 
 int main(int argc, char **argv)
@@ -1001,6 +1151,7 @@ int main(int argc, char **argv)
         result(stop_proxy(p2) == 0, "exit 0 on SIGTERM (auth)", "it did not");
         printf("[%s] checked\n", ver);
     }
+    check_modern_proxy(proxy, plain_sock, direct);
     redisFree(direct);
     cleanup();
     printf("%d passed, %d failed\n", passed, failed);

@@ -126,6 +126,7 @@ static void terminate(pid_t pid)
         has_exited(pid);
         return;
     }
+    kill(pid, SIGCONT); /* a paused server could not act on SIGTERM */
     for (waited = 0; waited < WAIT_MS; waited += POLL_MS) {
         if (has_exited(pid))
             return;
@@ -595,6 +596,27 @@ void th_server_kill(th_server *s)
     kill(sl->pid, SIGKILL);
     reap(sl->pid);
     sl->pid = 0;
+}
+
+void th_server_pause(th_server *s)
+{
+    struct slot *sl = find_slot(s);
+    int status;
+
+    if (sl == NULL || sl->pid <= 0)
+        return;
+    kill(sl->pid, SIGSTOP);
+    /* Return only once it has stopped: no later command gets through. */
+    while (waitpid(sl->pid, &status, WUNTRACED) < 0 && errno == EINTR)
+        ;
+}
+
+void th_server_resume(th_server *s)
+{
+    struct slot *sl = find_slot(s);
+
+    if (sl != NULL && sl->pid > 0)
+        kill(sl->pid, SIGCONT);
 }
 
 int th_server_restart(th_server *s)

@@ -53,6 +53,14 @@ void th_server_stop(th_server *s);
 void th_server_kill(th_server *s);
 
 /*
+ * Freeze the server with SIGSTOP, returning once it has stopped, so it
+ * accepts connections but answers nothing: a hung server.  Resume it with
+ * th_server_resume() (SIGCONT); th_server_stop() resumes it too.
+ */
+void th_server_pause(th_server *s);
+void th_server_resume(th_server *s);
+
+/*
  * Restart a killed or stopped server on the same socket path and port.
  * Returns 0, or -1 with a message on stderr (for example when another
  * process took the port meanwhile).
@@ -105,14 +113,30 @@ int th_run_all(void);
 /*
  * Start tests/oldredis ($OLDREDIS, else $top_builddir/tests/oldredis) in
  * front of upstream, answering as Redis `version` ("2.0.5", "2.2.15",
- * "2.4.18", "2.6.0", "2.6.11").  Fills p like a server: p->socket is the
- * proxy's, so th_client() and th_redis() work on it; p->port is 0.
- * Returns 0, or -1 with a message on stderr.
+ * "2.4.18", "2.6.0", "2.6.11"), or passing everything through ("modern"). Fills
+ * p like a server: p->socket is the proxy's, so th_client() and th_redis() work
+ * on it; p->port is 0. Returns 0, or -1 with a message on stderr.
  */
 int th_proxy_start(th_server *p, const th_server *upstream,
                    const char *version);
 /* Stop a proxy by pid (SIGTERM) and remove its dir.  Idempotent. */
 void th_proxy_stop(th_server *p);
+
+/*
+ * The proxy's fault mode (see the header of tests/oldredis.c).  ctl is a
+ * connection to the proxy used for nothing else (th_redis(proxy)): its
+ * commands are never counted.  th_fault_arm() arms kind ("drop-before",
+ * "drop-after", "delay", "half", "half-close") for the n-th command from
+ * now over every other connection; delay_ms is for "delay" only.  Arm
+ * and clear reset the count.  Return 0, or -1 with a message on stderr.
+ * No CUnit calls, so threads may use them, each with its own ctl.
+ */
+int th_fault_arm(redisContext *ctl, const char *kind, int n, int delay_ms);
+int th_fault_clear(redisContext *ctl);
+/* Commands counted since the last arm or clear; -1 on failure. */
+long th_fault_count(redisContext *ctl);
+/* 1 once the armed fault has struck, 0 before; -1 on failure. */
+int th_fault_fired(redisContext *ctl);
 
 /*
  * Rounds per load-test worker: $TSLOCK_TEST_ROUNDS when set (make

@@ -34,6 +34,34 @@
  * SYNC/PSYNC (unknown), OBJECT ENCODING names, options that later
  * versions added to commands of variable arity (ZADD NX, ZRANGE BYSCORE).
  *
+ * --emulate modern plays a current server instead: every command and
+ * every RESP2 reply passes through unchanged, so the fault mode below
+ * covers the modern generation too.
+ *
+ * Fault mode, for tests of failures on the wire.  A client arms one fault
+ * in-band with a command only the proxy knows; the connection that sends
+ * it becomes a control connection whose commands are not counted from
+ * then on:
+ *
+ *   TSLOCKFAULT ARM drop-before N    close the client's connection instead
+ *                                    of forwarding command N (the replies
+ *                                    to the commands before it go out)
+ *   TSLOCKFAULT ARM drop-after N     forward command N, then close the
+ *                                    connection without its reply
+ *   TSLOCKFAULT ARM delay N MS       hold the reply to command N (and all
+ *                                    after it on that connection) MS ms
+ *   TSLOCKFAULT ARM half N           send the first half of the reply to
+ *                                    command N, then nothing more; the
+ *                                    connection stays open
+ *   TSLOCKFAULT ARM half-close N     the same, then close the connection
+ *   TSLOCKFAULT CLEAR                disarm
+ *   TSLOCKFAULT COUNT                :commands counted since ARM or CLEAR
+ *   TSLOCKFAULT FIRED                :1 once the armed fault has struck
+ *
+ * ARM and CLEAR reset the count.  N counts from 1, over the commands of
+ * every other connection as they are parsed, one by one, so a pipeline of
+ * three commands counts three.  A fault strikes once.
+ *
  * Usage: oldredis --emulate VERSION (--listen PATH | --listen-port N)
  *                 (--upstream PATH | --upstream-port N) [--ready-fd N]
  *                 [--exact-expiry]
@@ -62,6 +90,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <hiredis/hiredis.h>
 
@@ -77,6 +106,7 @@
 static int emu;          /* emulated version, V(major, minor, patch) */
 static char emu_str[16]; /* as given, for INFO */
 static int exact_expiry; /* keep the modern millisecond expiry */
+static int modern;       /* --emulate modern: pass everything through */
 static int stop_fd = -1; /* readable once SIGTERM/SIGINT arrived */
 static int stop_wfd = -1;
 static const char *upstream_path;
@@ -689,6 +719,8 @@ typedef struct pending {
     int queued;      /* sent inside MULTI: +QUEUED now, result at EXEC */
     int expect;      /* upstream replies due (EXPECT_*, or a count) */
     int close_after; /* QUIT */
+    int fault;       /* enum fault_kind struck on this reply */
+    long delay_ms;   /* FAULT_DELAY */
 } pending;
 
 #define EXPECT_ALL_CHANNELS (-1)    /* UNSUBSCRIBE with no argument */
@@ -715,8 +747,13 @@ typedef struct conn {
     int multi_dirty; /* 2.6.5+: refused while queuing, EXEC aborts */
     xform *queued;   /* transforms of the commands inside MULTI */
     size_t nqueued, capqueued;
-    int nchan, npat; /* subscriptions, from upstream replies */
-    int quitting;    /* 1: read no more; 2: close once out is sent */
+    int nchan, npat;    /* subscriptions, from upstream replies */
+    int quitting;       /* 1: read no more; 2: close once out is sent */
+    int control;        /* sent TSLOCKFAULT: its commands are not counted */
+    int hold;           /* a fault holds back out past hold_len */
+    size_t hold_len;    /* bytes of out that may still go while holding */
+    int64_t hold_until; /* monotonic ms; INT64_MAX: for good */
+    int hold_close;     /* close once hold_len bytes went out */
 } conn;
 
 static void request_add(request *r, const char *p, size_t n)
@@ -1215,6 +1252,209 @@ static void dispatch(conn *c, const request *r)
     (d->handler ? d->handler : h_forward)(c, r, d);
 }
 
+/* --emulate modern: the server's own checks and replies, unchanged. */
+static void dispatch_modern(conn *c, const request *r)
+{
+    const cmd_def *d = cmd_lookup(r->argv[0], r->len[0]);
+
+    if (is_quit(r))
+        do_quit(c);
+    else if (d != NULL
+             && (d->handler == h_subscribe || d->handler == h_monitor))
+        d->handler(c, r, d);
+    else
+        forward_as_is(c, r, XF_PLAIN);
+}
+
+/* ------------------------------------------------------------ faults */
+
+enum fault_kind {
+    FAULT_NONE,
+    FAULT_DROP_BEFORE,
+    FAULT_DROP_AFTER,
+    FAULT_DELAY,
+    FAULT_HALF,
+    FAULT_HALF_CLOSE
+};
+
+static const char *const fault_names[] = {"",      "drop-before", "drop-after",
+                                          "delay", "half",        "half-close"};
+
+/* One armed fault for all connections; counted under fault_lock. */
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static enum fault_kind fault_kind_armed;
+static long fault_at, fault_delay_ms, fault_count, fault_fired;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Counts one command; returns the fault it must suffer, if any. */
+static enum fault_kind fault_tick(long *delay_ms)
+{
+    enum fault_kind k = FAULT_NONE;
+
+    pthread_mutex_lock(&fault_lock);
+    fault_count++;
+    if (fault_kind_armed != FAULT_NONE && fault_count == fault_at) {
+        k = fault_kind_armed;
+        *delay_ms = fault_delay_ms;
+        fault_kind_armed = FAULT_NONE;
+        fault_fired = 1;
+    }
+    pthread_mutex_unlock(&fault_lock);
+    return k;
+}
+
+static long arg_long(const request *r, int i)
+{
+    char buf[24];
+    char *end;
+    long v;
+
+    if (i >= r->argc || r->len[i] == 0 || r->len[i] >= sizeof buf)
+        return -1;
+    memcpy(buf, r->argv[i], r->len[i]);
+    buf[r->len[i]] = '\0';
+    v = strtol(buf, &end, 10);
+    return *end == '\0' && v > 0 ? v : -1;
+}
+
+/* TSLOCKFAULT ARM kind N [MS]: the kind, or FAULT_NONE when malformed. */
+static enum fault_kind fault_parse_arm(const request *r, long *at, long *ms)
+{
+    size_t k;
+
+    for (k = 1; k < sizeof fault_names / sizeof fault_names[0]; k++)
+        if (r->argc >= 4 && eq_nocase(r->argv[2], r->len[2], fault_names[k]))
+            break;
+    if (k == sizeof fault_names / sizeof fault_names[0])
+        return FAULT_NONE;
+    *at = arg_long(r, 3);
+    *ms = k == FAULT_DELAY ? arg_long(r, 4) : 0;
+    if (*at < 0 || *ms < 0 || r->argc != (k == FAULT_DELAY ? 5 : 4))
+        return FAULT_NONE;
+    return (enum fault_kind)k;
+}
+
+static void fault_arm(enum fault_kind k, long at, long ms)
+{
+    pthread_mutex_lock(&fault_lock);
+    fault_kind_armed = k;
+    fault_at = at;
+    fault_delay_ms = ms;
+    fault_count = fault_fired = 0;
+    pthread_mutex_unlock(&fault_lock);
+}
+
+static long fault_read(const long *v)
+{
+    long n;
+
+    pthread_mutex_lock(&fault_lock);
+    n = *v;
+    pthread_mutex_unlock(&fault_lock);
+    return n;
+}
+
+static void fault_command(conn *c, const request *r)
+{
+    char num[40];
+    long at = 0, ms = 0;
+    enum fault_kind k;
+
+    c->control = 1;
+    if (r->argc == 2 && eq_nocase(r->argv[1], r->len[1], "clear")) {
+        fault_arm(FAULT_NONE, 0, 0);
+    } else if (r->argc == 2
+               && (eq_nocase(r->argv[1], r->len[1], "count")
+                   || eq_nocase(r->argv[1], r->len[1], "fired"))) {
+        snprintf(num, sizeof num, ":%ld\r\n",
+                 fault_read(r->argv[1][0] == 'c' || r->argv[1][0] == 'C'
+                                ? &fault_count
+                                : &fault_fired));
+        local_reply(c, num, strlen(num), 0);
+        return;
+    } else if (r->argc >= 2 && eq_nocase(r->argv[1], r->len[1], "arm")
+               && (k = fault_parse_arm(r, &at, &ms)) != FAULT_NONE) {
+        fault_arm(k, at, ms);
+    } else {
+        local_error(c, "ERR usage: TSLOCKFAULT ARM drop-before|drop-after|"
+                       "half|half-close N | ARM delay N MS | CLEAR | COUNT "
+                       "| FIRED");
+        return;
+    }
+    local_reply(c, "+OK\r\n", 5, 0);
+}
+
+/* Dispatches one parsed command, counting it and marking its fault. */
+static void dispatch_counted(conn *c, const request *r)
+{
+    pending *last = c->tail;
+    enum fault_kind k = FAULT_NONE;
+    long delay_ms = 0;
+
+    if (eq_nocase(r->argv[0], r->len[0], "tslockfault")) {
+        fault_command(c, r);
+        return;
+    }
+    if (!c->control)
+        k = fault_tick(&delay_ms);
+    if (k == FAULT_DROP_BEFORE) {
+        /* Like 2.0's QUIT: close once the earlier replies went out. */
+        local_reply(c, "", 0, 1);
+        c->quitting = 1;
+        return;
+    }
+    (modern ? dispatch_modern : dispatch)(c, r);
+    /* Dispatching only books replies, so a new tail is this command's. */
+    if (k != FAULT_NONE && c->tail != NULL && c->tail != last) {
+        c->tail->fault = k;
+        c->tail->delay_ms = delay_ms;
+        if (k == FAULT_DROP_AFTER)
+            c->quitting = 1;
+    }
+}
+
+/* The reply to p has just been appended to out from byte `from` on. */
+static void fault_strike(conn *c, const pending *p, size_t from)
+{
+    switch (p->fault) {
+    case FAULT_DROP_AFTER:
+        c->out.len = from;
+        c->quitting = 2;
+        break;
+    case FAULT_DELAY:
+        c->hold = 1;
+        c->hold_len = from;
+        c->hold_until = mono_ms() + p->delay_ms;
+        break;
+    case FAULT_HALF:
+    case FAULT_HALF_CLOSE:
+        c->hold = 1;
+        c->hold_len = from + (c->out.len - from) / 2;
+        c->hold_until = INT64_MAX;
+        c->hold_close = p->fault == FAULT_HALF_CLOSE;
+        break;
+    default:
+        break;
+    }
+}
+
+/* How much of out may be sent now; ends a hold whose time has come. */
+static size_t out_sendable(conn *c)
+{
+    if (c->hold && c->hold_until != INT64_MAX && mono_ms() >= c->hold_until)
+        c->hold = 0;
+    if (!c->hold)
+        return c->out.len;
+    return c->hold_len < c->out.len ? c->hold_len : c->out.len;
+}
+
 /* ------------------------------------------------------------ replies */
 
 /* The old wording of a modern error message, without '-' and CRLF. */
@@ -1249,6 +1489,10 @@ static void put_error(bytes *o, const char *s, size_t n)
 {
     bytes t = {0};
 
+    if (modern) {
+        resp_line(o, '-', s, n);
+        return;
+    }
     error_text(&t, s, n);
     resp_line(o, '-', t.p ? t.p : "", t.len);
     bytes_free(&t);
@@ -1475,6 +1719,7 @@ static void count_subscriptions(conn *c, const redisReply *r)
 static void on_reply(conn *c, const redisReply *r)
 {
     pending *p = c->head;
+    size_t from;
 
     if (p == NULL || p->local || is_push(c, r)) {
         put_reply(&c->out, r);
@@ -1486,12 +1731,15 @@ static void on_reply(conn *c, const redisReply *r)
         p->expect = c->npat > 0 ? c->npat : 1;
     if (p->xf.kind == XF_SUBSCRIBE)
         count_subscriptions(c, r);
+    from = c->out.len;
     if (p->queued && is_status(r, "QUEUED")) {
         queue_push(c, &p->xf);
         put_reply(&c->out, r);
     } else {
         put_xform(c, &p->xf, r);
     }
+    if (p->fault != FAULT_NONE && p->expect != EXPECT_FOREVER && p->expect <= 1)
+        fault_strike(c, p, from);
     if (p->xf.kind == XF_MULTI && is_status(r, "OK"))
         queue_clear(c);
     if (p->xf.kind == XF_EXEC || p->xf.kind == XF_DISCARD
@@ -1505,9 +1753,11 @@ static void on_reply(conn *c, const redisReply *r)
 static void emit_locals(conn *c)
 {
     while (c->head && c->head->local) {
+        size_t from = c->out.len;
         bytes_add(&c->out, c->head->reply.p, c->head->reply.len);
         if (c->head->close_after)
             c->quitting = 2;
+        fault_strike(c, c->head, from);
         pending_pop(c);
     }
 }
@@ -1641,7 +1891,7 @@ static void process_input(conn *c)
             break;
         at += used;
         if (c->req.argc > 0)
-            dispatch(c, &c->req);
+            dispatch_counted(c, &c->req);
     }
     bytes_drop(&c->in, c->quitting ? c->in.len : at);
 }
@@ -1661,14 +1911,18 @@ static int client_read(conn *c)
     return 0;
 }
 
+/* Returns -1 to close: a write failed, or a half-close fault is done. */
 static int client_write(conn *c)
 {
-    ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL);
+    size_t len = out_sendable(c);
+    ssize_t n = len ? send(c->fd, c->out.p, len, MSG_NOSIGNAL) : 0;
 
     if (n < 0)
         return errno == EAGAIN || errno == EINTR ? 0 : -1;
     bytes_drop(&c->out, (size_t)n);
-    return 0;
+    if (c->hold)
+        c->hold_len -= (size_t)n;
+    return c->hold && c->hold_close && c->hold_len == 0 ? -1 : 0;
 }
 
 static int upstream_read(conn *c)
@@ -1722,19 +1976,31 @@ static redisContext *upstream_connect(void)
     return u;
 }
 
+/* Milliseconds until a delay fault lets go, or -1 for no limit. */
+static int hold_timeout(const conn *c)
+{
+    int64_t left;
+
+    if (!c->hold || c->hold_until == INT64_MAX)
+        return -1;
+    left = c->hold_until - mono_ms();
+    return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
 static int conn_poll(conn *c, struct pollfd p[3])
 {
     int want_read = !c->quitting && c->out.len < OUT_HIGH_WATER;
+    int want_write = out_sendable(c) > 0;
 
     p[0].fd = c->fd;
     p[0].events =
-        (short)((want_read ? POLLIN : 0) | (c->out.len ? POLLOUT : 0));
+        (short)((want_read ? POLLIN : 0) | (want_write ? POLLOUT : 0));
     p[1].fd = c->up_dead ? -1 : c->up->fd;
     p[1].events = (short)(POLLIN | (c->up_wpending ? POLLOUT : 0));
     p[2].fd = stop_fd;
     p[2].events = POLLIN;
     p[0].revents = p[1].revents = p[2].revents = 0;
-    while (poll(p, 3, -1) < 0)
+    while (poll(p, 3, hold_timeout(c)) < 0)
         if (errno != EINTR)
             return -1;
     return p[2].revents ? -1 : 0;
@@ -1765,6 +2031,9 @@ static void conn_loop(conn *c)
         if (c->out.len && client_write(c) < 0)
             return;
         if (c->quitting == 2 && c->out.len == 0)
+            return;
+        /* A half-close fault whose bytes are all out ends here too. */
+        if (c->hold && c->hold_close && c->hold_len == 0)
             return;
     }
 }
@@ -1943,6 +2212,11 @@ static int parse_version(const char *s)
     int a = 0, b = 0, c = 0, n = sscanf(s, "%d.%d.%d", &a, &b, &c);
     int v = V(a, b, c);
 
+    if (strcmp(s, "modern") == 0) {
+        modern = 1;
+        snprintf(emu_str, sizeof emu_str, "modern");
+        return V(99, 0, 0);
+    }
     if (n < 2 || strlen(s) >= sizeof emu_str || v < V(2, 0, 0)
         || v >= V(2, 7, 0))
         return -1;
@@ -1956,6 +2230,7 @@ static void usage(void)
           "\n                (--upstream PATH | --upstream-port N)"
           " [--ready-fd N] [--exact-expiry]\n"
           "  VERSION: 2.0.0 ... 2.6.x (e.g. 2.0.5 2.2.15 2.4.18 2.6.0 2.6.11)\n"
+          "           or modern (pass everything through)\n"
           "  --listen-port 0 picks a free port and writes \"ready PORT\"\n",
           stderr);
     exit(2);
@@ -2033,7 +2308,7 @@ int main(int argc, char **argv)
     if (setup_signals() < 0)
         return 1;
     reader_fns_init();
-    if (emu >= V(2, 6, 0))
+    if (emu >= V(2, 6, 0) && !modern)
         prelude_build();
     lfd = o.listen_path ? listen_unix(o.listen_path)
                         : listen_tcp(o.listen_port, &port);

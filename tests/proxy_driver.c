@@ -3,10 +3,12 @@
  * real redis-server answer like Redis 2.0 - 2.6.11, for the test suites.
  * The proxy dies with the test process (PR_SET_PDEATHSIG), so a crashed
  * test leaves no proxy behind.  Also the small helpers the suites share:
- * load-test rounds and a timestamp-scheme lock.
+ * load-test rounds and a timestamp-scheme lock; and the client side of
+ * the proxy's fault mode.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +122,62 @@ void th_proxy_stop(th_server *p)
     if (p->dir[0] != '\0')
         rmdir(p->dir);
     p->dir[0] = p->socket[0] = '\0';
+}
+
+/* Not CUnit: the fault walk arms faults from threads of its own. */
+static redisReply *fault_command(redisContext *ctl, const char *fmt, ...)
+{
+    redisReply *r;
+    va_list ap;
+
+    va_start(ap, fmt);
+    r = redisvCommand(ctl, fmt, ap);
+    va_end(ap);
+    if (r != NULL && r->type != REDIS_REPLY_ERROR)
+        return r;
+    fprintf(stderr, "TSLOCKFAULT: %s\n", r != NULL ? r->str : ctl->errstr);
+    freeReplyObject(r);
+    return NULL;
+}
+
+int th_fault_arm(redisContext *ctl, const char *kind, int n, int delay_ms)
+{
+    redisReply *r;
+
+    if (strcmp(kind, "delay") == 0)
+        r = fault_command(ctl, "TSLOCKFAULT ARM delay %d %d", n, delay_ms);
+    else
+        r = fault_command(ctl, "TSLOCKFAULT ARM %s %d", kind, n);
+    freeReplyObject(r);
+    return r != NULL ? 0 : -1;
+}
+
+int th_fault_clear(redisContext *ctl)
+{
+    redisReply *r = fault_command(ctl, "TSLOCKFAULT CLEAR");
+
+    freeReplyObject(r);
+    return r != NULL ? 0 : -1;
+}
+
+static long fault_number(redisContext *ctl, const char *what)
+{
+    redisReply *r = fault_command(ctl, "TSLOCKFAULT %s", what);
+    long n =
+        r != NULL && r->type == REDIS_REPLY_INTEGER ? (long)r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+long th_fault_count(redisContext *ctl)
+{
+    return fault_number(ctl, "COUNT");
+}
+
+int th_fault_fired(redisContext *ctl)
+{
+    return (int)fault_number(ctl, "FIRED");
 }
 
 int th_rounds(int dflt)
