@@ -1,0 +1,729 @@
+/*
+ * test_chaos.c - a chaos soak: worker processes contend for one key while
+ * a supervisor SIGKILLs one of them every 150 ms and forks a replacement.
+ * A checker in shared memory, which trusts neither Redis nor the library,
+ * counts overlaps of live holders for every scheme on every server
+ * generation, and for a broken control scheme that must show them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "naive.h"
+
+#define MAX_WORKERS   16
+#define KILL_EVERY_MS 150
+/* One kill in this many goes to the holder, if one is inside. */
+#define TARGET_HOLDER_ONE_IN 4
+/* tslock's lease and critical section: the section is 1/500 of it. */
+#define LEASE_MS   500
+#define SECTION_US 1000
+/* The control holds across its lease, so its lease runs out every time. */
+#define CONTROL_LEASE_MS   10
+#define CONTROL_SECTION_US 15000
+#define N_CODES            32 /* slots for -TSLOCK_E* codes */
+
+/* ------------------------------------------------------ shared state */
+
+/*
+ * One record per worker slot.  The supervisor marks a record doomed
+ * before it sends SIGKILL and clears it after waitpid() has reaped the
+ * worker, so a dead holder is never taken for a live one.
+ */
+struct holder_rec {
+    atomic_int inside;      /* 1 while the slot's worker is in its section */
+    atomic_int doomed;      /* the supervisor is killing this worker */
+    atomic_llong lease_end; /* last wall ms of the current hold's lease */
+};
+
+struct chaos_shared {
+    struct holder_rec rec[MAX_WORKERS];
+    atomic_int counter; /* read, yield, write: lost updates show overlaps */
+    atomic_llong acquisitions, completed, overlaps, stale_overlaps;
+    atomic_llong lost_updates, expiries, early_losses, late_releases;
+    atomic_llong busy_timeouts;
+    atomic_llong first_overlap_ms; /* monotonic ms, 0 when none yet */
+    atomic_llong errors[N_CODES];  /* by -code; other kinds below */
+    atomic_llong wrong_scheme, unexpected_exits;
+    atomic_int detail_taken;
+    char detail[256]; /* the first error, for the log */
+};
+
+static struct chaos_shared *sh;
+
+/* ---------------------------------------------------- configurations */
+
+struct target {
+    const char *name;
+    const char *emulate; /* proxy version, or NULL for the real server */
+    th_server proxy;
+};
+
+static th_server srv;
+static struct target targets[] = {
+    {"modern", NULL, {0}},     {"2.6.11", "2.6.11", {0}},
+    {"2.6.0", "2.6.0", {0}},   {"2.4.18", "2.4.18", {0}},
+    {"2.2.15", "2.2.15", {0}}, {"2.0.5", "2.0.5", {0}},
+};
+#define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
+#define T_REDIS20 (N_TARGETS - 1)
+
+struct chaos_config {
+    char name[40];
+    const th_server *endpoint;
+    int control;             /* the naive scheme instead of tslock */
+    tslock_scheme scheme;    /* what the lock is set to */
+    tslock_scheme want_used; /* what tslock_lock_scheme_used() must say */
+    int strict_loss;         /* no TSLOCK_ELOST before our lease ends */
+    int64_t lease_ms;
+    int section_us;
+    char key[48];
+};
+
+struct chaos_result {
+    char name[40];
+    double secs;
+    long long acquisitions, kills, kills_inside, overlaps, stale_overlaps;
+    long long lost_updates, errors, expiries, early_losses, late_releases;
+    long long first_overlap_ms; /* after the start; -1 when none */
+};
+
+static int n_workers;
+static double seconds;
+static int soak;
+static struct chaos_result results[N_TARGETS * 4 + 1];
+static int n_results;
+static uint64_t rng_state;
+
+/* xorshift64*: the supervisor's victim choice, not a security matter. */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+static int64_t wall_ms(void)
+{
+    return th_wall_us() / 1000;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---------------------------------------------------------- checker */
+
+/* Keep the first error's detail; later ones are only counted. */
+static void note_error(const char *what, const char *name, const char *detail)
+{
+    if (atomic_exchange(&sh->detail_taken, 1) == 0)
+        snprintf(sh->detail, sizeof(sh->detail), "%s: %s (%s)", what, name,
+                 detail);
+}
+
+static void count_code(int rc, const char *op, const tslock_client *c)
+{
+    int i = -rc;
+
+    atomic_fetch_add(&sh->errors[i > 0 && i < N_CODES ? i : 0], 1);
+    note_error(op, tslock_errname(rc), tslock_client_errstr(c));
+}
+
+/*
+ * Every other record that is inside, and not being killed, is a second
+ * holder.  It breaks mutual exclusion if its lease still runs now (our
+ * hold began before now); if its lease has run out, it is a live holder
+ * that paused past its lease, which the lease model allows.  Both
+ * records are set before they are read (sequentially consistent
+ * atomics), so of two holders inside at once at least one sees the
+ * other.
+ */
+static void scan_for_overlap(int slot)
+{
+    int64_t now = wall_ms();
+    int j;
+
+    for (j = 0; j < n_workers; j++) {
+        const struct holder_rec *r = &sh->rec[j];
+        if (j == slot || !atomic_load(&r->inside) || atomic_load(&r->doomed))
+            continue;
+        if (now <= atomic_load(&r->lease_end)) {
+            long long zero = 0;
+            atomic_fetch_add(&sh->overlaps, 1);
+            atomic_compare_exchange_strong(&sh->first_overlap_ms, &zero,
+                                           th_mono_ms());
+        } else {
+            atomic_fetch_add(&sh->stale_overlaps, 1);
+        }
+    }
+}
+
+/*
+ * The critical section: announce the hold, look for another, then a
+ * read-yield-write of the counter that a second holder would disturb.
+ */
+static void critical_section(int slot, int64_t lease_end, int section_us)
+{
+    struct holder_rec *me = &sh->rec[slot];
+    int64_t t0 = mono_us(), left;
+    int seen;
+
+    atomic_store(&me->lease_end, lease_end);
+    atomic_store(&me->inside, 1);
+    scan_for_overlap(slot);
+    seen = atomic_load_explicit(&sh->counter, memory_order_relaxed);
+    sched_yield(); /* widen the window a second holder would fall into */
+    left = section_us - (mono_us() - t0);
+    th_sleep_us(left);
+    if (atomic_load_explicit(&sh->counter, memory_order_relaxed) != seen)
+        atomic_fetch_add(&sh->lost_updates, 1);
+    atomic_store_explicit(&sh->counter, seen + 1, memory_order_relaxed);
+    atomic_store(&me->inside, 0);
+    atomic_fetch_add(&sh->completed, 1);
+}
+
+/* --------------------------------------------------------- workers */
+
+/*
+ * A release that finds the lock lost: after our lease ended it is the
+ * lease model at work (a pause past the lease); before, someone wrote
+ * over a lease that still ran.
+ */
+static void count_loss(int64_t lease_end)
+{
+    if (wall_ms() > lease_end)
+        atomic_fetch_add(&sh->expiries, 1);
+    else
+        atomic_fetch_add(&sh->early_losses, 1);
+}
+
+static tslock_lock *worker_lock(const struct chaos_config *cfg,
+                                tslock_client **out)
+{
+    tslock_client *c = NULL;
+    tslock_lock *l = NULL;
+    int rc = tslock_client_new(&c);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_connect_unix(c, cfg->endpoint->socket);
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_new(&l, c, cfg->key);
+    if (rc != TSLOCK_OK) {
+        count_code(rc, "connect", c);
+        _exit(3);
+    }
+    tslock_lock_set_scheme(l, cfg->scheme);
+    tslock_lock_set_ttl(l, cfg->lease_ms);
+    tslock_lock_set_unit(l, TSLOCK_UNIT_MS);
+    tslock_lock_set_retry(l, 2, 10);
+    *out = c;
+    return l;
+}
+
+static void tslock_worker(int slot, const struct chaos_config *cfg)
+{
+    tslock_client *c;
+    tslock_lock *l = worker_lock(cfg, &c);
+    int64_t lease_end;
+    int rc;
+
+    for (;;) {
+        rc = tslock_acquire(l, 4 * cfg->lease_ms);
+        if (rc == TSLOCK_EBUSY) {
+            atomic_fetch_add(&sh->busy_timeouts, 1);
+            continue;
+        }
+        if (rc != TSLOCK_OK) {
+            count_code(rc, "acquire", c);
+            _exit(4);
+        }
+        atomic_fetch_add(&sh->acquisitions, 1);
+        if (tslock_lock_scheme_used(l) != cfg->want_used) {
+            atomic_fetch_add(&sh->wrong_scheme, 1);
+            note_error("acquire", "unexpected scheme", cfg->name);
+        }
+        lease_end = tslock_lock_expires_ms(l);
+        critical_section(slot, lease_end, cfg->section_us);
+        rc = tslock_release(l);
+        if (rc == TSLOCK_ELOST) {
+            count_loss(lease_end);
+        } else if (rc == TSLOCK_OK && wall_ms() > lease_end) {
+            /* Its DEL may have come after the lease: a pause. */
+            atomic_fetch_add(&sh->late_releases, 1);
+        } else if (rc != TSLOCK_OK) {
+            count_code(rc, "release", c);
+            _exit(5);
+        }
+    }
+}
+
+/*
+ * The control: the articles' SETNX of an expiry stamp, DEL of an expired
+ * stamp and SETNX again, and the plain DEL release.  It holds across its
+ * short lease, so every hold is found expired by the waiters, whose DEL
+ * races delete each other's fresh locks, and whose holder's DEL deletes
+ * its successor's: overlaps with leases that still run, every cycle.
+ */
+static void control_worker(int slot, const struct chaos_config *cfg)
+{
+    th_clock clk;
+    naive_client n;
+    uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull | 1;
+
+    memset(&n, 0, sizeof(n));
+    th_clock_init(&clk);
+    n.clock = &clk;
+    n.redis = redisConnectUnix(cfg->endpoint->socket);
+    if (n.redis == NULL || n.redis->err) {
+        note_error("control", "cannot connect", cfg->endpoint->socket);
+        atomic_fetch_add(&sh->errors[-TSLOCK_EIO], 1);
+        _exit(3);
+    }
+    for (;;) {
+        clk.wall_ms = wall_ms();
+        if (naive_del_recovery_acquire(&n, cfg->key, cfg->lease_ms)
+            != NAIVE_HELD) {
+            th_sleep_us(1000 + (int64_t)(rng_next(&rng) % 2000));
+            continue;
+        }
+        atomic_fetch_add(&sh->acquisitions, 1);
+        critical_section(slot, strtoll(n.value, NULL, 10), cfg->section_us);
+        naive_unconditional_release(&n, cfg->key);
+    }
+}
+
+/* ------------------------------------------------------ supervisor */
+
+static pid_t pids[MAX_WORKERS];
+static pid_t supervisor_pid;
+
+/* However the test ends, no worker outlives it. */
+static void kill_workers_at_exit(void)
+{
+    int i;
+
+    if (getpid() != supervisor_pid)
+        return;
+    for (i = 0; i < MAX_WORKERS; i++)
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+            pids[i] = 0;
+        }
+}
+
+static void spawn(int slot, const struct chaos_config *cfg)
+{
+    struct holder_rec *r = &sh->rec[slot];
+    pid_t pid;
+
+    atomic_store(&r->inside, 0);
+    atomic_store(&r->lease_end, 0);
+    atomic_store(&r->doomed, 0);
+    pid = fork();
+    if (pid == 0) {
+        /* Die with the test process, even if it is SIGKILLed itself. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != supervisor_pid)
+            _exit(1);
+        if (cfg->control)
+            control_worker(slot, cfg);
+        else
+            tslock_worker(slot, cfg);
+        _exit(0);
+    }
+    pids[slot] = pid;
+    if (pid < 0)
+        atomic_fetch_add(&sh->unexpected_exits, 1);
+}
+
+/* Kill a worker, reap it, and only then clear its record. */
+static int kill_and_reap(int slot)
+{
+    int inside;
+
+    if (pids[slot] <= 0)
+        return 0;
+    atomic_store(&sh->rec[slot].doomed, 1);
+    kill(pids[slot], SIGKILL);
+    while (waitpid(pids[slot], NULL, 0) < 0 && errno == EINTR)
+        ;
+    pids[slot] = 0;
+    /* The worker is dead: its flag is final and says where it died. */
+    inside = atomic_load(&sh->rec[slot].inside);
+    atomic_store(&sh->rec[slot].inside, 0);
+    return inside;
+}
+
+/* Workers that ended on their own (an error) are counted and replaced. */
+static void reap_unexpected(const struct chaos_config *cfg)
+{
+    int i, status;
+
+    for (i = 0; i < n_workers; i++)
+        if (pids[i] <= 0 || waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+            atomic_fetch_add(&sh->unexpected_exits, 1);
+            pids[i] = 0;
+            atomic_store(&sh->rec[i].inside, 0);
+            spawn(i, cfg);
+        }
+}
+
+/* Uniform, except that one kill in TARGET_HOLDER_ONE_IN goes to a holder. */
+static int pick_victim(void)
+{
+    int i, start = (int)(rng_next(&rng_state) % (uint64_t)n_workers);
+
+    if (rng_next(&rng_state) % TARGET_HOLDER_ONE_IN == 0)
+        for (i = 0; i < n_workers; i++) {
+            int j = (start + i) % n_workers;
+            if (atomic_load(&sh->rec[j].inside))
+                return j;
+        }
+    return start;
+}
+
+static void sleep_until_mono_ms(int64_t when)
+{
+    struct timespec ts = {.tv_sec = when / 1000,
+                          .tv_nsec = (long)(when % 1000) * 1000000};
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* The workload: a kill every KILL_EVERY_MS until `until` (monotonic). */
+static void supervise(const struct chaos_config *cfg, int64_t until,
+                      struct chaos_result *res)
+{
+    int64_t next = th_mono_ms() + KILL_EVERY_MS;
+    int victim;
+
+    for (; next < until; next += KILL_EVERY_MS) {
+        sleep_until_mono_ms(next);
+        reap_unexpected(cfg);
+        victim = pick_victim();
+        res->kills++;
+        res->kills_inside += kill_and_reap(victim);
+        spawn(victim, cfg);
+    }
+    sleep_until_mono_ms(until);
+}
+
+/* ---------------------------------------------------------- one run */
+
+static long long error_total(void)
+{
+    long long n =
+        atomic_load(&sh->wrong_scheme) + atomic_load(&sh->unexpected_exits);
+    int i;
+
+    for (i = 0; i < N_CODES; i++)
+        n += atomic_load(&sh->errors[i]);
+    return n;
+}
+
+static void print_errors(void)
+{
+    int i;
+
+    for (i = 0; i < N_CODES; i++)
+        if (atomic_load(&sh->errors[i]) > 0)
+            printf("      %s: %lld\n", tslock_errname(-i),
+                   (long long)atomic_load(&sh->errors[i]));
+    if (atomic_load(&sh->wrong_scheme) > 0)
+        printf("      unexpected scheme: %lld\n",
+               (long long)atomic_load(&sh->wrong_scheme));
+    if (atomic_load(&sh->unexpected_exits) > 0)
+        printf("      workers that ended on their own: %lld\n",
+               (long long)atomic_load(&sh->unexpected_exits));
+    if (sh->detail[0] != '\0')
+        printf("      first: %s\n", sh->detail);
+}
+
+static void collect(struct chaos_result *res, int64_t t0)
+{
+    long long first = atomic_load(&sh->first_overlap_ms);
+
+    res->acquisitions = atomic_load(&sh->acquisitions);
+    res->overlaps = atomic_load(&sh->overlaps);
+    res->stale_overlaps = atomic_load(&sh->stale_overlaps);
+    res->lost_updates = atomic_load(&sh->lost_updates);
+    res->expiries = atomic_load(&sh->expiries);
+    res->early_losses = atomic_load(&sh->early_losses);
+    res->late_releases = atomic_load(&sh->late_releases);
+    res->errors = error_total();
+    res->first_overlap_ms = first > 0 ? first - t0 : -1;
+    res->secs = (double)(th_mono_ms() - t0) / 1000.0;
+}
+
+static void print_row(const struct chaos_result *r)
+{
+    printf("  %-18s %5.1f %8lld %7.1f %5lld %6lld %8lld %6lld %8lld %5lld "
+           "%5lld %5lld %5lld\n",
+           r->name, r->secs, r->acquisitions,
+           r->secs > 0 ? (double)r->acquisitions / r->secs : 0.0, r->kills,
+           r->kills_inside, r->overlaps, r->errors, r->expiries,
+           r->early_losses, r->late_releases, r->stale_overlaps,
+           r->lost_updates);
+}
+
+static void print_header(void)
+{
+    printf("  %-18s %5s %8s %7s %5s %6s %8s %6s %8s %5s %5s %5s %5s\n",
+           "configuration", "secs", "acquired", "acq/s", "kills", "inside",
+           "overlaps", "errors", "expiries", "early", "late", "stale", "lost");
+}
+
+/*
+ * Run one configuration: n_workers workers, a kill every KILL_EVERY_MS
+ * for `seconds`, then every worker killed and reaped.
+ */
+static struct chaos_result *run_chaos(const struct chaos_config *cfg)
+{
+    struct chaos_result *res = &results[n_results++];
+    int64_t t0;
+    int i;
+
+    memset(sh, 0, sizeof(*sh));
+    memset(res, 0, sizeof(*res));
+    snprintf(res->name, sizeof(res->name), "%s", cfg->name);
+    fflush(stdout); /* no buffered output copied into the workers */
+    fflush(stderr);
+    t0 = th_mono_ms();
+    for (i = 0; i < n_workers; i++)
+        spawn(i, cfg);
+    supervise(cfg, t0 + (int64_t)(seconds * 1000), res);
+    for (i = 0; i < n_workers; i++)
+        kill_and_reap(i);
+    collect(res, t0);
+    printf("\n");
+    print_header();
+    print_row(res);
+    if (res->errors > 0)
+        print_errors();
+    return res;
+}
+
+/* ------------------------------------------------------------- tests */
+
+static struct target *cur;
+static int next_target;
+
+static int target_init(void)
+{
+    cur = &targets[next_target++];
+    return 0;
+}
+
+static const th_server *endpoint(const struct target *t)
+{
+    return t->emulate != NULL ? &t->proxy : &srv;
+}
+
+/* A pause past the lease, which the lease model allows, left evidence. */
+static long long pause_evidence(const struct chaos_result *r)
+{
+    return r->expiries + r->late_releases + r->stale_overlaps;
+}
+
+/*
+ * What tslock promises under the kills.  Everywhere: no error, no lost
+ * update unless a live holder overstayed its lease, and no overlap.  On
+ * Redis 2.0 (doc/compat.md, doc/races.md b and d) the release is GET,
+ * compare, DEL, whose gap opens only when the holder pauses past its
+ * lease between the two, and a GETSET loser's stamp stays: there an
+ * overlap is excused only by such a pause, seen by the workers.  A token
+ * lease, and a bridge lease with its ownership proof (2.2 and later),
+ * is never lost before it ends; a timestamp lease can be, to a GETSET
+ * loser (tslock(7), "THE GETSET LOSER").
+ */
+static void check_tslock(const struct chaos_config *cfg,
+                         const struct chaos_result *r, int redis20)
+{
+    CU_ASSERT_TRUE(r->acquisitions > 0);
+    CU_ASSERT_EQUAL(r->errors, 0);
+    if (redis20 && r->overlaps > 0)
+        printf("    overlaps on 2.0 with a pause past the lease: %lld\n",
+               pause_evidence(r));
+    if (!redis20 || pause_evidence(r) == 0)
+        CU_ASSERT_EQUAL(r->overlaps, 0);
+    if (r->stale_overlaps == 0)
+        CU_ASSERT_EQUAL(r->lost_updates, 0);
+    if (cfg->strict_loss)
+        CU_ASSERT_EQUAL(r->early_losses, 0);
+}
+
+static void run_scheme(tslock_scheme scheme, const char *scheme_name)
+{
+    struct chaos_config cfg;
+    int redis20 = cur == &targets[T_REDIS20];
+
+    memset(&cfg, 0, sizeof(cfg));
+    snprintf(cfg.name, sizeof(cfg.name), "%s %s", cur->name, scheme_name);
+    snprintf(cfg.key, sizeof(cfg.key), "chaos:%s:%s", cur->name, scheme_name);
+    cfg.endpoint = endpoint(cur);
+    cfg.scheme = scheme;
+    cfg.want_used = scheme != TSLOCK_SCHEME_AUTO ? scheme
+                    : redis20                    ? TSLOCK_SCHEME_TIMESTAMP
+                                                 : TSLOCK_SCHEME_TOKEN;
+    cfg.strict_loss = !redis20 && cfg.want_used != TSLOCK_SCHEME_TIMESTAMP;
+    cfg.lease_ms = LEASE_MS;
+    cfg.section_us = SECTION_US;
+    check_tslock(&cfg, run_chaos(&cfg), redis20);
+}
+
+/* Redis 2.0 has no atomic token lock; tslock refuses to build one. */
+static void test_token(void)
+{
+    tslock_client *c;
+    tslock_lock *l = NULL;
+
+    if (cur != &targets[T_REDIS20]) {
+        run_scheme(TSLOCK_SCHEME_TOKEN, "token");
+        return;
+    }
+    c = th_client(endpoint(cur));
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "chaos:2.0.5:token") == TSLOCK_OK);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
+    printf("\n    2.0.5 token: TSLOCK_EUNSUPPORTED, as doc/compat.md says ");
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+static void test_timestamp(void)
+{
+    run_scheme(TSLOCK_SCHEME_TIMESTAMP, "timestamp");
+}
+
+static void test_bridge(void)
+{
+    run_scheme(TSLOCK_SCHEME_BRIDGE, "bridge");
+}
+
+static void test_auto(void)
+{
+    run_scheme(TSLOCK_SCHEME_AUTO, "auto");
+}
+
+/* The checker is not blind: the broken scheme must show overlaps. */
+static void test_control(void)
+{
+    struct chaos_config cfg;
+    struct chaos_result *r;
+
+    memset(&cfg, 0, sizeof(cfg));
+    snprintf(cfg.name, sizeof(cfg.name), "control naive-del");
+    snprintf(cfg.key, sizeof(cfg.key), "chaos:control");
+    cfg.endpoint = &srv;
+    cfg.control = 1;
+    cfg.lease_ms = CONTROL_LEASE_MS;
+    cfg.section_us = CONTROL_SECTION_US;
+    r = run_chaos(&cfg);
+    printf("    first overlap after %lld ms ", r->first_overlap_ms);
+    CU_ASSERT_TRUE(r->acquisitions > 0);
+    CU_ASSERT_TRUE(r->overlaps > 0);
+}
+
+/* ------------------------------------------------------------- main */
+
+static void print_table(void)
+{
+    int i;
+
+    printf("\nchaos %s: %d workers, %.1f s per configuration, a SIGKILL every "
+           "%d ms, lease %d ms, section %d us\n",
+           soak ? "soak" : "short run (make soak runs the long one)", n_workers,
+           seconds, KILL_EVERY_MS, LEASE_MS, SECTION_US);
+    print_header();
+    for (i = 0; i < n_results; i++)
+        print_row(&results[i]);
+    printf("  inside: kills inside the section; expiries: TSLOCK_ELOST after "
+           "the lease ended;\n  early: TSLOCK_ELOST before it ended; late: "
+           "TSLOCK_OK after it ended;\n  stale: a live holder found inside "
+           "past its lease; lost: lost updates\n");
+}
+
+static void configure(void)
+{
+    const char *env = getenv("TSLOCK_SOAK_SECONDS");
+    const char *seed = getenv("TSLOCK_CHAOS_SEED");
+
+    soak = env != NULL && env[0] != '\0';
+    seconds = soak ? atof(env) : 1.0;
+    if (seconds <= 0)
+        seconds = 10;
+    n_workers = soak ? MAX_WORKERS : 8;
+    rng_state = seed != NULL ? strtoull(seed, NULL, 0)
+                             : (uint64_t)th_wall_us() ^ (uint64_t)getpid();
+    rng_state |= 1;
+    printf("chaos: %d workers, %.1f s per configuration, seed %" PRIu64 "%s\n",
+           n_workers, seconds, rng_state,
+           soak ? "" : " (short run; make soak: 16 workers, 10 s)");
+}
+
+static void add_suites(void)
+{
+    static char names[N_TARGETS][32];
+    size_t t;
+
+    CU_add_test(CU_add_suite("control", NULL, NULL),
+                "naive DEL recovery: overlaps found", test_control);
+    for (t = 0; t < N_TARGETS; t++) {
+        CU_pSuite s;
+        snprintf(names[t], sizeof(names[t]), "%s", targets[t].name);
+        s = CU_add_suite(names[t], target_init, NULL);
+        CU_add_test(s, "token under kills", test_token);
+        CU_add_test(s, "timestamp (ms) under kills", test_timestamp);
+        CU_add_test(s, "bridge under kills", test_bridge);
+        CU_add_test(s, "auto under kills", test_auto);
+    }
+}
+
+int main(void)
+{
+    size_t t;
+    int rc = 1;
+
+    configure();
+    supervisor_pid = getpid();
+    atexit(kill_workers_at_exit);
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED || th_server_start(&srv, NULL) != 0)
+        return 1;
+    for (t = 0; t < N_TARGETS; t++)
+        if (targets[t].emulate != NULL
+            && th_proxy_start(&targets[t].proxy, &srv, targets[t].emulate) != 0)
+            goto out;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        goto out;
+    add_suites();
+    rc = th_run_all();
+    print_table();
+out:
+    kill_workers_at_exit();
+    for (t = 0; t < N_TARGETS; t++)
+        th_proxy_stop(&targets[t].proxy);
+    th_server_stop(&srv);
+    munmap(sh, sizeof(*sh));
+    return rc;
+}
