@@ -108,6 +108,7 @@ struct chaos_result {
 };
 
 static int n_workers;
+static int64_t lease_ms = LEASE_MS;
 static double seconds;
 static int soak;
 static struct chaos_result results[N_TARGETS * 4 + 1];
@@ -156,14 +157,16 @@ static void count_code(int rc, const char *op, const tslock_client *c)
 
 /*
  * Every other record that is inside, and not being killed, is a second
- * holder.  It breaks mutual exclusion if its lease still runs now (our
- * hold began before now); if its lease has run out, it is a live holder
- * that paused past its lease, which the lease model allows.  Both
- * records are set before they are read (sequentially consistent
- * atomics), so of two holders inside at once at least one sees the
- * other.
+ * holder.  Two holders break mutual exclusion if both their leases still
+ * run when one sees the other (the last millisecond of each is given up
+ * to the clocks' truncation to whole ms).  If either lease has run out,
+ * a live holder paused past its lease, which the lease model allows:
+ * the other may have taken the lock over, or this one may have entered
+ * its section only after its own lease ended.  Both records are set
+ * before they are read (sequentially consistent atomics), so of two
+ * holders inside at once at least one sees the other.
  */
-static void scan_for_overlap(int slot)
+static void scan_for_overlap(int slot, int64_t lease_end)
 {
     int64_t now = wall_ms();
     int j;
@@ -172,7 +175,7 @@ static void scan_for_overlap(int slot)
         const struct holder_rec *r = &sh->rec[j];
         if (j == slot || !atomic_load(&r->inside) || atomic_load(&r->doomed))
             continue;
-        if (now <= atomic_load(&r->lease_end)) {
+        if (now < lease_end && now < atomic_load(&r->lease_end)) {
             long long zero = 0;
             atomic_fetch_add(&sh->overlaps, 1);
             atomic_compare_exchange_strong(&sh->first_overlap_ms, &zero,
@@ -195,7 +198,7 @@ static void critical_section(int slot, int64_t lease_end, int section_us)
 
     atomic_store(&me->lease_end, lease_end);
     atomic_store(&me->inside, 1);
-    scan_for_overlap(slot);
+    scan_for_overlap(slot, lease_end);
     seen = atomic_load_explicit(&sh->counter, memory_order_relaxed);
     sched_yield(); /* widen the window a second holder would fall into */
     left = section_us - (mono_us() - t0);
@@ -630,7 +633,7 @@ static void run_scheme(tslock_scheme scheme, const char *scheme_name)
                     : redis20                    ? TSLOCK_SCHEME_TIMESTAMP
                                                  : TSLOCK_SCHEME_TOKEN;
     cfg.strict_loss = !redis20 && cfg.want_used != TSLOCK_SCHEME_TIMESTAMP;
-    cfg.lease_ms = LEASE_MS;
+    cfg.lease_ms = lease_ms;
     cfg.section_us = SECTION_US;
     check_tslock(&cfg, run_chaos(&cfg), redis20);
 }
@@ -804,7 +807,7 @@ static void print_table(void)
     printf("\nchaos %s: %d workers, %.1f s per configuration, a SIGKILL every "
            "%d ms, lease %d ms, section %d us\n",
            soak ? "soak" : "short run (make soak runs the long one)", n_workers,
-           seconds, KILL_EVERY_MS, LEASE_MS, SECTION_US);
+           seconds, KILL_EVERY_MS, (int)lease_ms, SECTION_US);
     print_header();
     for (i = 0; i < n_results; i++)
         print_row(&results[i]);
@@ -818,6 +821,19 @@ static void print_table(void)
            "read-yield-write counter\n");
 }
 
+/* A positive integer from the environment, or dflt. */
+static int env_int(const char *name, int dflt, int max)
+{
+    const char *env = getenv(name);
+    int n = env != NULL ? atoi(env) : 0;
+
+    return n > 0 && n <= max ? n : dflt;
+}
+
+/*
+ * make check runs the short version, make soak sets TSLOCK_SOAK_SECONDS.
+ * TSLOCK_CHAOS_WORKERS and TSLOCK_CHAOS_LEASE_MS are for exploring.
+ */
 static void configure(void)
 {
     const char *env = getenv("TSLOCK_SOAK_SECONDS");
@@ -827,7 +843,9 @@ static void configure(void)
     seconds = soak ? atof(env) : 1.2;
     if (seconds <= 0)
         seconds = 10;
-    n_workers = soak ? MAX_WORKERS : 8;
+    n_workers =
+        env_int("TSLOCK_CHAOS_WORKERS", soak ? MAX_WORKERS : 8, MAX_WORKERS);
+    lease_ms = env_int("TSLOCK_CHAOS_LEASE_MS", LEASE_MS, 600000);
     rng_state = seed != NULL ? strtoull(seed, NULL, 0)
                              : (uint64_t)th_wall_us() ^ (uint64_t)getpid();
     rng_state |= 1;
