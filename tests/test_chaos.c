@@ -49,6 +49,7 @@
 #define CONTROL_LEASE_MS   10
 #define CONTROL_SECTION_US 15000
 #define N_CODES            32 /* slots for -TSLOCK_E* codes */
+#define N_STEPS            32 /* slots for tslock_step values */
 
 /* ------------------------------------------------------ shared state */
 
@@ -72,6 +73,7 @@ struct chaos_shared {
     atomic_llong first_overlap_ms; /* monotonic ms, 0 when none yet */
     atomic_llong errors[N_CODES];  /* by -code; other kinds below */
     atomic_llong wrong_scheme, unexpected_exits;
+    atomic_llong steps[N_STEPS]; /* commands sent, by tslock_step */
     atomic_int detail_taken;
     char detail[256]; /* the first error, for the log */
 };
@@ -113,6 +115,7 @@ struct chaos_result {
     long long acquisitions, kills, kills_inside, overlaps, stale_overlaps;
     long long lost_updates, errors, expiries, early_losses, late_releases;
     long long recoveries;
+    long long steps[N_STEPS];
     long long first_overlap_ms; /* after the start; -1 when none */
 };
 
@@ -250,6 +253,18 @@ static void count_recovery(void)
         atomic_fetch_add(&sh->recoveries, 1);
 }
 
+/* The step hook: which commands the workers' lock operations sent. */
+static int count_step(tslock_client *c, tslock_step step, const char *key,
+                      void *userdata)
+{
+    (void)c;
+    (void)key;
+    (void)userdata;
+    if ((int)step >= 0 && (int)step < N_STEPS)
+        atomic_fetch_add(&sh->steps[step], 1);
+    return 0;
+}
+
 static tslock_lock *worker_lock(const struct chaos_config *cfg,
                                 tslock_client **out)
 {
@@ -269,6 +284,7 @@ static tslock_lock *worker_lock(const struct chaos_config *cfg,
     tslock_lock_set_ttl(l, cfg->lease_ms);
     tslock_lock_set_unit(l, TSLOCK_UNIT_MS);
     tslock_lock_set_retry(l, 2, 10);
+    tslock_client_set_step_hook(c, count_step, NULL);
     *out = c;
     return l;
 }
@@ -503,6 +519,7 @@ static void print_errors(void)
 static void collect(struct chaos_result *res, int64_t t0)
 {
     long long first = atomic_load(&sh->first_overlap_ms);
+    int i;
 
     res->acquisitions = atomic_load(&sh->acquisitions);
     res->overlaps = atomic_load(&sh->overlaps);
@@ -512,6 +529,8 @@ static void collect(struct chaos_result *res, int64_t t0)
     res->early_losses = atomic_load(&sh->early_losses);
     res->late_releases = atomic_load(&sh->late_releases);
     res->recoveries = atomic_load(&sh->recoveries);
+    for (i = 0; i < N_STEPS; i++)
+        res->steps[i] = atomic_load(&sh->steps[i]);
     res->errors = error_total();
     res->first_overlap_ms = first > 0 ? first - t0 : -1;
     res->secs = (double)(th_mono_ms() - t0) / 1000.0;
@@ -600,6 +619,32 @@ static long long pause_evidence(const struct chaos_result *r)
 }
 
 /*
+ * On Redis 2.0 the release is GET, compare, DEL (doc/compat.md), with no
+ * WATCH and no script, and no TTL is ever set on the key, since the next
+ * SETNX would delete the key with it: none of these commands may appear.
+ */
+static void check_redis20_commands(const struct chaos_result *r)
+{
+    static const tslock_step never[] = {
+        TSLOCK_STEP_WATCH, TSLOCK_STEP_UNWATCH, TSLOCK_STEP_MULTI,
+        TSLOCK_STEP_EXEC,  TSLOCK_STEP_EVALSHA, TSLOCK_STEP_EVAL,
+        TSLOCK_STEP_SET,   TSLOCK_STEP_EXPIRE,  TSLOCK_STEP_PEXPIRE,
+        TSLOCK_STEP_SETEX};
+    size_t i;
+
+    printf("    SETNX %lld, GET %lld, GETSET %lld, DEL %lld",
+           r->steps[TSLOCK_STEP_SETNX], r->steps[TSLOCK_STEP_GET],
+           r->steps[TSLOCK_STEP_GETSET], r->steps[TSLOCK_STEP_DEL]);
+    for (i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        if (r->steps[never[i]] != 0)
+            printf(", %s %lld", tslock_step_name(never[i]), r->steps[never[i]]);
+        CU_ASSERT_EQUAL(r->steps[never[i]], 0);
+    }
+    printf(" ");
+    CU_ASSERT_TRUE(r->steps[TSLOCK_STEP_DEL] > 0);
+}
+
+/*
  * What tslock promises under the kills.  Everywhere: no error, no lost
  * update unless a live holder overstayed its lease, and no overlap.  On
  * Redis 2.0 (doc/compat.md, doc/races.md b and d) the release is GET,
@@ -615,6 +660,8 @@ static void check_tslock(const struct chaos_config *cfg,
 {
     CU_ASSERT_TRUE(r->acquisitions > 0);
     CU_ASSERT_EQUAL(r->errors, 0);
+    if (redis20)
+        check_redis20_commands(r);
     if (redis20 && r->overlaps > 0)
         printf("    overlaps on 2.0 with a pause past the lease: %lld\n",
                pause_evidence(r));
