@@ -21,11 +21,18 @@
 #define MAX_PROXIES 8
 
 static th_server *live[MAX_PROXIES];
+static pid_t owner; /* the process that started them */
 
+/*
+ * A forked worker that calls exit() runs this handler too; only the
+ * process that started the proxies may stop them.
+ */
 static void stop_all(void)
 {
     int i;
 
+    if (getpid() != owner)
+        return;
     for (i = 0; i < MAX_PROXIES; i++)
         if (live[i] != NULL)
             th_proxy_stop(live[i]);
@@ -95,6 +102,7 @@ int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
     }
     if (!registered) {
         registered = 1;
+        owner = parent;
         atexit(stop_all);
     }
     for (i = 0; i < MAX_PROXIES; i++)
