@@ -84,6 +84,9 @@ int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
     int i, rc;
 
     *out = NULL;
+    if (n > TSLOCK__MAX_QUEUED)
+        return tslock__fail(l->client, TSLOCK_EINVAL,
+                            "%d commands for one transaction", n);
     all[0].step = TSLOCK_STEP_MULTI;
     all[0].argc = 1;
     all[0].argv = multi;

@@ -139,7 +139,7 @@ typedef enum tslock_release_form {
 #define TSLOCK_STEP_MAP(X)                                                     \
     X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
     X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR) X(TTL)      \
-    X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD)
+    X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD) X(ZADD) X(ZRANGE) X(ZRANGEBYSCORE)
 /* clang-format on */
 
 #define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
@@ -489,7 +489,8 @@ TSLOCK_EXTERN int tslock_lock_set_wakeup(tslock_lock *lock, int enabled);
  *
  * The queue lives in Redis beside the key ("{KEY}:queue", "{KEY}:alive",
  * "{KEY}:queue-seq", in the key's hash slot), kept by one script per
- * attempt (Redis 2.6 and later; TSLOCK_EUNSUPPORTED before).  Fair mode
+ * attempt (Redis 2.6 and later) or one WATCH transaction (2.2 - 2.4;
+ * TSLOCK_EUNSUPPORTED on 2.0).  Fair mode
  * takes the token scheme.  A waiter refreshes its entry on every attempt;
  * one that dies leaves the queue once 1 s plus twice the retry delay has
  * passed since its last attempt (1.2 s by default), judged by the waiters'

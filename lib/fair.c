@@ -68,6 +68,27 @@ static int fair_verdict(tslock_lock *l, const redisReply *r, int64_t now)
                         l->queue_rank == 1 ? "" : "s");
 }
 
+/* Redis 2.2 - 2.4: the same rules in a WATCH transaction. */
+static int fair_watch(tslock_lock *l, int64_t now)
+{
+    int64_t holder_ttl = -1;
+    int rc = tslock__fair_try_watch(l, now, now + alive_ms(l), 2 * alive_ms(l),
+                                    &holder_ttl);
+
+    if (rc == TSLOCK_OK) {
+        l->expires_ms = now + l->ttl_ms;
+        l->held = 1;
+        l->fair_id[0] = '\0';
+    } else if (rc == TSLOCK_EBUSY) {
+        l->expires_ms = holder_ttl >= 0 ? now + holder_ttl : 0;
+        tslock__fail(l->client, rc,
+                     "lock '%s' is held; we wait in its fair "
+                     "queue",
+                     l->key);
+    }
+    return rc;
+}
+
 int tslock__fair_try(tslock_lock *l)
 {
     tslock_client *c = l->client;
@@ -77,16 +98,18 @@ int tslock__fair_try(tslock_lock *l)
     int64_t now;
     int rc;
 
-    if (!(c->caps & TSLOCK_CAP_LUA))
+    if (!(c->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH)))
         return tslock__fail(c, TSLOCK_EUNSUPPORTED,
-                            "fair mode needs Lua (Redis 2.6 or later): its "
-                            "queue is kept by one script");
+                            "fair mode needs Lua or WATCH (Redis 2.2 or "
+                            "later): its queue must change atomically");
     if ((rc = queue_names(l)) != TSLOCK_OK)
         return rc;
     if (l->fair_id[0] == '\0' && (rc = tslock__make_token(c, l->fair_id)))
         return rc;
     memcpy(l->value, l->fair_id, sizeof(l->fair_id));
     now = tslock__now(c, TSLOCK_CLOCK_WALL);
+    if (!(c->caps & TSLOCK_CAP_LUA))
+        return fair_watch(l, now);
     snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
     snprintf(now_s, sizeof(now_s), "%lld", (long long)now);
     snprintf(alive, sizeof(alive), "%lld", (long long)(now + alive_ms(l)));

@@ -173,6 +173,10 @@ static int try_once(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     resolve_scheme(l);
+    if (l->fair && l->scheme == TSLOCK_SCHEME_AUTO) {
+        l->used = TSLOCK_SCHEME_TOKEN; /* fair.c says what the server lacks */
+        l->ops = &tslock__token_ops;
+    }
     if (!l->fair)
         return l->ops->try_acquire(l);
     if (l->used != TSLOCK_SCHEME_TOKEN)

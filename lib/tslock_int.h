@@ -195,6 +195,9 @@ int tslock__publish_refused(tslock_client *c, const redisReply *r);
 
 /* ---- fair.c: waiters served in the order they asked */
 int tslock__fair_try(tslock_lock *l);
+/* compat/fair_watch.c: one attempt with WATCH (2.2 - 2.4). */
+int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
+                           int64_t idle_ms, int64_t *holder_ttl_ms);
 void tslock__fair_leave(tslock_lock *l);
 
 /* ---- wakeup.c: waiters woken by the release */
@@ -296,8 +299,8 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
 int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl);
 int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl);
 void tslock__seconds_up(char *buf, size_t size, int64_t ms);
-#define TSLOCK__MAX_READS  3 /* commands read after WATCH */
-#define TSLOCK__MAX_QUEUED 2 /* commands queued inside MULTI */
+#define TSLOCK__MAX_READS  3  /* commands read after WATCH */
+#define TSLOCK__MAX_QUEUED 24 /* commands queued inside MULTI */
 /*
  * WATCH one or two keys and send nreads read commands, in one round trip;
  * out[i] gets the reply to reads[i].  On failure (error replies too) the

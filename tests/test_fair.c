@@ -1,7 +1,8 @@
 /*
  * test_fair.c - fair mode: five waiters served in the order they asked;
  * a dead waiter leaves the queue within its bound; a try-once leaves no
- * entry; the refusals (timestamp scheme, servers without Lua).
+ * entry; the refusals (timestamp scheme, Redis 2.0) - with scripts, with
+ * WATCH only, and on Redis 2.2 played by the proxy.
  */
 #include <poll.h>
 #include <signal.h>
@@ -12,7 +13,35 @@
 
 #include "harness.h"
 
-static th_server srv;
+static th_server srv, proxy22;
+
+/* The generations fair mode runs on: scripts, WATCH only, Redis 2.2. */
+static const struct target {
+    const char *name;
+    const th_server *endpoint;
+    unsigned caps;
+} targets[] = {
+    {"modern (script)", &srv, ~0u},
+    {"modern, WATCH only", &srv, TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS},
+    {"2.2.15 (WATCH)", &proxy22, ~0u},
+};
+#define N_TARGETS 3
+static const struct target *cur;
+static int next_target;
+
+static int target_init(void)
+{
+    cur = &targets[next_target++];
+    return 0;
+}
+
+static tslock_client *client(void)
+{
+    tslock_client *c = th_client(cur->endpoint);
+
+    tslock_client_limit_caps(c, cur->caps);
+    return c;
+}
 
 static tslock_lock *fair_lock(tslock_client *c, const char *key)
 {
@@ -26,7 +55,7 @@ static tslock_lock *fair_lock(tslock_client *c, const char *key)
 
 static int64_t queue_length(const char *key)
 {
-    tslock_client *c = th_client(&srv);
+    tslock_client *c = client();
     tslock_lock *l = fair_lock(c, key);
     int64_t n = -1;
 
@@ -56,7 +85,7 @@ static int await_queue(const char *key, int64_t n)
 /* A waiter: take the lock, log our number, give it back. */
 static void waiter(int index, int log_fd)
 {
-    tslock_client *c = th_client(&srv);
+    tslock_client *c = client();
     tslock_lock *l = fair_lock(c, "fair:order");
     char byte = (char)('1' + index);
 
@@ -71,7 +100,7 @@ static void waiter(int index, int log_fd)
 /* Five waiters join one after another and are served in that order. */
 static void test_fair_order(void)
 {
-    tslock_client *c = th_client(&srv);
+    tslock_client *c = client();
     tslock_lock *h = fair_lock(c, "fair:order");
     pid_t pids[5];
     char order[8] = {0};
@@ -112,7 +141,7 @@ static void test_fair_order(void)
  */
 static void test_dead_waiter_leaves(void)
 {
-    tslock_client *c = th_client(&srv), *w = th_client(&srv);
+    tslock_client *c = client(), *w = client();
     tslock_lock *h = fair_lock(c, "fair:dead");
     tslock_lock *l = fair_lock(w, "fair:dead");
     pid_t dead;
@@ -122,7 +151,7 @@ static void test_dead_waiter_leaves(void)
     dead = fork();
     CU_ASSERT_FATAL(dead >= 0);
     if (dead == 0) {
-        tslock_client *d = th_client(&srv);
+        tslock_client *d = client();
         tslock_lock *dl = fair_lock(d, "fair:dead");
         tslock_acquire(dl, 60000);
         _exit(0);
@@ -144,7 +173,7 @@ static void test_dead_waiter_leaves(void)
 /* Fair mode takes the token scheme; servers without Lua refuse it. */
 static void test_fair_refusals(void)
 {
-    tslock_client *c = th_client(&srv);
+    tslock_client *c = client();
     tslock_lock *l = fair_lock(c, "fair:no");
 
     CU_ASSERT_EQUAL(tslock_lock_set_fair(NULL, 1), TSLOCK_EINVAL);
@@ -152,9 +181,9 @@ static void test_fair_refusals(void)
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "token scheme"));
     tslock_lock_set_scheme(l, TSLOCK_SCHEME_AUTO);
-    tslock_client_limit_caps(c, TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS);
+    tslock_client_limit_caps(c, 0); /* as Redis 2.0: no Lua, no WATCH */
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "Lua"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WATCH"));
     CU_ASSERT_EQUAL(queue_length("fair:no"), 0);
     tslock_lock_free(l);
     tslock_client_free(c);
@@ -163,18 +192,24 @@ static void test_fair_refusals(void)
 int main(void)
 {
     CU_pSuite s;
-    int rc = 1;
+    int i, rc = 1;
 
     if (th_server_start(&srv, NULL) != 0)
         return 1;
+    if (th_proxy_start(&proxy22, &srv, "2.2.15") != 0)
+        goto out;
     if (CU_initialize_registry() != CUE_SUCCESS)
         goto out;
-    s = CU_add_suite("fair mode", NULL, NULL);
-    CU_add_test(s, "five waiters served in order", test_fair_order);
-    CU_add_test(s, "a dead waiter leaves the queue", test_dead_waiter_leaves);
-    CU_add_test(s, "refusals", test_fair_refusals);
+    for (i = 0; i < N_TARGETS; i++) {
+        s = CU_add_suite(targets[i].name, target_init, NULL);
+        CU_add_test(s, "five waiters served in order", test_fair_order);
+        CU_add_test(s, "a dead waiter leaves the queue",
+                    test_dead_waiter_leaves);
+        CU_add_test(s, "refusals", test_fair_refusals);
+    }
     rc = th_run_all();
 out:
+    th_proxy_stop(&proxy22);
     th_server_stop(&srv);
     return rc;
 }

@@ -1,0 +1,165 @@
+/*
+ * fair_watch.c - the fair queue on servers with WATCH but no Lua (Redis
+ * 2.2 - 2.4): read the queue, the key and the arrival counter under
+ * WATCH, then drop lapsed waiters and join, refresh or take the key in
+ * one MULTI/EXEC, which the server refuses if any of them changed.  The
+ * keys and rules are those of the script in lib/scripts.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+#define MAX_DROPS 8                   /* lapsed waiters dropped per attempt */
+#define MAX_CMDS  (2 * MAX_DROPS + 6) /* within TSLOCK__MAX_QUEUED */
+
+/* What the reads under WATCH found. */
+struct queue_view {
+    redisReply *dead, *queue, *value, *ttl, *seq;
+    int queued;       /* our id is in the queue */
+    const char *head; /* the first live waiter, or NULL */
+};
+
+/* WATCH the four keys and read them in one round trip. */
+static int watch_and_read(tslock_lock *l, const char *now, redisReply **r)
+{
+    const char *watch[5] = {"WATCH", l->key, l->queue_key, l->alive_key,
+                            l->seq_key};
+    const char *dead[4] = {"ZRANGEBYSCORE", l->alive_key, "-inf", now};
+    const char *queue[4] = {"ZRANGE", l->queue_key, "0", "-1"};
+    const char *get[2] = {"GET", l->key}, *ttl[2] = {"TTL", l->key};
+    const char *seq[2] = {"GET", l->seq_key};
+    const struct tslock__queued q[6] = {
+        {TSLOCK_STEP_WATCH, 5, watch},  {TSLOCK_STEP_ZRANGEBYSCORE, 4, dead},
+        {TSLOCK_STEP_ZRANGE, 4, queue}, {TSLOCK_STEP_GET, 2, get},
+        {TSLOCK_STEP_TTL, 2, ttl},      {TSLOCK_STEP_GET, 2, seq}};
+    int i, rc = tslock__pipeline(l->client, l->key, 6, q, r);
+
+    if (rc != TSLOCK_OK)
+        return rc;
+    for (i = 0; i < 6 && rc == TSLOCK_OK; i++)
+        if (r[i]->type == REDIS_REPLY_ERROR)
+            rc = tslock__reply_error(l->client, q[i].argv[0], r[i]);
+    if (rc == TSLOCK_OK
+        && (r[1]->type != REDIS_REPLY_ARRAY || r[2]->type != REDIS_REPLY_ARRAY
+            || r[4]->type != REDIS_REPLY_INTEGER))
+        rc = tslock__unexpected(l->client, "fair queue reads",
+                                "two arrays and a TTL", r[1]);
+    if (rc != TSLOCK_OK) {
+        tslock__free_replies(6, r);
+        tslock__unwatch(l);
+    }
+    return rc;
+}
+
+static int is_dead(const redisReply *dead, const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < dead->elements; i++)
+        if (strcmp(dead->element[i]->str, id) == 0)
+            return 1;
+    return 0;
+}
+
+static void read_view(tslock_lock *l, redisReply **r, struct queue_view *v)
+{
+    size_t i;
+
+    v->dead = r[1];
+    v->queue = r[2];
+    v->value = r[3];
+    v->ttl = r[4];
+    v->seq = r[5];
+    v->queued = 0;
+    v->head = NULL;
+    for (i = 0; i < v->queue->elements; i++) {
+        const char *id = v->queue->element[i]->str;
+        if (strcmp(id, l->fair_id) == 0)
+            v->queued = 1;
+        if (v->head == NULL && !is_dead(v->dead, id))
+            v->head = id;
+    }
+}
+
+/* Queue "STEP key member-or-arg [arg]" into q[*n]. */
+static void put(struct tslock__queued *q, const char *(*argv)[4], int *n,
+                tslock_step step, int argc, const char *a0, const char *a1,
+                const char *a2, const char *a3)
+{
+    argv[*n][0] = a0;
+    argv[*n][1] = a1;
+    argv[*n][2] = a2;
+    argv[*n][3] = a3;
+    q[*n].step = step;
+    q[*n].argc = argc;
+    q[*n].argv = argv[*n];
+    (*n)++;
+}
+
+int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
+                           int64_t idle_ms, int64_t *holder_ttl_ms)
+{
+    char now_s[24], until[24], secs[24], idle[24], next_seq[24];
+    struct tslock__queued q[MAX_CMDS];
+    const char *argv[MAX_CMDS][4];
+    struct queue_view v;
+    redisReply *r[6], *done = NULL;
+    int n = 0, take, rc;
+    size_t i;
+
+    snprintf(now_s, sizeof(now_s), "(%lld", (long long)now);
+    snprintf(until, sizeof(until), "%lld", (long long)alive_until);
+    tslock__seconds_up(secs, sizeof(secs), l->ttl_ms);
+    tslock__seconds_up(idle, sizeof(idle), idle_ms);
+    if ((rc = watch_and_read(l, now_s, r)) != TSLOCK_OK)
+        return rc;
+    read_view(l, r, &v);
+    snprintf(next_seq, sizeof(next_seq), "%lld",
+             v.seq->type == REDIS_REPLY_STRING ? atoll(v.seq->str) + 1 : 1);
+    *holder_ttl_ms = v.ttl->integer > 0 ? v.ttl->integer * 1000 : -1;
+    take = v.value->type == REDIS_REPLY_NIL
+           && (v.head == NULL || strcmp(v.head, l->fair_id) == 0);
+    for (i = 0; i < v.dead->elements && i < MAX_DROPS; i++) {
+        const char *id = v.dead->element[i]->str;
+        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->queue_key, id, NULL);
+        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->alive_key, id, NULL);
+    }
+    if (take) {
+        put(q, argv, &n, TSLOCK_STEP_SET, 3, "SET", l->key, l->fair_id, NULL);
+        put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->key, secs, NULL);
+        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->queue_key, l->fair_id,
+            NULL);
+        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->alive_key, l->fair_id,
+            NULL);
+    } else {
+        if (!v.queued) {
+            put(q, argv, &n, TSLOCK_STEP_INCR, 2, "INCR", l->seq_key, NULL,
+                NULL);
+            put(q, argv, &n, TSLOCK_STEP_ZADD, 4, "ZADD", l->queue_key,
+                next_seq, l->fair_id);
+        }
+        put(q, argv, &n, TSLOCK_STEP_ZADD, 4, "ZADD", l->alive_key, until,
+            l->fair_id);
+        put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->queue_key, idle,
+            NULL);
+        put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->alive_key, idle,
+            NULL);
+        put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->seq_key, idle,
+            NULL);
+    }
+    rc = tslock__transaction(l, n, q, &done);
+    tslock__free_replies(6, r);
+    if (rc != TSLOCK_OK)
+        return rc;
+    for (i = 0; rc == TSLOCK_OK && done->type == REDIS_REPLY_ARRAY
+                && i < done->elements;
+         i++)
+        if (done->element[i]->type == REDIS_REPLY_ERROR)
+            rc = tslock__reply_error(l->client, q[i].argv[0], done->element[i]);
+    if (rc == TSLOCK_OK)
+        rc = take && done->type == REDIS_REPLY_ARRAY ? TSLOCK_OK : TSLOCK_EBUSY;
+    freeReplyObject(done);
+    return rc;
+}
