@@ -219,7 +219,7 @@ if "$cli" -s "$sock" acl setuser alice on '>s3cret' '~*' '+@all' \
     t "user:password@ authenticates" 0 \
         $tool -u "unix://alice:s3cret@$sock" status k
     t "wrong password: connection error" 69 \
-        $tool -u "unix://alice:wrong@$sock" status k
+        $tool --no-auth-warning -u "unix://alice:wrong@$sock" status k
     check "wrong password: one line" one_line "TSLOCK_EAUTH"
     t "\$REDISCLI_AUTH supplies the password" 0 \
         env REDISCLI_AUTH=s3cret $tool -u "unix://alice@$sock" status k
