@@ -29,8 +29,10 @@ dir=$(mktemp -d /tmp/tslock-cli.XXXXXX) || exit 1
 sock="$dir/redis.sock"
 U="unix://$sock"
 pid=
+pw_pid=
 cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$pw_pid" ] && kill "$pw_pid" 2>/dev/null && wait "$pw_pid" 2>/dev/null
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -226,6 +228,72 @@ if "$cli" -s "$sock" acl setuser alice on '>s3cret' '~*' '+@all' \
 else
     echo "# skipped ACL tests: server has no ACL"
 fi
+
+# ---------------------------------------------- passwords out of sight
+# A second server that wants a password (requirepass, as on any version).
+psock="$dir/pw.sock"
+"$server" --port 0 --unixsocket "$psock" --requirepass SECRETPW --save '' \
+    --appendonly no --dir "$dir" --logfile "$dir/redis-pw.log" &
+pw_pid=$!
+i=0
+until "$cli" -s "$psock" -a SECRETPW --no-auth-warning ping >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -gt 200 ] && break
+    sleep 0.05
+done
+
+no_secret() {
+    ! grep -q SECRETPW "$out" "$err"
+}
+
+# The job reads what ps shows for tslock (its parent) while tslock runs.
+show_cmdline='tr "\0" " " </proc/$PPID/cmdline'
+if [ -r /proc/$$/cmdline ]; then
+    t "-u password: job runs" 0 $tool -u "unix://:SECRETPW@$psock" pk -- \
+        sh -c "$show_cmdline"
+    check "-u password: not in tslock's cmdline" no_secret
+    check "-u password: cmdline shows unix://***@" \
+        has "-u unix://\*\*\*@$psock  *pk -- sh" "$out"
+    check "-u password: warned once" \
+        eval '[ "$(grep -c "password in -u/--url" "$err")" -eq 1 ]'
+    check "-u password: warning names \$REDISCLI_AUTH" has REDISCLI_AUTH "$err"
+    t "--url= password: job runs" 0 $tool "--url=unix://:SECRETPW@$psock" \
+        pk -- sh -c "$show_cmdline"
+    check "--url= password: not in tslock's cmdline" no_secret
+    check "--url= password: cmdline shows --url=unix://***@" \
+        has "--url=unix://\*\*\*@$psock" "$out"
+    t "two -u: both scrubbed" 0 $tool -u "redis://:SECRETPW@x" \
+        -u "unix://:SECRETPW@$psock" pk -- sh -c "$show_cmdline"
+    check "two -u: no password in cmdline" no_secret
+else
+    echo "# skipped cmdline tests: no /proc"
+fi
+t "--no-auth-warning: silent" 0 $tool --no-auth-warning \
+    -u "unix://:SECRETPW@$psock" pk -- true
+check "--no-auth-warning: nothing on stderr" no_stderr
+t "-q still warns" 0 $tool -q -u "unix://:SECRETPW@$psock" pk -- true
+check "-q still warns: one line" one_line "password in -u/--url"
+t "\$REDIS_URL password: no warning" 0 \
+    env REDIS_URL="unix://:SECRETPW@$psock" $tool pk -- true
+check "\$REDIS_URL password: nothing on stderr" no_stderr
+t "-v with a password" 0 $tool -v -u "unix://:SECRETPW@$psock" status pk
+check "-v with a password: password not shown" no_secret
+check "-v with a password: says there is one" has "with a password" "$err"
+t "wrong password" 69 $tool -v -u "unix://:SECRETPWX@$psock" status pk
+check "wrong password: password not shown" no_secret
+check "wrong password: TSLOCK_EAUTH" has "TSLOCK_EAUTH" "$err"
+t "password to a server without one" 69 $tool -u "unix://:SECRETPW@$sock" \
+    status pk
+check "password to a server without one: not shown" no_secret
+t "unreachable host with a password" 69 $tool -v \
+    -u "redis://:SECRETPW@127.0.0.1:1" pk -- true
+check "unreachable host: password not shown" no_secret
+for u in "redis://:SECRETPW@localhost:99999" "redis://:SECRETPW%zz@h" \
+    "redis://u:SECRETPW@h/x" "unix://:SECRETPW@rel/path" \
+    "http://:SECRETPW@h"; do
+    t "bad URL with a password: $u" 64 $tool -v -u "$u" pk -- true
+    check "bad URL with a password: not shown ($u)" no_secret
+done
 
 # ----------------------------------------------------- exit statuses
 t "COMMAND's status 0" 0 $ts k1 -- true
