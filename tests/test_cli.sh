@@ -265,6 +265,14 @@ if [ -r /proc/$$/cmdline ]; then
     t "two -u: both scrubbed" 0 $tool -u "redis://:SECRETPW@x" \
         -u "unix://:SECRETPW@$psock" pk -- sh -c "$show_cmdline"
     check "two -u: no password in cmdline" no_secret
+    if "$cli" -s "$sock" acl setuser carol on '>SECRETPW' '~*' '+@all' \
+        >/dev/null 2>&1; then
+        t "user:password@: job runs" 0 $tool -u "unix://carol:SECRETPW@$sock" \
+            pk -- sh -c "$show_cmdline"
+        check "user:password@: not in tslock's cmdline" no_secret
+        check "user:password@: cmdline shows carol:***@" \
+            has "unix://carol:\*\*\*@$sock" "$out"
+    fi
 else
     echo "# skipped cmdline tests: no /proc"
 fi

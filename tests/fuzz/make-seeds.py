@@ -195,14 +195,18 @@ replies = {
     "ts-s-classic-lost": (1 | 4, "2.0", integer(1) + NIL + bulk("x")
                           + bulk(S) + NIL + integer(-1)),
     # Bridge: the claim and guard scripts, and their WATCH forms.
-    "bridge-ms-lua": (3, "7.0", array(integer(1), integer(0)) + integer(29000)
+    "bridge-ms-lua": (3, "7.0", integer(1) + bulk("1700000030005")
                       + integer(1) + bulk("1700000030005") + integer(30000)
                       + integer(1)),
     "bridge-ms-proof": (3 | 128, "7.0", integer(1) + integer(1) + integer(1)
                         + bulk("1700000030005") + integer(30000) + integer(1)),
-    "bridge-s-watch": (3 | 4 | 128, "2.4", OK + NIL + NIL + OK + QUEUED
-                       + QUEUED + array(OK, integer(1)) + OK
-                       + bulk("1700000031") + integer(30) + bulk(OWNER)),
+    "bridge-s-watch": (3 | 4 | 128, "2.4", OK + NIL + OK + QUEUED + QUEUED
+                       + array(OK, OK) + OK + bulk("1700000031")
+                       + integer(30) + bulk(OWNER) + OK),
+    "token-watch-busy": (2, "2.4", OK + bulk("other") + OK + bulk(TOKEN)
+                         + integer(29) + OK + bulk(TOKEN) + OK + QUEUED
+                         + array(integer(1)) + bulk(TOKEN) + integer(30) + OK
+                         + bulk(TOKEN) + OK + QUEUED + array(integer(1))),
     "bridge-float-2.0": (3 | 8, "2.0", integer(1) + bulk("1700000030.000123456")
                          + bulk("1700000030.000123456") + integer(-1)),
     "auto-2.0": (0, "2.0", integer(1) + bulk(MS) + bulk(MS) + integer(1)),
