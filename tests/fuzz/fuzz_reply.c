@@ -36,9 +36,11 @@
      | BIT(TSLOCK_ESERVER) | BIT(TSLOCK_ENOMEM) | BIT(TSLOCK_EAUTH))
 
 /*
- * The codes each call's page documents.  "A connection code" includes
- * TSLOCK_EAUTH: a server that starts requiring AUTH answers any command
- * with -NOAUTH, which the library reports as TSLOCK_EAUTH.
+ * The codes each call can return.  Three are not on the calls' pages yet
+ * (reported, not hidden): TSLOCK_EAUTH from any call, when a server that
+ * starts requiring AUTH answers -NOAUTH; and from tslock_extend(),
+ * TSLOCK_EUNSUPPORTED (a token hold adopted on a server with neither Lua
+ * nor WATCH) and TSLOCK_ECLOCK (a new stamp from a clock before 2000).
  */
 static const unsigned acquire_codes =
     BIT(TSLOCK_OK) | BIT(TSLOCK_EBUSY) | BIT(TSLOCK_EUNREADABLE)
