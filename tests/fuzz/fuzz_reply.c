@@ -68,12 +68,74 @@ static int64_t fixed_clock(tslock_clock_id which, void *ud)
     return which == TSLOCK_CLOCK_WALL ? FUZZ_NOW_MS : INT64_C(5000000);
 }
 
-static int trace_step(tslock_client *c, tslock_step step, const char *key,
+/*
+ * The reply stream parsed ahead, so the checks know which replies each
+ * call read: the library reads one reply per command it sends, and the
+ * step hook counts those commands.
+ */
+#define PROBE_REPLIES 5
+#define MAX_REPLIES   4096
+static struct {
+    redisReply *reply[MAX_REPLIES];
+    int n;     /* replies that parse */
+    int steps; /* commands sent since the probe */
+} stream;
+
+static void parse_stream(const uint8_t *data, size_t size)
+{
+    redisReader *reader = redisReaderCreate();
+    void *r = NULL;
+
+    FUZZ_CHECK(reader != NULL);
+    stream.n = stream.steps = 0;
+    redisReaderFeed(reader, (const char *)data, size);
+    while (stream.n < MAX_REPLIES && redisReaderGetReply(reader, &r) == REDIS_OK
+           && r != NULL)
+        stream.reply[stream.n++] = r;
+    redisReaderFree(reader);
+}
+
+static void free_stream(void)
+{
+    while (stream.n > 0)
+        freeReplyObject(stream.reply[--stream.n]);
+}
+
+/* A refusal: an error reply, or EXEC's array holding one.  NOSCRIPT is
+ * answered by EVAL, so it refuses nothing. */
+static int is_refusal(const redisReply *r)
+{
+    size_t i;
+
+    if (r->type == REDIS_REPLY_ERROR)
+        return strncmp(r->str, "NOSCRIPT", 8) != 0;
+    if (r->type == REDIS_REPLY_ARRAY)
+        for (i = 0; i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_ERROR)
+                return 1;
+    return 0;
+}
+
+/* A call that says OK (held, released, extended) read no refusal. */
+static void check_no_refusal(int rc, int first_step)
+{
+    int i;
+
+    if (rc != TSLOCK_OK)
+        return;
+    for (i = PROBE_REPLIES + first_step;
+         i < PROBE_REPLIES + stream.steps && i < stream.n; i++)
+        FUZZ_CHECK(!is_refusal(stream.reply[i]));
+}
+
+static int count_step(tslock_client *c, tslock_step step, const char *key,
                       void *ud)
 {
     (void)c;
     (void)ud;
-    fprintf(stderr, "  step %s %s\n", tslock_step_name(step), key);
+    stream.steps++;
+    if (trace)
+        fprintf(stderr, "  step %s %s\n", tslock_step_name(step), key);
     return 0;
 }
 
@@ -148,10 +210,11 @@ static void check_ok_sound(int rc, tslock_client *c)
 static void take(uint8_t cfg, tslock_client *c, tslock_lock *l)
 {
     char handle[160];
-    int rc = tslock_acquire(l, 0);
+    int first = stream.steps, rc = tslock_acquire(l, 0);
 
     report("acquire", rc, c);
     CHECK_CODE(rc, acquire_codes);
+    check_no_refusal(rc, first);
     FUZZ_CHECK(is_held(l) == (rc == TSLOCK_OK));
     check_ok_sound(rc, c);
     if (rc == TSLOCK_OK) {
@@ -168,29 +231,37 @@ static void run_ops(uint8_t cfg, tslock_client *c, tslock_lock *l)
 {
     char value[16];
     int64_t left = -1, ttl = 0;
-    int rc;
+    int rc, first;
 
     take(cfg, c, l);
+    first = stream.steps;
     rc = tslock_lock_time_left(l, &left);
     report("time_left", rc, c);
+    check_no_refusal(rc, first);
     CHECK_CODE(rc, time_left_codes);
     FUZZ_CHECK(rc != TSLOCK_OK || left >= 0);
     FUZZ_CHECK(is_held(l));
+    first = stream.steps;
     rc = tslock_extend(l, 0);
     report("extend", rc, c);
+    check_no_refusal(rc, first);
     CHECK_CODE(rc, extend_codes);
     FUZZ_CHECK(is_held(l) == (rc != TSLOCK_ELOST));
     check_ok_sound(rc, c);
     if (is_held(l))
         check_handle(c, l);
+    first = stream.steps;
     rc = tslock_lock_peek(l, value, sizeof(value), &ttl);
     report("peek", rc, c);
+    check_no_refusal(rc, first);
     CHECK_CODE(rc, peek_codes);
     FUZZ_CHECK(rc != TSLOCK_OK || (ttl >= -2 && strlen(value) < sizeof(value)));
     if (!is_held(l))
         return;
+    first = stream.steps;
     rc = tslock_release(l);
     report("release", rc, c);
+    check_no_refusal(rc, first);
     CHECK_CODE(rc, release_codes);
     FUZZ_CHECK(
         is_held(l)
@@ -220,8 +291,7 @@ static void run_client(uint8_t cfg, uint8_t caps, redisContext *ctx)
     tslock_client_set_clock(c, fixed_clock, NULL);
     tslock_client_set_timeouts(c, 0, 0); /* a hang must show as one */
     tslock_client_limit_caps(c, caps);
-    if (trace)
-        tslock_client_set_step_hook(c, trace_step, NULL);
+    tslock_client_set_step_hook(c, count_step, NULL);
     rc = tslock_client_wrap(c, ctx);
     report("wrap", rc, c);
     CHECK_CODE(rc, BIT(TSLOCK_OK) | CONNECTION);
@@ -248,7 +318,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     trace = getenv("FUZZ_REPLY_TRACE") != NULL;
     signal(SIGPIPE, SIG_IGN);
     FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    feed(sv[1], data + 2, size - 2 > MAX_STREAM ? MAX_STREAM : size - 2);
+    size = size - 2 > MAX_STREAM ? MAX_STREAM + 2 : size;
+    parse_stream(data + 2, size - 2);
+    feed(sv[1], data + 2, size - 2);
     FUZZ_CHECK(pthread_create(&drainer, NULL, drain, &sv[1]) == 0);
     ctx = redisConnectFd(sv[0]);
     FUZZ_CHECK(ctx != NULL && !ctx->err);
@@ -256,5 +328,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     redisFree(ctx); /* closes sv[0]: the drainer reads its end of file */
     pthread_join(drainer, NULL);
     close(sv[1]);
+    free_stream();
     return 0;
 }
