@@ -3,7 +3,8 @@
  * no server: the input is the reply stream, written into one end of a
  * socketpair whose other end the library reads through hiredis
  * (redisConnectFd, tslock_client_wrap).  Whatever comes, every call must
- * return a code its page documents, keep the held state its page states,
+ * return a code its page documents (three exceptions are listed below),
+ * keep the held state its page states,
  * and never crash, hang or leak.
  *
  * Input: byte 0 chooses the lock (bits 0-1 scheme: auto, timestamp,
@@ -101,8 +102,10 @@ static void free_stream(void)
         freeReplyObject(stream.reply[--stream.n]);
 }
 
-/* A refusal: an error reply, or EXEC's array holding one.  NOSCRIPT is
- * answered by EVAL, so it refuses nothing. */
+/*
+ * A refusal: an error reply, or EXEC's array holding one.  NOSCRIPT is
+ * answered by EVAL, so it refuses nothing.
+ */
 static int is_refusal(const redisReply *r)
 {
     size_t i;
