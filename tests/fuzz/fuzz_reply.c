@@ -4,8 +4,8 @@
  * socketpair whose other end the library reads through hiredis
  * (redisConnectFd, tslock_client_wrap).  Whatever comes, every call must
  * return a code its page documents (three exceptions are listed below),
- * keep the held state its page states,
- * and never crash, hang or leak.
+ * keep the held state its page states, never crash, hang or leak, and
+ * never say OK (held, released, extended) after reading an error reply.
  *
  * Input: byte 0 chooses the lock (bits 0-1 scheme: auto, timestamp,
  * token, bridge; bits 2-3 unit; bit 4 fencing; bits 5-6 release form;
