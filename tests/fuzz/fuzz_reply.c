@@ -96,6 +96,27 @@ static void parse_stream(const uint8_t *data, size_t size)
     redisReaderFree(reader);
 }
 
+/*
+ * hiredis 0.14 allocates an array's element pointers as soon as it reads
+ * "*N", before any element comes: "*200000000" asks for 1.6 GB.  That is
+ * hiredis trusting its server (reported, and out of tslock's reach), not
+ * something to find again on every run, so such inputs are skipped.
+ */
+static int declares_huge_array(const uint8_t *p, size_t n)
+{
+    size_t i, j;
+    long count;
+
+    for (i = 0; i < n; i++) {
+        if (p[i] != '*')
+            continue;
+        for (j = i + 1, count = 0; j < n && p[j] >= '0' && p[j] <= '9'; j++)
+            if ((count = count * 10 + (p[j] - '0')) > 4096)
+                return 1;
+    }
+    return 0;
+}
+
 static void free_stream(void)
 {
     while (stream.n > 0)
@@ -316,7 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pthread_t drainer;
     redisContext *ctx;
 
-    if (size < 2)
+    if (size < 2 || declares_huge_array(data + 2, size - 2))
         return 0;
     trace = getenv("FUZZ_REPLY_TRACE") != NULL;
     signal(SIGPIPE, SIG_IGN);
