@@ -58,6 +58,10 @@ static const unsigned time_left_codes =
 static const unsigned peek_codes =
     BIT(TSLOCK_OK) | BIT(TSLOCK_EWRONGTYPE) | CONNECTION;
 
+static const unsigned peek_owner_codes = BIT(TSLOCK_OK)
+                                         | BIT(TSLOCK_EUNREADABLE)
+                                         | BIT(TSLOCK_EWRONGTYPE) | CONNECTION;
+
 static int trace;
 
 #define CHECK_CODE(rc, set)                                                    \
@@ -250,6 +254,19 @@ static void take(uint8_t cfg, tslock_client *c, tslock_lock *l)
     FUZZ_CHECK(tslock_lock_adopt(l, handle) == TSLOCK_OK);
 }
 
+/* The owner key's token: "" or 32 hex digits, whatever came. */
+static void check_peek_owner(tslock_client *c, tslock_lock *l)
+{
+    char token[33] = "x";
+    int rc = tslock_lock_peek_owner(l, token, sizeof(token));
+    size_t n = strlen(token);
+
+    report("peek_owner", rc, c);
+    CHECK_CODE(rc, peek_owner_codes);
+    FUZZ_CHECK(n == 0 || (rc == TSLOCK_OK && n == 32));
+    FUZZ_CHECK(n == 0 || strspn(token, "0123456789abcdef") == 32);
+}
+
 /* Acquire (or adopt), then read, extend, peek and release. */
 static void run_ops(uint8_t cfg, tslock_client *c, tslock_lock *l)
 {
@@ -280,6 +297,7 @@ static void run_ops(uint8_t cfg, tslock_client *c, tslock_lock *l)
     check_no_refusal(rc, first);
     CHECK_CODE(rc, peek_codes);
     FUZZ_CHECK(rc != TSLOCK_OK || (ttl >= -2 && strlen(value) < sizeof(value)));
+    check_peek_owner(c, l);
     if (!is_held(l))
         return;
     first = stream.steps;

@@ -145,7 +145,7 @@ WRONGTYPE = err("WRONGTYPE Operation against a key holding the wrong kind of val
 replies = {
     # Token, SET NX PX: acquire, PTTL script, PEXPIRE script, GET+PTTL, DEL script.
     "token-modern": (2, "7.0", OK + integer(29000) + integer(1)
-                     + bulk(TOKEN) + integer(30000) + integer(1)),
+                     + bulk(TOKEN) + integer(30000) + NIL + integer(1)),
     "token-modern-busy": (2, "7.0", NIL + integer(1) + integer(1) + bulk(TOKEN)
                           + integer(20000) + integer(1)),
     "token-noscript": (2, "7.0", OK + NOSCRIPT + integer(29000) + NOSCRIPT
@@ -172,11 +172,11 @@ replies = {
     "token-2.0": (2, "2.0", ""),
     # Timestamp, ms / s / float, best form (Lua): SETNX, GET, scripts.
     "ts-ms-lua": (1, "7.0", integer(1) + bulk(MS) + integer(1) + bulk(MS)
-                  + integer(-1) + integer(1)),
+                  + integer(-1) + NIL + integer(1)),
     "ts-s-lua": (1 | 4, "7.0", integer(1) + bulk(S) + integer(1) + bulk(S)
                  + integer(-1) + integer(1)),
     "ts-float-lua": (1 | 8, "7.0", integer(1) + bulk(FLOAT) + integer(1)
-                     + bulk(FLOAT) + integer(-1) + integer(1)),
+                     + bulk(FLOAT) + integer(-1) + bulk("x") + integer(1)),
     "ts-ms-expired-takeover": (1, "7.0", integer(0) + bulk("1699999990000")
                                + bulk("1699999990000") + bulk(MS)
                                + integer(1) + bulk(MS) + integer(-1)
@@ -187,8 +187,9 @@ replies = {
                         + bulk("1700000030999") + integer(1)),
     # Timestamp on 2.2 - 2.4: the WATCH form of release and extend.
     "ts-ms-watch": (1, "2.4", integer(1) + bulk(MS) + OK + bulk(MS) + OK
-                    + QUEUED + array(OK) + bulk(MS) + integer(-1) + OK
-                    + bulk(MS) + OK + QUEUED + array(integer(1))),
+                    + QUEUED + array(OK) + bulk(MS) + integer(-1)
+                    + bulk(TOKEN) + OK + bulk(MS) + OK + QUEUED
+                    + array(integer(1))),
     # Timestamp on 2.0: the classic form (GET, compare, DEL / GETSET).
     "ts-ms-classic": (1, "2.0", integer(1) + bulk(MS) + bulk(MS) + bulk(MS)
                       + bulk(MS) + integer(-1) + bulk(MS) + integer(1)),
@@ -199,7 +200,8 @@ replies = {
                       + integer(1) + bulk("1700000030005") + integer(30000)
                       + integer(1)),
     "bridge-ms-proof": (3 | 128, "7.0", integer(1) + integer(1) + integer(1)
-                        + bulk("1700000030005") + integer(30000) + integer(1)),
+                        + bulk("1700000030005") + integer(30000) + bulk(OWNER)
+                        + integer(1)),
     "bridge-s-watch": (3 | 4 | 128, "2.4", OK + NIL + OK + QUEUED + QUEUED
                        + array(OK, OK) + OK + bulk("1700000031")
                        + integer(30) + bulk(OWNER) + OK),
