@@ -105,6 +105,17 @@ int tslock_client_set_db(tslock_client *c, int db)
     return TSLOCK_OK;
 }
 
+/*
+ * An error reply while connecting.  No key is involved, so a line that
+ * merely mentions WRONGTYPE is the server refusing, not a wrong type.
+ */
+static int setup_error(tslock_client *c, const char *what, const redisReply *r)
+{
+    int rc = tslock__reply_error(c, what, r);
+
+    return rc == TSLOCK_EWRONGTYPE ? TSLOCK_ESERVER : rc;
+}
+
 /* A command sent while setting up a connection: no step hook. */
 static int setup_command(tslock_client *c, const char *what, int argc,
                          const char **argv, redisReply **out)
@@ -113,7 +124,7 @@ static int setup_command(tslock_client *c, const char *what, int argc,
     if (*out == NULL)
         return tslock__io_failure(c, what);
     if ((*out)->type == REDIS_REPLY_ERROR) {
-        int rc = tslock__reply_error(c, what, *out);
+        int rc = setup_error(c, what, *out);
         freeReplyObject(*out);
         *out = NULL;
         return rc;
@@ -419,7 +430,7 @@ int tslock__probe(tslock_client *c)
     }
     received = tslock__system_ms(TSLOCK_CLOCK_WALL);
     if (r[0]->type == REDIS_REPLY_ERROR) {
-        rc = tslock__reply_error(c, "INFO", r[0]);
+        rc = setup_error(c, "INFO", r[0]);
         goto out;
     }
     parse_version(c, r[0]);
