@@ -296,6 +296,11 @@ check "password to a server without one: not shown" no_secret
 t "unreachable host with a password" 69 $tool -v \
     -u "redis://:SECRETPW@127.0.0.1:1" pk -- true
 check "unreachable host: password not shown" no_secret
+t "URL without -u: usage error" 64 $tool "redis://:SECRETPW@h" k -- true
+check "URL without -u: password not shown" no_secret
+check "URL without -u: shown hidden" has "redis://\*\*\*@h" "$err"
+t "URL as KEY without --" 64 $tool "redis://u:SECRETPW@h" k
+check "URL as KEY without --: password not shown" no_secret
 for u in "redis://:SECRETPW@localhost:99999" "redis://:SECRETPW%zz@h" \
     "redis://u:SECRETPW@h/x" "unix://:SECRETPW@rel/path" \
     "http://:SECRETPW@h"; do

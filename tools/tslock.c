@@ -5,6 +5,7 @@
  * came, and exits CLI_EXIT_USAGE.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -101,6 +102,40 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
     }
 }
 
+/* A word as an error repeats it: a URL typed without -u hides its password. */
+static char *shown(const char *word)
+{
+    char *copy = strdup(word);
+
+    if (copy != NULL)
+        cli_url_scrub(copy);
+    return copy;
+}
+
+/* KEY without "-- COMMAND", COMMAND without "--", or two KEYs. */
+static int misplaced_words(const struct cli_request *r)
+{
+    char *a = shown(r->words[0]);
+    char *b = r->n_words > 1 ? shown(r->words[1]) : NULL;
+    const char *sa = a != NULL ? a : "?", *sb = b != NULL ? b : "?";
+    int status;
+
+    if (r->command != NULL)
+        status =
+            cli_usage_error("expected one KEY before '--', got %d words "
+                            "('%s', '%s'%s)",
+                            r->n_words, sa, sb, r->n_words > 2 ? ", ..." : "");
+    else if (r->n_words == 1)
+        status = cli_usage_error("missing '-- COMMAND' after KEY '%s' (%s)", sa,
+                                 usage_line);
+    else
+        status = cli_usage_error(
+            "missing '--' between KEY '%s' and COMMAND '%s'", sa, sb);
+    free(a);
+    free(b);
+    return status;
+}
+
 static int dispatch_form(struct cli_request *r, struct cli_options *o)
 {
     const char *name = r->words[0];
@@ -109,12 +144,8 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
     for (i = 0; i < N_FORMS; i++)
         if (strcmp(name, forms[i].name) == 0)
             break;
-    if (i == N_FORMS && r->n_words == 1)
-        return cli_usage_error("missing '-- COMMAND' after KEY '%s' (%s)", name,
-                               usage_line);
     if (i == N_FORMS)
-        return cli_usage_error("missing '--' between KEY '%s' and COMMAND '%s'",
-                               name, r->words[1]);
+        return misplaced_words(r);
     if (r->n_words != forms[i].words)
         return cli_usage_error("%s expects %s, got %d word%s", name,
                                forms[i].args, r->n_words - 1,
@@ -133,10 +164,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->n_words == 0)
         return cli_usage_error("missing KEY before '--' (%s)", usage_line);
     if (r->n_words > 1)
-        return cli_usage_error("expected one KEY before '--', got %d words "
-                               "('%s', '%s'%s)",
-                               r->n_words, r->words[0], r->words[1],
-                               r->n_words > 2 ? ", ..." : "");
+        return misplaced_words(r);
     if (r->words[0][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (r->command[0] == NULL)
