@@ -18,8 +18,10 @@ demo | test) ;;
     ;;
 esac
 
+# clang: make fuzz, and make check replays the fuzz corpora under
+# libFuzzer with ASan and UBSan (without it, only through a plain driver).
 packages="build-essential autoconf automake libtool pkg-config
-          libhiredis-dev libcunit1-dev redis-server python3-redis"
+          libhiredis-dev libcunit1-dev redis-server python3-redis clang"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

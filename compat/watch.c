@@ -205,6 +205,7 @@ int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
     char secs[24];
     const char *args[2] = {l->value, secs};
     redisReply *r = NULL;
+    size_t i;
     int rc = watch_get(l, &r);
 
     *holder_pttl = -1;
@@ -223,6 +224,11 @@ int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
         return rc;
     rc = r->type == REDIS_REPLY_NIL ? TSLOCK_EBUSY /* another raced in */
                                     : TSLOCK_OK;
+    /* An error inside EXEC means SET or EXPIRE did not happen: not held. */
+    for (i = 0; rc == TSLOCK_OK && i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_ERROR)
+            rc = tslock__reply_error(l->client, tslock_step_name(steps[i]),
+                                     r->element[i]);
     freeReplyObject(r);
     return rc;
 }

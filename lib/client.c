@@ -106,6 +106,17 @@ int tslock_client_set_db(tslock_client *c, int db)
     return TSLOCK_OK;
 }
 
+/*
+ * An error reply while connecting.  No key is involved, so a line that
+ * merely mentions WRONGTYPE is the server refusing, not a wrong type.
+ */
+static int setup_error(tslock_client *c, const char *what, const redisReply *r)
+{
+    int rc = tslock__reply_error(c, what, r);
+
+    return rc == TSLOCK_EWRONGTYPE ? TSLOCK_ESERVER : rc;
+}
+
 /* A command sent while setting up a connection: no step hook. */
 static int setup_command(tslock_client *c, const char *what, int argc,
                          const char **argv, redisReply **out)
@@ -118,7 +129,7 @@ static int setup_command(tslock_client *c, const char *what, int argc,
     if (*out == NULL)
         return tslock__io_failure(c, what);
     if ((*out)->type == REDIS_REPLY_ERROR) {
-        int rc = tslock__reply_error(c, what, *out);
+        int rc = setup_error(c, what, *out);
         freeReplyObject(*out);
         *out = NULL;
         return rc;
@@ -437,6 +448,27 @@ static void parse_run_id(tslock_client *c, const redisReply *r)
 }
 
 /*
+ * TIME's reply in Unix ms: ["seconds", "microseconds"].  A reply outside
+ * 1970 .. 2100 is no clock to trust (and its seconds * 1000 could
+ * overflow), so the server counts as having no TIME.
+ */
+static int time_reply_ms(const redisReply *r, int64_t *ms)
+{
+    long long s, us;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_STRING
+        || r->element[1]->type != REDIS_REPLY_STRING)
+        return 0;
+    s = strtoll(r->element[0]->str, NULL, 10);
+    us = strtoll(r->element[1]->str, NULL, 10);
+    if (s < 0 || s > 4102444800LL || us < 0 || us > 999999)
+        return 0;
+    *ms = (int64_t)s * 1000 + us / 1000;
+    return 1;
+}
+
+/*
  * Learn what the server can do, in one pipelined round trip.  The version
  * in INFO is recorded, but the capabilities come from what the server
  * does, because forks and proxies misreport versions.  No probe writes:
@@ -453,7 +485,7 @@ int tslock__probe(tslock_client *c)
     static const int argcs[] = {1, 1, 3, 1, 5};
     struct tslock__sigpipe guard;
     redisReply *r[5] = {NULL};
-    int64_t sent, received;
+    int64_t sent, received, server;
     int i, rc = TSLOCK_OK;
 
     c->caps = 0;
@@ -475,7 +507,7 @@ int tslock__probe(tslock_client *c)
         goto out;
     received = tslock__system_ms(TSLOCK_CLOCK_WALL);
     if (r[0]->type == REDIS_REPLY_ERROR) {
-        rc = tslock__reply_error(c, "INFO", r[0]);
+        rc = setup_error(c, "INFO", r[0]);
         goto out;
     }
     parse_version(c, r[0]);
@@ -484,12 +516,8 @@ int tslock__probe(tslock_client *c)
         c->caps |= TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS;
     if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)
         c->caps |= TSLOCK_CAP_LUA;
-    if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2
-        && r[3]->element[0]->type == REDIS_REPLY_STRING
-        && r[3]->element[1]->type == REDIS_REPLY_STRING) {
+    if (time_reply_ms(r[3], &server)) {
         /* The server read its clock about halfway through the trip. */
-        int64_t server = strtoll(r[3]->element[0]->str, NULL, 10) * 1000
-                         + strtoll(r[3]->element[1]->str, NULL, 10) / 1000;
         c->caps |= TSLOCK_CAP_TIME;
         c->clock_offset_ms = server - (sent + received) / 2;
     }

@@ -29,8 +29,10 @@ dir=$(mktemp -d /tmp/tslock-cli.XXXXXX) || exit 1
 sock="$dir/redis.sock"
 U="unix://$sock"
 pid=
+pw_pid=
 cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$pw_pid" ] && kill "$pw_pid" 2>/dev/null && wait "$pw_pid" 2>/dev/null
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -219,13 +221,92 @@ if "$cli" -s "$sock" acl setuser alice on '>s3cret' '~*' '+@all' \
     t "user:password@ authenticates" 0 \
         $tool -u "unix://alice:s3cret@$sock" status k
     t "wrong password: connection error" 69 \
-        $tool -u "unix://alice:wrong@$sock" status k
+        $tool --no-auth-warning -u "unix://alice:wrong@$sock" status k
     check "wrong password: one line" one_line "TSLOCK_EAUTH"
     t "\$REDISCLI_AUTH supplies the password" 0 \
         env REDISCLI_AUTH=s3cret $tool -u "unix://alice@$sock" status k
 else
     echo "# skipped ACL tests: server has no ACL"
 fi
+
+# ---------------------------------------------- passwords out of sight
+# A second server that wants a password (requirepass, as on any version).
+psock="$dir/pw.sock"
+"$server" --port 0 --unixsocket "$psock" --requirepass SECRETPW --save '' \
+    --appendonly no --dir "$dir" --logfile "$dir/redis-pw.log" &
+pw_pid=$!
+i=0
+until "$cli" -s "$psock" -a SECRETPW --no-auth-warning ping >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -gt 200 ] && break
+    sleep 0.05
+done
+
+no_secret() {
+    ! grep -q SECRETPW "$out" "$err"
+}
+
+# The job reads what ps shows for tslock (its parent) while tslock runs.
+show_cmdline='tr "\0" " " </proc/$PPID/cmdline'
+if [ -r /proc/$$/cmdline ]; then
+    t "-u password: job runs" 0 $tool -u "unix://:SECRETPW@$psock" pk -- \
+        sh -c "$show_cmdline"
+    check "-u password: not in tslock's cmdline" no_secret
+    check "-u password: cmdline shows unix://***@" \
+        has "-u unix://\*\*\*@$psock  *pk -- sh" "$out"
+    check "-u password: warned once" \
+        eval '[ "$(grep -c "password in -u/--url" "$err")" -eq 1 ]'
+    check "-u password: warning names \$REDISCLI_AUTH" has REDISCLI_AUTH "$err"
+    t "--url= password: job runs" 0 $tool "--url=unix://:SECRETPW@$psock" \
+        pk -- sh -c "$show_cmdline"
+    check "--url= password: not in tslock's cmdline" no_secret
+    check "--url= password: cmdline shows --url=unix://***@" \
+        has "--url=unix://\*\*\*@$psock" "$out"
+    t "two -u: both scrubbed" 0 $tool -u "redis://:SECRETPW@x" \
+        -u "unix://:SECRETPW@$psock" pk -- sh -c "$show_cmdline"
+    check "two -u: no password in cmdline" no_secret
+    if "$cli" -s "$sock" acl setuser carol on '>SECRETPW' '~*' '+@all' \
+        >/dev/null 2>&1; then
+        t "user:password@: job runs" 0 $tool -u "unix://carol:SECRETPW@$sock" \
+            pk -- sh -c "$show_cmdline"
+        check "user:password@: not in tslock's cmdline" no_secret
+        check "user:password@: cmdline shows carol:***@" \
+            has "unix://carol:\*\*\*@$sock" "$out"
+    fi
+else
+    echo "# skipped cmdline tests: no /proc"
+fi
+t "--no-auth-warning: silent" 0 $tool --no-auth-warning \
+    -u "unix://:SECRETPW@$psock" pk -- true
+check "--no-auth-warning: nothing on stderr" no_stderr
+t "-q still warns" 0 $tool -q -u "unix://:SECRETPW@$psock" pk -- true
+check "-q still warns: one line" one_line "password in -u/--url"
+t "\$REDIS_URL password: no warning" 0 \
+    env REDIS_URL="unix://:SECRETPW@$psock" $tool pk -- true
+check "\$REDIS_URL password: nothing on stderr" no_stderr
+t "-v with a password" 0 $tool -v -u "unix://:SECRETPW@$psock" status pk
+check "-v with a password: password not shown" no_secret
+check "-v with a password: says there is one" has "with a password" "$err"
+t "wrong password" 69 $tool -v -u "unix://:SECRETPWX@$psock" status pk
+check "wrong password: password not shown" no_secret
+check "wrong password: TSLOCK_EAUTH" has "TSLOCK_EAUTH" "$err"
+t "password to a server without one" 69 $tool -u "unix://:SECRETPW@$sock" \
+    status pk
+check "password to a server without one: not shown" no_secret
+t "unreachable host with a password" 69 $tool -v \
+    -u "redis://:SECRETPW@127.0.0.1:1" pk -- true
+check "unreachable host: password not shown" no_secret
+t "URL without -u: usage error" 64 $tool "redis://:SECRETPW@h" k -- true
+check "URL without -u: password not shown" no_secret
+check "URL without -u: shown hidden" has "redis://\*\*\*@h" "$err"
+t "URL as KEY without --" 64 $tool "redis://u:SECRETPW@h" k
+check "URL as KEY without --: password not shown" no_secret
+for u in "redis://:SECRETPW@localhost:99999" "redis://:SECRETPW%zz@h" \
+    "redis://u:SECRETPW@h/x" "unix://:SECRETPW@rel/path" \
+    "http://:SECRETPW@h"; do
+    t "bad URL with a password: $u" 64 $tool -v -u "$u" pk -- true
+    check "bad URL with a password: not shown ($u)" no_secret
+done
 
 # ----------------------------------------------------- exit statuses
 t "COMMAND's status 0" 0 $ts k1 -- true
@@ -318,6 +399,53 @@ check "renew: A kept the lock through 4 leases" \
 t "renewal fails: 75" 75 $ts -r -t 300 k10 -- \
     sh -c "'$cli' -s '$sock' del k10 >/dev/null; sleep 0.5"
 check "renewal fails: warned at once" has "WARNING: renewing the lease" "$err"
+# Every client connection killed once while COMMAND runs (the job does
+# it): the renewal reconnects and renews, warns, and the exit status is
+# COMMAND's.  The job outlasts the 600 ms lease, so renewals must work.
+t "renew through CLIENT KILL: 0" 0 $ts -r -t 600 k12 -- \
+    sh -c "'$cli' -s '$sock' client kill type normal >/dev/null; sleep 1.5"
+check "renew through CLIENT KILL: warned of the recovery" \
+    has "recovered .*the lock is still ours" "$err"
+check "renew through CLIENT KILL: released" eval '! key_exists k12'
+
+# A key that is not a string: a clear EWRONGTYPE in every mode, at once
+# even when waiting, and the hash untouched.
+"$cli" -s "$sock" hset khash f v >/dev/null
+for m in auto token timestamp bridge; do
+    t "wrong type, -m $m: 70" 70 $ts -m $m -w 0 khash -- true
+    check "wrong type, -m $m: says so" has "TSLOCK_EWRONGTYPE" "$err"
+    t "wrong type, -m $m, -w 30000: 70 at once" 70 \
+        timeout 10 $ts -m $m -w 30000 khash -- true
+done
+check "wrong type: the hash is untouched" \
+    [ "$("$cli" -s "$sock" hget khash f)" = v ]
+
+# A hung server (SIGSTOP): --timeout bounds the wait for a reply, and the
+# status says the server is unavailable.
+kill -STOP "$pid"
+t "hung server, --timeout 300: 69" 69 timeout 10 $ts --timeout 300 k13 -- true
+kill -CONT "$pid"
+check "hung server: the message names the timeout" \
+    has "TSLOCK_ETIMEDOUT.*300 ms" "$err"
+t "--timeout 0 refused" 64 $ts --timeout 0 k -- true
+
+# Fair mode and the queue length in status.
+t "--fair takes a free lock" 0 $ts --fair k14 -- true
+t "--fair with -m timestamp: 70" 70 $ts --fair -m timestamp k14 -- true
+h=$($ts acquire k15)
+$ts --fair -w 20000 k15 -- true >/dev/null 2>&1 &
+w=$!
+i=0
+until [ "$("$cli" -s "$sock" zcard '{k15}:queue')" = 1 ] || [ $i -gt 200 ]; do
+    i=$((i + 1))
+    sleep 0.05
+done
+t "status shows the fair queue" 0 $ts status k15
+check "status: fair queue: 1 waiter" has "fair queue: 1 waiter" "$out"
+t "release lets the fair waiter in" 0 $ts release k15 "$h"
+wait $w
+check "the fair waiter took it and exited 0" [ $? -eq 0 ]
+
 rm -f "$dir/termed"
 t "--kill-on-loss: 75" 75 $ts -r --kill-on-loss -t 300 k11 -- \
     sh -c "trap 'touch \"$dir/termed\"; exit 9' TERM

@@ -282,6 +282,16 @@ static void print_status(tslock_lock *l, const char *v, int64_t ttl_ms,
         print_stamp(l, v, unit, expires_ms, ttl_ms, now_ms);
 }
 
+/* The fair queue's length, when fair waiters are queued (not with -q). */
+static void print_queue(tslock_lock *l)
+{
+    int64_t n = 0;
+
+    if (cli_verbosity >= 0 && tslock_lock_queue_length(l, &n) == TSLOCK_OK
+        && n > 0)
+        printf("fair queue: %" PRId64 " waiter%s\n", n, n == 1 ? "" : "s");
+}
+
 int cli_status(const struct cli_options *o, const char *key)
 {
     static char value[PEEK_SIZE];
@@ -301,6 +311,8 @@ int cli_status(const struct cli_options *o, const char *key)
             print_status(l, value, ttl_ms, now_ms);
         else
             status = cli_fail(c, rc, "cannot read the lock");
+        if (rc == TSLOCK_OK)
+            print_queue(l);
     }
     close_lock(c, l);
     return status;

@@ -53,6 +53,28 @@ struct cli_options {
     int busy_status;
     int workers;         /* demo */
     int64_t duration_ms; /* demo: per scheme */
+    int timeout_ms;      /* --timeout: connecting, and each command */
+    int fair;            /* --fair: waiters in the order they asked */
+    int poll;            /* --poll: wait by polling, not woken */
+};
+
+/* --timeout's default, for connecting and for each command. */
+#define CLI_DEFAULT_TIMEOUT_MS 5000
+
+/* Where to connect when neither -u nor $REDIS_URL says. */
+#define CLI_DEFAULT_URL "redis://127.0.0.1:6379"
+
+/* What the command line asks for, before it is checked. */
+struct cli_request {
+    const char *url_text;
+    const char *url_origin; /* "--url", "$REDIS_URL" or "the default URL" */
+    char *url_copy;         /* -u's value, owned: argv's copy is scrubbed */
+    int password_in_argv;   /* a -u carried a password */
+    int no_auth_warning;
+    int help, version;
+    char **words; /* KEY, or a form's name and its arguments */
+    int n_words;
+    char **command; /* after "--", NULL without "--" */
 };
 
 /* -1 with -q, 0 by default, 1 with -v. */
@@ -79,6 +101,24 @@ void cli_verbose(const char *fmt, ...)
 #endif
     ;
 
+/* ---- options.c */
+
+/*
+ * Read argv into r and o (defaults first, $REDIS_URL included), and
+ * scrub the password of every -u from argv in place.  Runs no form and
+ * sends nothing.  Returns 0, or an exit status with one line printed.
+ * Free r with cli_request_free() either way.
+ */
+int cli_parse_args(int argc, char **argv, struct cli_request *r,
+                   struct cli_options *o);
+void cli_request_free(struct cli_request *r);
+/* cli_error() the formatted line; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 /* ---- url.c */
 
 /*
@@ -92,6 +132,15 @@ int cli_url_parse(const char *text, struct cli_url *out, char *err,
 void cli_url_free(struct cli_url *url);
 /* "unix socket /p, db 2, user alice" - never the password. */
 void cli_url_describe(const struct cli_url *url, char *buf, size_t size);
+/*
+ * Overwrite in place the password of a URL as cli_url_parse() would find
+ * it: "redis://:pw@host" becomes "redis://" "***@host" and
+ * "redis://user:pw@host" becomes "redis://user:" "***@host" (fewer '*' when
+ * the password and its ':' are shorter than three bytes); the rest moves
+ * left and the freed bytes at the end become NULs, so the string never
+ * grows.  Returns 1 when a password was found, else 0.
+ */
+int cli_url_scrub(char *text);
 
 /* ---- session.c: connections, locks and what their codes mean */
 

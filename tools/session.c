@@ -165,6 +165,8 @@ int cli_connect(const struct cli_options *o, tslock_client **out)
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_time_source(c, o->time_source);
     if (rc == TSLOCK_OK)
+        rc = tslock_client_set_timeouts(c, o->timeout_ms, o->timeout_ms);
+    if (rc == TSLOCK_OK)
         rc = u->is_unix ? tslock_client_connect_unix(c, u->host)
                         : tslock_client_connect_tcp(c, u->host, u->port);
     if (rc != TSLOCK_OK) {
@@ -189,6 +191,10 @@ int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
         rc = tslock_lock_set_ttl(l, o->ttl_ms);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_unit(l, o->unit);
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_set_fair(l, o->fair);
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_set_wakeup(l, !o->poll);
     if (rc != TSLOCK_OK) {
         tslock_lock_free(l);
         *out = NULL;

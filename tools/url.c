@@ -316,3 +316,52 @@ void cli_url_describe(const struct cli_url *u, char *buf, size_t size)
              u->user != NULL ? ", user " : "", u->user != NULL ? u->user : "",
              u->password != NULL ? ", with a password" : "");
 }
+
+/*
+ * Where cli_url_parse() finds the user information: [*start, *end) is
+ * what comes before the '@' that ends it.  Returns 0 when there is none.
+ */
+static int find_userinfo(char *text, char **start, char **end)
+{
+    char *sep = strstr(text, "://"), *rest, *p, *at = NULL;
+    size_t auth_len;
+
+    if (sep == NULL)
+        return 0;
+    rest = sep + 3;
+    if ((size_t)(sep - text) == 4 && strncasecmp(text, "unix", 4) == 0) {
+        at = rest[0] != '/' ? strstr(rest, "@/") : NULL;
+    } else {
+        auth_len = strcspn(rest, "/?");
+        for (p = rest; p < rest + auth_len; p++)
+            if (*p == '@')
+                at = p; /* the last '@', as parse_redis() takes it */
+    }
+    if (at == NULL)
+        return 0;
+    *start = rest;
+    *end = at;
+    return 1;
+}
+
+int cli_url_scrub(char *text)
+{
+    char *start, *at, *colon, *hide;
+    size_t hidden, stars, tail;
+
+    if (text == NULL || !find_userinfo(text, &start, &at))
+        return 0;
+    colon = memchr(start, ':', (size_t)(at - start));
+    if (colon == NULL || colon + 1 == at)
+        return 0; /* no password, or an empty one: nothing to hide */
+    /* With no user, the colon goes too, leaving three stars before @. */
+    hide = colon == start ? colon : colon + 1;
+    hidden = (size_t)(at - hide);
+    stars = hidden < 3 ? hidden : 3;
+    tail = strlen(at) + 1;
+    memset(hide, '*', stars);
+    memmove(hide + stars, at, tail);
+    /* The string got shorter: clear the bytes it no longer uses. */
+    memset(hide + stars + tail, 0, hidden - stars);
+    return 1;
+}

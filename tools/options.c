@@ -1,0 +1,305 @@
+/*
+ * options.c - reading tslock's command line into a request and options:
+ * the option table, the checks on each value, and taking any password
+ * out of the process's own argv so ps does not show it.  No form runs
+ * here, so a fuzz target can call cli_parse_args() on any argv.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The library refuses leases over ten years: a mistake, not a lease. */
+#define MAX_TTL_MS INT64_C(315360000000)
+
+/*
+ * Options without a short form.  To add one: a value here, a row in
+ * long_options, and a case in apply_option (or the parser it calls).
+ */
+enum long_only {
+    OPT_STAMP = 256,
+    OPT_CLOCK,
+    OPT_KILL_ON_LOSS,
+    OPT_WORKERS,
+    OPT_DURATION,
+    OPT_NO_AUTH_WARNING,
+    OPT_TIMEOUT,
+    OPT_FAIR,
+    OPT_POLL
+};
+
+static const char short_options[] = ":u:m:t:w:rE:qvVh";
+
+static const struct option long_options[] = {
+    {"url", required_argument, NULL, 'u'},
+    {"mode", required_argument, NULL, 'm'},
+    {"stamp", required_argument, NULL, OPT_STAMP},
+    {"clock", required_argument, NULL, OPT_CLOCK},
+    {"ttl", required_argument, NULL, 't'},
+    {"wait", required_argument, NULL, 'w'},
+    {"renew", no_argument, NULL, 'r'},
+    {"kill-on-loss", no_argument, NULL, OPT_KILL_ON_LOSS},
+    {"conflict-exit-code", required_argument, NULL, 'E'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"duration", required_argument, NULL, OPT_DURATION},
+    {"no-auth-warning", no_argument, NULL, OPT_NO_AUTH_WARNING},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"fair", no_argument, NULL, OPT_FAIR},
+    {"poll", no_argument, NULL, OPT_POLL},
+    {NULL, 0, NULL, 0}};
+
+int cli_usage_error(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    cli_error("%s", line);
+    return CLI_EXIT_USAGE;
+}
+
+/* A whole decimal integer within [min, max], or -1. */
+static int parse_integer(const char *text, int64_t min, int64_t max,
+                         int64_t *out)
+{
+    char *end;
+    long long v;
+
+    if (!((text[0] >= '0' && text[0] <= '9') || text[0] == '-'))
+        return -1;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || end == text || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_number_option(int opt, const char *arg, struct cli_options *o)
+{
+    int64_t v;
+
+    switch (opt) {
+    case 't':
+        if (parse_integer(arg, 1, MAX_TTL_MS, &o->ttl_ms) != 0)
+            return cli_usage_error("--ttl expects a lease in milliseconds "
+                                   "greater than 0, got '%s'",
+                                   arg);
+        o->ttl_given = 1;
+        return 0;
+    case 'w':
+        if (parse_integer(arg, -1, MAX_TTL_MS, &o->wait_ms) != 0)
+            return cli_usage_error("--wait expects milliseconds (0 tries "
+                                   "once, -1 waits forever), got '%s'",
+                                   arg);
+        return 0;
+    case 'E':
+        if (parse_integer(arg, 0, 255, &v) != 0)
+            return cli_usage_error("--conflict-exit-code expects a status "
+                                   "from 0 to 255, got '%s'",
+                                   arg);
+        o->busy_status = (int)v;
+        return 0;
+    case OPT_TIMEOUT:
+        if (parse_integer(arg, 1, 3600000, &v) != 0)
+            return cli_usage_error("--timeout expects milliseconds from 1 to "
+                                   "3600000 for connecting and for each "
+                                   "command, got '%s'",
+                                   arg);
+        o->timeout_ms = (int)v;
+        return 0;
+    case OPT_WORKERS:
+        if (parse_integer(arg, 1, 64, &v) != 0)
+            return cli_usage_error("--workers expects a number from 1 to 64, "
+                                   "got '%s'",
+                                   arg);
+        o->workers = (int)v;
+        return 0;
+    default: /* OPT_DURATION */
+        if (parse_integer(arg, 100, 600000, &o->duration_ms) != 0)
+            return cli_usage_error("--duration expects milliseconds from 100 "
+                                   "to 600000, got '%s'",
+                                   arg);
+        return 0;
+    }
+}
+
+static int parse_word_option(int opt, const char *arg, struct cli_options *o)
+{
+    static const char *const modes[] = {"auto", "timestamp", "token", "bridge"};
+    static const char *const units[] = {"ms", "s", "float"};
+    int i;
+
+    if (opt == 'm') {
+        for (i = 0; i < 4; i++)
+            if (strcmp(arg, modes[i]) == 0) {
+                o->scheme = (tslock_scheme)i;
+                return 0;
+            }
+        return cli_usage_error("--mode expects auto, token, timestamp or "
+                               "bridge, got '%s'",
+                               arg);
+    }
+    if (opt == OPT_CLOCK) {
+        if (strcmp(arg, "local") == 0 || strcmp(arg, "server") == 0) {
+            o->time_source =
+                arg[0] == 's' ? TSLOCK_TIME_SERVER : TSLOCK_TIME_LOCAL;
+            return 0;
+        }
+        return cli_usage_error("--clock expects local or server, got '%s'",
+                               arg);
+    }
+    for (i = 0; i < 3; i++)
+        if (strcmp(arg, units[i]) == 0) {
+            o->unit = (tslock_unit)i;
+            return 0;
+        }
+    return cli_usage_error("--stamp expects ms, s or float, got '%s'", arg);
+}
+
+/* getopt's complaint, as one line of ours (opterr is off). */
+static int option_error(int opt, char **argv)
+{
+    const char *arg = argv[optind - 1];
+
+    if (opt == ':')
+        return cli_usage_error("option '%s' needs a value", arg);
+    if (optopt != 0 && strncmp(arg, "--", 2) != 0)
+        return cli_usage_error("unknown option '-%c' (see tslock --help)",
+                               optopt);
+    return cli_usage_error("unknown option '%s' (see tslock --help)", arg);
+}
+
+/*
+ * -u URL: keep a copy to parse later, then take the password out of the
+ * argument itself, which is what ps and /proc/PID/cmdline show for as
+ * long as tslock runs.  Every -u is scrubbed, not only the last.
+ */
+static int take_url(char *arg, struct cli_request *r)
+{
+    char *copy = strdup(arg);
+
+    if (copy == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    free(r->url_copy);
+    r->url_copy = copy;
+    r->url_text = copy;
+    r->url_origin = "--url";
+    if (cli_url_scrub(arg))
+        r->password_in_argv = 1;
+    return 0;
+}
+
+static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
+{
+    switch (opt) {
+    case 'u':
+        return take_url(optarg, r);
+    case 'm':
+    case OPT_STAMP:
+    case OPT_CLOCK:
+        return parse_word_option(opt, optarg, o);
+    case 'r':
+        o->renew = 1;
+        return 0;
+    case OPT_KILL_ON_LOSS:
+        o->kill_on_loss = 1;
+        return 0;
+    case OPT_NO_AUTH_WARNING:
+        r->no_auth_warning = 1;
+        return 0;
+    case OPT_FAIR:
+        o->fair = 1;
+        return 0;
+    case OPT_POLL:
+        o->poll = 1;
+        return 0;
+    case 'q':
+        cli_verbosity = -1;
+        return 0;
+    case 'v':
+        cli_verbosity = 1;
+        return 0;
+    case 'V':
+        r->version = 1;
+        return 0;
+    case 'h':
+        r->help = 1;
+        return 0;
+    default:
+        return parse_number_option(opt, optarg, o);
+    }
+}
+
+static void set_defaults(struct cli_options *o, struct cli_request *r)
+{
+    memset(o, 0, sizeof(*o));
+    memset(r, 0, sizeof(*r));
+    o->scheme = TSLOCK_SCHEME_AUTO;
+    o->unit = TSLOCK_UNIT_MS;
+    o->time_source = TSLOCK_TIME_LOCAL;
+    o->ttl_ms = 30000;
+    o->busy_status = CLI_EXIT_BUSY;
+    o->workers = 8;
+    o->duration_ms = 3000;
+    o->timeout_ms = CLI_DEFAULT_TIMEOUT_MS;
+    r->url_text = getenv("REDIS_URL");
+    r->url_origin = "$REDIS_URL";
+    if (r->url_text == NULL || r->url_text[0] == '\0') {
+        r->url_text = CLI_DEFAULT_URL;
+        r->url_origin = "the default URL";
+    }
+}
+
+/*
+ * Options may come anywhere before "--"; everything after it is COMMAND,
+ * untouched.  getopt only sees the part before, so it can permute it
+ * freely without reaching into COMMAND's own options.
+ */
+int cli_parse_args(int argc, char **argv, struct cli_request *r,
+                   struct cli_options *o)
+{
+    int head = 1, opt, status;
+
+    set_defaults(o, r);
+    while (head < argc && strcmp(argv[head], "--") != 0)
+        head++;
+    if (head < argc)
+        r->command = argv + head + 1;
+    opterr = 0;
+    optind = 0; /* glibc: start afresh, as on a first call */
+    while ((opt = getopt_long(head, argv, short_options, long_options, NULL))
+           != -1) {
+        if (opt == '?' || opt == ':')
+            return option_error(opt, argv);
+        status = apply_option(opt, r, o);
+        if (status != 0)
+            return status;
+    }
+    r->words = argv + optind;
+    r->n_words = head - optind;
+    return 0;
+}
+
+void cli_request_free(struct cli_request *r)
+{
+    if (r->url_copy != NULL) {
+        /* The copy may hold a password: do not leave it in freed memory. */
+        memset(r->url_copy, 0, strlen(r->url_copy));
+        free(r->url_copy);
+    }
+    r->url_copy = NULL;
+    r->url_text = NULL;
+}
