@@ -1,9 +1,10 @@
 /*
  * bench_contend.c - the contended benchmark of `make bench`: P processes
  * take one key in turn for a few seconds, each hold one INCR, with a
- * short pause between holds.  Polling and wake-up (and redis-py's own
- * Lock as the peer to beat) run in the same run on the same server, and
- * are printed as ratios to polling, since these machines are shared.
+ * short pause between holds.  Polling, wake-up and fair mode (and
+ * redis-py's own Lock as the peer to beat) run in the same run on the
+ * same server, and are printed as ratios to polling, since these
+ * machines are shared.
  *
  * Environment: TSLOCK_BENCH_PROCS (8), TSLOCK_BENCH_SECONDS (3).
  */
@@ -23,8 +24,9 @@
 #define MAX_PROCS   32
 #define MAX_SAMPLES 400000
 
-enum mode { MODE_POLL, MODE_WAKE, MODE_PY, N_MODES };
-static const char *const mode_names[] = {"polling", "wake-up", "redis-py"};
+enum mode { MODE_POLL, MODE_WAKE, MODE_FAIR, MODE_PY, N_MODES };
+static const char *const mode_names[] = {"polling", "wake-up", "fair",
+                                         "redis-py"};
 
 struct shared {
     atomic_long n_samples;
@@ -79,7 +81,8 @@ static void worker(int index, const th_server *endpoint, enum mode mode,
     if (tslock_lock_new(&l, c, "bench:contend") != TSLOCK_OK)
         _exit(3);
     tslock_lock_set_ttl(l, 10000);
-    tslock_lock_set_wakeup(l, mode == MODE_WAKE);
+    tslock_lock_set_wakeup(l, mode != MODE_POLL);
+    tslock_lock_set_fair(l, mode == MODE_FAIR);
     while (now_ms() < end) {
         double t0 = now_ms();
         long i;
@@ -229,14 +232,19 @@ static void print_row(const char *server, enum mode mode,
 }
 
 static void bench_generation(const char *name, const th_server *endpoint,
-                             const th_server *upstream, int with_py)
+                             const th_server *upstream, int with_py,
+                             int with_fair)
 {
     struct result res[N_MODES];
     int m;
 
     for (m = 0; m < N_MODES; m++) {
-        if (m == MODE_PY && !with_py)
+        if ((m == MODE_PY && !with_py) || (m == MODE_FAIR && !with_fair)) {
+            if (m == MODE_FAIR)
+                printf("%-8s %-9s   (needs Lua or WATCH)\n", name,
+                       mode_names[m]);
             continue;
+        }
         run(endpoint, upstream, (enum mode)m, &res[m]);
         print_row(name, (enum mode)m, &res[m], &res[MODE_POLL]);
         fflush(stdout);
@@ -270,11 +278,11 @@ int main(void)
            procs, seconds);
     printf("server   mode      handoff/s  ratio  p50 ms  p99 ms  max ms   "
            "Jain  cmd/hand\n");
-    bench_generation("modern", &srv, &srv, 1);
+    bench_generation("modern", &srv, &srv, 1, 1);
     for (i = 0; i < 2; i++) {
         if (th_proxy_start(&proxy, &srv, old[i]) != 0)
             break;
-        bench_generation(old[i], &proxy, &srv, 0);
+        bench_generation(old[i], &proxy, &srv, 0, i == 0);
         th_proxy_stop(&proxy);
     }
     printf("ratio = handoffs/s over polling's; waits from asking to "

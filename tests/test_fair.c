@@ -5,9 +5,12 @@
  * WATCH only, and on Redis 2.2 played by the proxy.
  */
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,6 +173,64 @@ static void test_dead_waiter_leaves(void)
     tslock_client_free(w);
 }
 
+/* ------------------------------------------------- load */
+
+/* The overlap check, in shared memory: it does not trust the server. */
+struct shared {
+    atomic_int inside, overlaps, holds, failures;
+};
+static struct shared *sh;
+
+static void load_worker(int index, void *userdata)
+{
+    int fair = *(int *)userdata, i, rounds = th_rounds(40);
+    tslock_client *c = client();
+    tslock_lock *l = NULL;
+
+    if (tslock_lock_new(&l, c, "fair:load") != TSLOCK_OK)
+        _exit(3);
+    tslock_lock_set_fair(l, fair);
+    tslock_lock_set_wakeup(l, fair); /* polling when not fair */
+    tslock_lock_set_retry(l, 1, 5);
+    for (i = 0; i < rounds; i++) {
+        if (tslock_acquire(l, 20000) != TSLOCK_OK) {
+            atomic_fetch_add(&sh->failures, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->overlaps, 1);
+        sched_yield();
+        atomic_fetch_sub(&sh->inside, 1);
+        atomic_fetch_add(&sh->holds, 1);
+        if (tslock_release(l) != TSLOCK_OK)
+            atomic_fetch_add(&sh->failures, 1);
+    }
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    (void)index;
+}
+
+/*
+ * Eight processes on one key, in fair mode and in polling mode: zero
+ * overlaps, every acquisition and release succeeds.  (test_matrix runs
+ * the default, woken waiters, on every scheme and generation.)
+ */
+static void test_load_modes(void)
+{
+    int fair;
+
+    for (fair = 1; fair >= 0; fair--) {
+        memset(sh, 0, sizeof(*sh));
+        CU_ASSERT_TRUE(th_workers(8, load_worker, &fair));
+        CU_ASSERT_EQUAL(atomic_load(&sh->overlaps), 0);
+        CU_ASSERT_EQUAL(atomic_load(&sh->failures), 0);
+        CU_ASSERT_EQUAL(atomic_load(&sh->holds), 8 * th_rounds(40));
+        printf("\n    %-7s 8 processes, %d holds, %d overlaps ",
+               fair ? "fair" : "polling", atomic_load(&sh->holds),
+               atomic_load(&sh->overlaps));
+    }
+}
+
 /* Fair mode takes the token scheme; servers without Lua refuse it. */
 static void test_fair_refusals(void)
 {
@@ -194,7 +255,9 @@ int main(void)
     CU_pSuite s;
     int i, rc = 1;
 
-    if (th_server_start(&srv, NULL) != 0)
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED || th_server_start(&srv, NULL) != 0)
         return 1;
     if (th_proxy_start(&proxy22, &srv, "2.2.15") != 0)
         goto out;
@@ -206,6 +269,8 @@ int main(void)
         CU_add_test(s, "a dead waiter leaves the queue",
                     test_dead_waiter_leaves);
         CU_add_test(s, "refusals", test_fair_refusals);
+        CU_add_test(s, "load: fair and polling, zero overlaps",
+                    test_load_modes);
     }
     rc = th_run_all();
 out:
