@@ -16,10 +16,12 @@
 
 /* What the reads under WATCH found. */
 struct queue_view {
-    redisReply *dead, *queue, *value, *ttl, *seq;
+    redisReply *dead, *queue, *value, *ttl, *seq, *alive;
     int queued;       /* our id is in the queue */
     const char *head; /* the first live waiter, or NULL */
 };
+
+#define N_READS 7
 
 /* WATCH the four keys and read them in one round trip. */
 static int watch_and_read(tslock_lock *l, const char *now, redisReply **r)
@@ -30,15 +32,17 @@ static int watch_and_read(tslock_lock *l, const char *now, redisReply **r)
     const char *queue[4] = {"ZRANGE", l->queue_key, "0", "-1"};
     const char *get[2] = {"GET", l->key}, *ttl[2] = {"TTL", l->key};
     const char *seq[2] = {"GET", l->seq_key};
-    const struct tslock__queued q[6] = {
+    const char *alive[3] = {"ZSCORE", l->alive_key, l->fair_id};
+    const struct tslock__queued q[N_READS] = {
         {TSLOCK_STEP_WATCH, 5, watch},  {TSLOCK_STEP_ZRANGEBYSCORE, 4, dead},
         {TSLOCK_STEP_ZRANGE, 4, queue}, {TSLOCK_STEP_GET, 2, get},
-        {TSLOCK_STEP_TTL, 2, ttl},      {TSLOCK_STEP_GET, 2, seq}};
-    int i, rc = tslock__pipeline(l->client, l->key, 6, q, r);
+        {TSLOCK_STEP_TTL, 2, ttl},      {TSLOCK_STEP_GET, 2, seq},
+        {TSLOCK_STEP_ZSCORE, 3, alive}};
+    int i, rc = tslock__pipeline(l->client, l->key, N_READS, q, r);
 
     if (rc != TSLOCK_OK)
         return rc;
-    for (i = 0; i < 6 && rc == TSLOCK_OK; i++)
+    for (i = 0; i < N_READS && rc == TSLOCK_OK; i++)
         if (r[i]->type == REDIS_REPLY_ERROR)
             rc = tslock__reply_error(l->client, q[i].argv[0], r[i]);
     if (rc == TSLOCK_OK
@@ -47,7 +51,7 @@ static int watch_and_read(tslock_lock *l, const char *now, redisReply **r)
         rc = tslock__unexpected(l->client, "fair queue reads",
                                 "two arrays and a TTL", r[1]);
     if (rc != TSLOCK_OK) {
-        tslock__free_replies(6, r);
+        tslock__free_replies(N_READS, r);
         tslock__unwatch(l);
     }
     return rc;
@@ -72,6 +76,7 @@ static void read_view(tslock_lock *l, redisReply **r, struct queue_view *v)
     v->value = r[3];
     v->ttl = r[4];
     v->seq = r[5];
+    v->alive = r[6];
     v->queued = 0;
     v->head = NULL;
     for (i = 0; i < v->queue->elements; i++) {
@@ -98,15 +103,22 @@ static void put(struct tslock__queued *q, const char *(*argv)[4], int *n,
     (*n)++;
 }
 
-int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
-                           int64_t idle_ms, int64_t *holder_ttl_ms)
+/*
+ * One attempt.  A waiter already in line whose entry is fresh (more than
+ * half its bound left) and who cannot take the key writes nothing: every
+ * write by a waiter would abort the head's transaction, which WATCHes
+ * the same keys.  Returns OK (taken), EBUSY, 1 (EXEC refused: the queue
+ * changed under us), or a code.
+ */
+static int attempt(tslock_lock *l, int64_t now, int64_t alive_until,
+                   int64_t idle_ms, int64_t *holder_ttl_ms)
 {
     char now_s[24], until[24], secs[24], idle[24], next_seq[24];
     struct tslock__queued q[MAX_CMDS];
     const char *argv[MAX_CMDS][4];
     struct queue_view v;
-    redisReply *r[6], *done = NULL;
-    int n = 0, take, rc;
+    redisReply *r[N_READS], *done = NULL;
+    int n = 0, take, fresh, rc;
     size_t i;
 
     snprintf(now_s, sizeof(now_s), "(%lld", (long long)now);
@@ -116,11 +128,18 @@ int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
     if ((rc = watch_and_read(l, now_s, r)) != TSLOCK_OK)
         return rc;
     read_view(l, r, &v);
+    fresh = v.queued && v.alive->type == REDIS_REPLY_STRING
+            && atoll(v.alive->str) - now > (alive_until - now) / 2;
     snprintf(next_seq, sizeof(next_seq), "%lld",
              v.seq->type == REDIS_REPLY_STRING ? atoll(v.seq->str) + 1 : 1);
     *holder_ttl_ms = v.ttl->integer > 0 ? v.ttl->integer * 1000 : -1;
     take = v.value->type == REDIS_REPLY_NIL
            && (v.head == NULL || strcmp(v.head, l->fair_id) == 0);
+    if (!take && fresh && v.dead->elements == 0) {
+        tslock__free_replies(N_READS, r);
+        tslock__unwatch(l);
+        return TSLOCK_EBUSY;
+    }
     for (i = 0; i < v.dead->elements && i < MAX_DROPS; i++) {
         const char *id = v.dead->element[i]->str;
         put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->queue_key, id, NULL);
@@ -150,7 +169,7 @@ int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
             NULL);
     }
     rc = tslock__transaction(l, n, q, &done);
-    tslock__free_replies(6, r);
+    tslock__free_replies(N_READS, r);
     if (rc != TSLOCK_OK)
         return rc;
     for (i = 0; rc == TSLOCK_OK && done->type == REDIS_REPLY_ARRAY
@@ -158,8 +177,21 @@ int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
          i++)
         if (done->element[i]->type == REDIS_REPLY_ERROR)
             rc = tslock__reply_error(l->client, q[i].argv[0], done->element[i]);
-    if (rc == TSLOCK_OK)
-        rc = take && done->type == REDIS_REPLY_ARRAY ? TSLOCK_OK : TSLOCK_EBUSY;
+    if (rc == TSLOCK_OK && done->type != REDIS_REPLY_ARRAY)
+        rc = 1; /* refused: someone changed the queue or the key */
+    else if (rc == TSLOCK_OK)
+        rc = take ? TSLOCK_OK : TSLOCK_EBUSY;
     freeReplyObject(done);
     return rc;
+}
+
+/* A refused transaction is made again at once, a few times. */
+int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
+                           int64_t idle_ms, int64_t *holder_ttl_ms)
+{
+    int tries, rc = 1;
+
+    for (tries = 0; rc == 1 && tries < 4; tries++)
+        rc = attempt(l, now, alive_until, idle_ms, holder_ttl_ms);
+    return rc == 1 ? TSLOCK_EBUSY : rc;
 }

@@ -139,7 +139,8 @@ typedef enum tslock_release_form {
 #define TSLOCK_STEP_MAP(X)                                                     \
     X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
     X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR) X(TTL)      \
-    X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD) X(ZADD) X(ZRANGE) X(ZRANGEBYSCORE)
+    X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD) X(ZADD) X(ZRANGE) X(ZRANGEBYSCORE)    \
+    X(ZSCORE)
 /* clang-format on */
 
 #define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
