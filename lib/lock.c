@@ -245,9 +245,13 @@ static int64_t next_delay(tslock_lock *l, int64_t wait_ms, int64_t deadline)
             delay = left;
     }
     if (l->expires_ms > 0) {
-        /* Wake just after the holder's lease ends, not a retry later. */
+        /*
+         * Wake just after the holder's lease ends, not a retry later; and
+         * at once when it has ended already (a loaded machine can take
+         * that long between the try and here).
+         */
         int64_t until = l->expires_ms - tslock__now(c, TSLOCK_CLOCK_WALL) + 1;
-        if (until >= 1 && until < delay)
+        if (until < delay)
             delay = until;
     }
     return delay < 1 ? 1 : delay;

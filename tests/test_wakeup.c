@@ -226,6 +226,97 @@ static void test_legacy_holder_taken_at_expiry(void)
 }
 
 /*
+ * The holder's lease has already ended by the time the waiter works out
+ * how long to sleep (a loaded machine can take that long after its
+ * try): the next try comes at once, not a retry delay later.  The step
+ * hook moves the waiter's test clock a second on before the busy path's
+ * PTTL; the key itself still runs its 300 ms on the server.  Before the
+ * fix the waiter slept its whole retry delay (seen under load).
+ */
+static th_clock late_clock;
+
+static int clock_jumps(tslock_client *c, tslock_step step, const char *key,
+                       void *userdata)
+{
+    int *jumped = userdata;
+
+    if (step == TSLOCK_STEP_PTTL && !*jumped) {
+        *jumped = 1;
+        th_clock_advance(&late_clock, 1000);
+    }
+    return 0;
+}
+
+static void test_expiry_passed_before_the_wait(void)
+{
+    tslock_client *w = th_client(&srv);
+    tslock_lock *l =
+        new_lock(w, "wake:late-expiry", TSLOCK_SCHEME_TOKEN, 30000);
+    redisContext *raw = th_redis(&srv);
+    struct bound b;
+    int jumped = 0;
+
+    late_clock.wall_ms = th_wall_us() / 1000;
+    late_clock.mono_ms = th_mono_ms();
+    tslock_client_set_clock(w, th_clock_fn, &late_clock);
+    tslock_client_set_step_hook(w, clock_jumps, &jumped);
+    freeReplyObject(redisCommand(
+        raw, "SET wake:late-expiry 0123456789abcdef0123456789abcdef PX 300"));
+    bound_start(&b, l);
+    CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+    bound_end(&b);
+    CU_ASSERT_TRUE(jumped);
+    tslock_client_set_step_hook(w, NULL, NULL);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    redisFree(raw);
+    tslock_lock_free(l);
+    tslock_client_free(w);
+}
+
+/*
+ * The holder's key expires between the waiter's failed SET NX and its
+ * read of the holder (GET+PTTL): GET finds nothing, and the waiter tries
+ * again at once instead of sleeping its retry delay (PTTL alone says -2
+ * on Redis 2.8 and later, and -1, "no TTL", before).  The step hook
+ * deletes the key there.  Seen under load before the fix.
+ */
+static int expire_before_read(tslock_client *c, tslock_step step,
+                              const char *key, void *userdata)
+{
+    int *done = userdata;
+
+    if (step == TSLOCK_STEP_GET && !*done) {
+        redisContext *raw = th_redis(&srv);
+        *done = 1;
+        freeReplyObject(redisCommand(raw, "DEL %s", key));
+        redisFree(raw);
+    }
+    return 0;
+}
+
+static void test_expired_between_try_and_read(void)
+{
+    tslock_client *w = th_client(&srv);
+    tslock_lock *l = new_lock(w, "wake:gone", TSLOCK_SCHEME_TOKEN, 30000);
+    redisContext *raw = th_redis(&srv);
+    struct bound b;
+    int done = 0;
+
+    tslock_client_set_step_hook(w, expire_before_read, &done);
+    freeReplyObject(redisCommand(
+        raw, "SET wake:gone 0123456789abcdef0123456789abcdef PX 60000"));
+    bound_start(&b, l);
+    CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+    bound_end(&b);
+    CU_ASSERT_TRUE(done);
+    tslock_client_set_step_hook(w, NULL, NULL);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    redisFree(raw);
+    tslock_lock_free(l);
+    tslock_client_free(w);
+}
+
+/*
  * The subscriber connection is killed between two waits: the next wait
  * finds it dead, subscribes again on a new connection, and is woken by
  * the release (ordered by the step hook, as in the missed wake-up).
@@ -301,6 +392,10 @@ int main(void)
                 test_subscribing_late_misses_the_release);
     CU_add_test(s, "a legacy holder is taken at its expiry",
                 test_legacy_holder_taken_at_expiry);
+    CU_add_test(s, "the holder's lease ended before the wait: at once",
+                test_expiry_passed_before_the_wait);
+    CU_add_test(s, "the key expired between the try and the read",
+                test_expired_between_try_and_read);
     CU_add_test(s, "the subscriber dies: polling, then listening again",
                 test_subscriber_dies);
     CU_add_test(s, "polling mode subscribes nothing", test_polling_mode);
