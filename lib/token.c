@@ -46,6 +46,8 @@ static int read_holder(tslock_lock *l, int64_t *holder_pttl)
         return rc;
     if (r[0]->type == REDIS_REPLY_ERROR)
         rc = tslock__reply_error(l->client, "GET", r[0]);
+    else if (r[0]->type == REDIS_REPLY_NIL)
+        *holder_pttl = 0; /* expired since the SET: try again at once */
     else if (r[1]->type == REDIS_REPLY_INTEGER)
         *holder_pttl = r[1]->integer;
     tslock__free_replies(2, r);
