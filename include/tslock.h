@@ -559,8 +559,9 @@ TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
  * stamp (Lua, WATCH, or on Redis 2.0 GETSET-and-check, which has a gap).
  * Returns TSLOCK_OK, TSLOCK_ELOST (not ours any more, or the lease ran
  * out: nothing changed, the object is no longer held), TSLOCK_ESTATE (not
- * held), TSLOCK_EINVAL, TSLOCK_EWRONGTYPE, TSLOCK_EHOOK, or a connection
- * code.
+ * held), TSLOCK_EINVAL, TSLOCK_EWRONGTYPE, TSLOCK_ECLOCK (no plausible
+ * time for a new stamp), TSLOCK_EUNSUPPORTED (a client limited to neither
+ * scripts nor WATCH), TSLOCK_EHOOK, or a connection code.
  */
 TSLOCK_EXTERN int tslock_extend(tslock_lock *lock, int64_t ttl_ms);
 

@@ -281,8 +281,10 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
                  const char *verb)
 {
     tslock_client *c = l->client;
-    int rc = owner_key(l);
+    int rc = tslock__check_usable(c);
 
+    if (rc == TSLOCK_OK)
+        rc = owner_key(l);
     if (rc == TSLOCK_OK)
         rc = tslock__channel(l); /* a release is announced there */
     if (rc != TSLOCK_OK)

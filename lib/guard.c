@@ -142,7 +142,14 @@ int tslock__guarded(tslock_lock *l, tslock_release_form form,
                     const char *arg, int check_lease, const char *verb)
 {
     unsigned caps = l->client->caps;
+    int rc = tslock__check_usable(l->client);
 
+    /*
+     * A broken client's capabilities may be gone with its failed probe:
+     * say EIO, as for any call on it, not that a form is missing.
+     */
+    if (rc != TSLOCK_OK)
+        return rc;
     if (form == TSLOCK_RELEASE_BEST)
         form = tslock__best_form(l->client);
     if (check_lease && !tslock__lease_runs(l))
@@ -158,8 +165,7 @@ int tslock__guarded(tslock_lock *l, tslock_release_form form,
     case TSLOCK_RELEASE_WATCH:
         if (caps & TSLOCK_CAP_WATCH) {
             int refused = l->client->publish_refused;
-            int rc =
-                tslock__guarded_watch(l, op, expect, arg, check_lease, verb);
+            rc = tslock__guarded_watch(l, op, expect, arg, check_lease, verb);
             /* A refused PUBLISH aborted EXEC: once more, without it. */
             if (rc != TSLOCK_OK && !refused && l->client->publish_refused)
                 rc = tslock__guarded_watch(l, op, expect, arg, check_lease,
