@@ -206,8 +206,14 @@ int tslock_watchdog_stop(tslock_watchdog *w)
     pthread_join(w->thread, NULL);
     rc = atomic_load(&w->status);
     l = w->lock;
-    /* Hand the renewed hold back: a new stamp, a new lease end. */
+    /*
+     * Hand the renewed hold back: a new stamp, a new lease end, and a new
+     * stamp an interrupted renewal may have written, for the next release
+     * to settle.
+     */
     memcpy(l->value, w->copy->value, sizeof(l->value));
+    memcpy(l->pending, w->copy->pending, sizeof(l->pending));
+    l->pending_end = w->copy->pending_end;
     l->expires_ms = w->copy->expires_ms;
     l->held = w->copy->held;
     if (rc != TSLOCK_OK)
