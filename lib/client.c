@@ -223,6 +223,16 @@ static int open_socket(tslock_client *c)
     return finish_connect(c, 1);
 }
 
+/* The subscriber connection of waiting acquires (wakeup.c), if any. */
+void tslock__sub_close(tslock_client *c)
+{
+    if (c->sub != NULL)
+        redisFree(c->sub);
+    c->sub = NULL;
+    free(c->sub_channel);
+    c->sub_channel = NULL;
+}
+
 /*
  * A second connection to the same server, with the same timeouts and
  * credentials: for subscriptions, which take a connection over.  No

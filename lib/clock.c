@@ -1,13 +1,12 @@
 /*
- * clock.c - the two clocks (wall for stamps, monotonic for deadlines),
- * randomness for retry jitter and tokens, and the wait between attempts.
+ * clock.c - the two clocks (wall for stamps, monotonic for deadlines) and
+ * randomness for retry jitter and tokens.
  * Tests replace the clocks through tslock_client_set_clock().
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef HAVE_SYS_RANDOM_H
@@ -94,33 +93,4 @@ uint64_t tslock__random64(tslock_client *c)
     x ^= x >> 27;
     c->rng = x;
     return x * 2685821657736338717ull;
-}
-
-/*
- * Sleep up to ms, returning early with TSLOCK_ECANCELED when
- * tslock_lock_cancel() writes to the lock's pipe, or, while the wait
- * listens for releases, with TSLOCK_OK when one is announced (wakeup.c).
- */
-int tslock__wait(tslock_lock *l, int64_t ms)
-{
-    int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
-
-    l->woken = 0;
-    if (l->listening)
-        return tslock__wait_for_release(l, ms);
-    for (;;) {
-        struct pollfd pfd = {.fd = l->cancel_pipe[0], .events = POLLIN};
-        int64_t left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
-        int n;
-
-        if (l->cancel_flag)
-            return TSLOCK_ECANCELED;
-        if (left <= 0)
-            return TSLOCK_OK;
-        n = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
-        if (n < 0 && errno != EINTR)
-            return TSLOCK_EIO;
-        if (n > 0 || l->cancel_flag)
-            return TSLOCK_ECANCELED;
-    }
 }

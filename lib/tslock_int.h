@@ -123,8 +123,6 @@ int64_t tslock__now(tslock_client *c, tslock_clock_id which);
 int64_t tslock__system_ms(tslock_clock_id which);
 uint64_t tslock__random64(tslock_client *c);
 int tslock__random_bytes(void *buf, size_t len);
-/* Wait up to ms on the lock's cancel pipe; TSLOCK_ECANCELED or OK. */
-int tslock__wait(tslock_lock *l, int64_t ms);
 
 /* ---- command.c */
 /*
@@ -213,6 +211,9 @@ void tslock__listen(tslock_lock *l);
  * TSLOCK_ECANCELED.  Falls back to a plain wait if the subscriber fails.
  */
 int tslock__wait_for_release(tslock_lock *l, int64_t ms);
+/* Wait up to ms on the lock's cancel pipe; TSLOCK_ECANCELED or OK. */
+int tslock__wait(tslock_lock *l, int64_t ms);
+/* client.c: close the subscriber connection, if any. */
 void tslock__sub_close(tslock_client *c);
 /* client.c: a second connection to the same server, AUTHed, no probe. */
 int tslock__connect_side(tslock_client *c, redisContext **out);

@@ -1,9 +1,9 @@
 /*
- * wakeup.c - waiters woken by the release instead of polling.  Every
- * release PUBLISHes on the lock's channel (names.c); a waiting acquire
- * subscribes a second connection of its client to that channel before
- * its first try, and sleeps until a message, the holder's expiry or the
- * retry delay, whichever comes first.
+ * wakeup.c - the wait between attempts, and waiters woken by the release
+ * instead of polling.  Every release PUBLISHes on the lock's channel
+ * (names.c); a waiting acquire subscribes a second connection of its
+ * client to that channel before its first try, and sleeps until a
+ * message, the holder's expiry or the retry delay, whichever is first.
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,15 +18,6 @@ int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
         return TSLOCK_EINVAL;
     l->wakeup = enabled != 0;
     return TSLOCK_OK;
-}
-
-void tslock__sub_close(tslock_client *c)
-{
-    if (c->sub != NULL)
-        redisFree(c->sub);
-    c->sub = NULL;
-    free(c->sub_channel);
-    c->sub_channel = NULL;
 }
 
 /* Whether r is a message published on channel. */
@@ -155,5 +146,34 @@ int tslock__wait_for_release(tslock_lock *l, int64_t ms)
             tslock__sub_close(c);
             l->listening = 0;
         }
+    }
+}
+
+/*
+ * Sleep up to ms, returning early with TSLOCK_ECANCELED when
+ * tslock_lock_cancel() writes to the lock's pipe, or, while the wait
+ * listens for releases, with TSLOCK_OK when one is announced (wakeup.c).
+ */
+int tslock__wait(tslock_lock *l, int64_t ms)
+{
+    int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
+
+    l->woken = 0;
+    if (l->listening)
+        return tslock__wait_for_release(l, ms);
+    for (;;) {
+        struct pollfd pfd = {.fd = l->cancel_pipe[0], .events = POLLIN};
+        int64_t left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
+        int n;
+
+        if (l->cancel_flag)
+            return TSLOCK_ECANCELED;
+        if (left <= 0)
+            return TSLOCK_OK;
+        n = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
+        if (n < 0 && errno != EINTR)
+            return TSLOCK_EIO;
+        if (n > 0 || l->cancel_flag)
+            return TSLOCK_ECANCELED;
     }
 }
