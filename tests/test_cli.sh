@@ -527,6 +527,22 @@ else
         eval '[ $rc -eq 70 ] && one_line bridge'
 fi
 
+# ---------------------------------------------------------- fencing
+t "fence: acquire" 0 $ts --fence acquire f1
+f1=$(awk '{ print $2 }' "$out")
+check "fence: HANDLE FENCE on one line" \
+    eval 'grep -Eq "^token:[0-9a-f]{32} [0-9]+$" "$out" && [ "$(wc -l <"$out")" -eq 1 ]'
+t "fence: release" 0 $ts release f1 "$(awk '{ print $1 }' "$out")"
+t "fence: acquire again" 0 $ts --fence acquire f1
+f2=$(awk '{ print $2 }' "$out")
+check "fence: the number grows" eval '[ "$f2" -gt "$f1" ]'
+$ts release f1 "$(awk '{ print $1 }' "$out")" >/dev/null 2>&1
+t "fence: COMMAND sees TSLOCK_FENCE" 0 $ts --fence f1 -- \
+    sh -c 'echo "$TSLOCK_FENCE"'
+check "fence: COMMAND's number grows" eval '[ "$(cat "$out")" -gt "$f2" ]'
+t "fence: none without --fence" 0 $ts f1 -- sh -c 'echo "${TSLOCK_FENCE-unset}"'
+check "fence: TSLOCK_FENCE unset without --fence" [ "$(cat "$out")" = unset ]
+
 # -------------------------------------------------------------- demo
 t "demo runs" 0 $tool demo --workers 4 --duration 500
 # Columns: ... holds overlaps past-lease foreign-DEL lost.

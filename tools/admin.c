@@ -84,7 +84,12 @@ int cli_acquire(const struct cli_options *o, const char *key)
     if (status == CLI_EXIT_OK)
         status = cli_take(o, c, l, key);
     if (status == CLI_EXIT_OK) {
-        printf("%s\n", tslock_lock_handle(l));
+        /* With --fence, "HANDLE FENCE": a handle never holds a space. */
+        if (o->fence)
+            printf("%s %" PRId64 "\n", tslock_lock_handle(l),
+                   tslock_lock_fence(l));
+        else
+            printf("%s\n", tslock_lock_handle(l));
         if (fflush(stdout) != 0) {
             cli_error("cannot print the handle; releasing '%s'", key);
             (void)tslock_release(l);

@@ -56,6 +56,7 @@ struct cli_options {
     int timeout_ms;      /* --timeout: connecting, and each command */
     int fair;            /* --fair: waiters in the order they asked */
     int poll;            /* --poll: wait by polling, not woken */
+    int fence;           /* --fence: a fencing number with each hold */
 };
 
 /* --timeout's default, for connecting and for each command. */
