@@ -19,6 +19,8 @@ static const char help_text[] =
     "       tslock [options] release KEY HANDLE      release it\n"
     "       tslock [options] extend KEY HANDLE       extend it to --ttl\n"
     "       tslock [options] status KEY              show what holds KEY\n"
+    "       tslock [options] break KEY [--if-value VALUE]  delete a stuck "
+    "lock\n"
     "       tslock [--workers N] [--duration MS] demo  the race "
     "demonstration\n"
     "\n"
@@ -44,6 +46,8 @@ static const char help_text[] =
     "      --fence          take a fencing number with the lock: in\n"
     "                       $TSLOCK_FENCE for COMMAND, after the handle\n"
     "                       for acquire\n"
+    "      --if-value VALUE  break: delete KEY only while it holds VALUE\n"
+    "                       (needed when not on a terminal)\n"
     "  -E, --conflict-exit-code N  status when the lock is busy (default 1)\n"
     "  -q, --quiet          no chatter; errors and warnings only\n"
     "  -v, --verbose        scheme, server, capabilities and each step\n"
@@ -77,16 +81,21 @@ static int parse_url(const struct cli_request *r, struct cli_options *o)
 }
 
 /* The forms without "--", with their word counts (the name included). */
-enum form { FORM_ACQUIRE, FORM_RELEASE, FORM_EXTEND, FORM_STATUS, FORM_DEMO };
+enum form {
+    FORM_ACQUIRE,
+    FORM_RELEASE,
+    FORM_EXTEND,
+    FORM_STATUS,
+    FORM_BREAK,
+    FORM_DEMO
+};
 static const struct {
     const char *name;
     int words;
     const char *args;
-} forms[] = {{"acquire", 2, "KEY"},
-             {"release", 3, "KEY HANDLE"},
-             {"extend", 3, "KEY HANDLE"},
-             {"status", 2, "KEY"},
-             {"demo", 1, "no arguments"}};
+} forms[] = {{"acquire", 2, "KEY"},       {"release", 3, "KEY HANDLE"},
+             {"extend", 3, "KEY HANDLE"}, {"status", 2, "KEY"},
+             {"break", 2, "KEY"},         {"demo", 1, "no arguments"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
@@ -104,6 +113,8 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return cli_release(o, r->words[1], r->words[2]);
     case FORM_EXTEND:
         return cli_extend(o, r->words[1], r->words[2]);
+    case FORM_BREAK:
+        return cli_break(o, r->words[1]);
     default:
         return cli_status(o, r->words[1]);
     }
@@ -153,6 +164,8 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
             break;
     if (i == N_FORMS)
         return misplaced_words(r);
+    if (o->if_value != NULL && i != FORM_BREAK)
+        return cli_usage_error("--if-value is for break only");
     if (r->n_words != forms[i].words)
         return cli_usage_error("%s expects %s, got %d word%s", name,
                                forms[i].args, r->n_words - 1,
@@ -163,9 +176,11 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
 static int dispatch(struct cli_request *r, struct cli_options *o)
 {
     if (r->command == NULL && r->n_words == 0)
-        return cli_usage_error("missing KEY: expected KEY -- COMMAND, or "
-                               "acquire, release, extend, status or demo (see "
-                               "tslock --help)");
+        return cli_usage_error(
+            "missing KEY: expected KEY -- COMMAND, or "
+            "acquire, release, extend, status, break or demo "
+            "(see "
+            "tslock --help)");
     if (r->command == NULL)
         return dispatch_form(r, o);
     if (r->n_words == 0)
@@ -176,6 +191,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("KEY must not be empty");
     if (r->command[0] == NULL)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
+    if (o->if_value != NULL)
+        return cli_usage_error("--if-value is for break only");
     if (parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
