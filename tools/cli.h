@@ -2,7 +2,7 @@
  * cli.h - declarations shared by the files of the tslock command: its
  * exit statuses, its options, the URL parser, the connection helpers and
  * the entry points of each form (run, acquire, release, extend, status,
- * demo).  tslock(1) documents everything declared here that a user sees.
+ * break, demo).  tslock(1) documents everything declared here that a user sees.
  */
 #ifndef TSLOCK_CLI_H
 #define TSLOCK_CLI_H

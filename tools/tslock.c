@@ -1,8 +1,9 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
- * options.c), pick the form (run, acquire, release, extend, status, demo)
- * and hand over to it.  Every usage error is one line on stderr naming
- * what was expected and what came, and exits CLI_EXIT_USAGE.
+ * options.c), pick the form (run, acquire, release, extend, status,
+ * break, demo) and hand over to it.  Every usage error is one line on
+ * stderr naming what was expected and what came, and exits
+ * CLI_EXIT_USAGE.
  */
 #include <stdio.h>
 #include <stdlib.h>
