@@ -57,9 +57,10 @@ static const char help_text[] =
     "      --workers N      demo: worker processes (default 8)\n"
     "      --duration MS    demo: run time per scheme (default 3000)\n"
     "\n"
-    "Exit status: COMMAND's own; 1 (-E) busy; 64 usage; 69 cannot connect;\n"
-    "70 server error; 71 system error; 75 lease lost (mutual exclusion may\n"
-    "have been broken); 126/127 COMMAND not runnable; 128+N signal N.\n"
+    "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
+    "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
+    "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
+    "not runnable; 128+N signal N.\n"
     "See tslock(1).\n";
 
 /*
