@@ -374,6 +374,37 @@ static int break_value(tslock_client *c, tslock_lock *l, const char *key,
 }
 
 /*
+ * Read the key into value (PEEK_SIZE bytes) and show it; CLI_EXIT_OK
+ * when there is something to delete: the key exists and, with
+ * --if-value, holds that value now.
+ */
+static int read_for_break(const struct cli_options *o, tslock_client *c,
+                          tslock_lock *l, const char *key, char *value)
+{
+    int64_t ttl_ms = -2;
+    int rc = tslock_lock_peek(l, value, PEEK_SIZE, &ttl_ms);
+
+    if (rc != TSLOCK_OK)
+        return cli_fail(c, rc, "cannot read the lock");
+    if (ttl_ms == -2) {
+        cli_error("'%s' is free: nothing to break", key);
+        return CLI_EXIT_NOT_BROKEN;
+    }
+    if (strlen(value) >= PEEK_SIZE - 1) {
+        cli_error("the value of '%s' is too long to compare", key);
+        return CLI_EXIT_SOFTWARE;
+    }
+    print_breaking(l, value, ttl_ms);
+    if (o->if_value != NULL && strcmp(value, o->if_value) != 0) {
+        cli_error("'%s' holds another value than --if-value: nothing "
+                  "deleted",
+                  key);
+        return CLI_EXIT_NOT_BROKEN;
+    }
+    return CLI_EXIT_OK;
+}
+
+/*
  * Read the key, show it, and delete that exact value (or --if-value's).
  * Off a terminal nobody can confirm, so the value must come with the
  * command: a script never deletes a lock it has not seen.
@@ -382,11 +413,9 @@ int cli_break(const struct cli_options *o, const char *key)
 {
     static char value[PEEK_SIZE];
     int interactive = isatty(0) && isatty(2);
-    const char *expect = o->if_value != NULL ? o->if_value : value;
     tslock_client *c;
     tslock_lock *l;
-    int64_t ttl_ms = -2;
-    int status, rc;
+    int status;
 
     if (!interactive && o->if_value == NULL)
         return cli_usage_error("break needs --if-value VALUE when not on a "
@@ -394,27 +423,15 @@ int cli_break(const struct cli_options *o, const char *key)
                                "'%s' only while it holds VALUE",
                                key);
     status = open_lock(o, key, NULL, &c, &l);
-    if (status == CLI_EXIT_OK) {
-        rc = tslock_lock_peek(l, value, sizeof(value), &ttl_ms);
-        if (rc != TSLOCK_OK)
-            status = cli_fail(c, rc, "cannot read the lock");
-        else if (ttl_ms == -2) {
-            cli_error("'%s' is free: nothing to break", key);
-            status = CLI_EXIT_NOT_BROKEN;
-        } else if (strlen(value) >= sizeof(value) - 1) {
-            cli_error("the value of '%s' is too long to compare", key);
-            status = CLI_EXIT_SOFTWARE;
-        }
+    if (status == CLI_EXIT_OK)
+        status = read_for_break(o, c, l, key, value);
+    if (status == CLI_EXIT_OK && interactive && !confirmed(key, value)) {
+        cli_error("not confirmed: '%s' left as it is", key);
+        status = CLI_EXIT_NOT_BROKEN;
     }
-    if (status == CLI_EXIT_OK) {
-        print_breaking(l, value, ttl_ms);
-        if (interactive && !confirmed(key, expect)) {
-            cli_error("not confirmed: '%s' left as it is", key);
-            status = CLI_EXIT_NOT_BROKEN;
-        } else {
-            status = break_value(c, l, key, expect);
-        }
-    }
+    /* The library deletes only while the key still holds what was read. */
+    if (status == CLI_EXIT_OK)
+        status = break_value(c, l, key, value);
     close_lock(c, l);
     return status;
 }
