@@ -128,6 +128,10 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(tslock_lock_break(NULL, "v"), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_break(l, NULL), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_break(l, ""), TSLOCK_EINVAL);
+    /* A hold of this very object is released, never broken. */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_break(l, tslock_lock_value(l)), TSLOCK_ESTATE);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
     tslock_lock_free(l);
     tslock_client_free(c);
 }
@@ -211,7 +215,7 @@ static void add_cases(CU_pSuite s)
     CU_add_test(s, "a bridge hold and its owner key", test_bridge_with_owner);
     CU_add_test(s, "a missing key: nothing deleted", test_missing_key);
     CU_add_test(s, "another value: nothing deleted", test_other_value);
-    CU_add_test(s, "NULL and empty arguments", test_bad_arguments);
+    CU_add_test(s, "NULL, empty, and our own hold", test_bad_arguments);
     CU_add_test(s, "changed between the read and the delete",
                 test_changed_before_delete);
     CU_add_test(s, "announced to waiters", test_announced);
