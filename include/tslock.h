@@ -685,6 +685,24 @@ TSLOCK_EXTERN int tslock_lock_peek_owner(tslock_lock *lock, char *token,
                                          size_t size);
 
 /*
+ * tslock_lock_break - for operators: delete the lock's key, whoever holds
+ * it and however long its lease, but only while it holds exactly value
+ * (as read with tslock_lock_peek()), together with its bridge owner key,
+ * and announce it to waiters.  One script on Redis 2.6 and later; WATCH,
+ * GET, MULTI, DEL, EXEC on 2.2 - 2.4; GET, compare, DEL on 2.0, where a
+ * value written between the GET and the DEL is deleted too.
+ *
+ * value: the exact value to delete; copied before the call returns.
+ * Returns TSLOCK_OK (deleted), TSLOCK_ELOST (the key holds another value
+ * or is gone: nothing deleted; not a failure), TSLOCK_EINVAL (NULL or ""),
+ * TSLOCK_ESTATE (this lock object holds the lock: release it instead),
+ * TSLOCK_EWRONGTYPE, TSLOCK_EHOOK, or a connection code.
+ * Ownership: value stays the caller's.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_lock_break(tslock_lock *lock, const char *value);
+
+/*
  * tslock_value_classify - tell from a stored value which kind of lock
  * wrote it: 32 hex digits are a token (tslock's, or redis-py's uuid
  * hex); a plausible stamp is a timestamp in the unit its magnitude and

@@ -75,6 +75,15 @@ static const struct {
          "return 1",
          "4cdf40541dcede3adc6b75476d55f99a5acdaf7f"},
     /*
+     * The operator's break (break.c), KEYS[1] the lock, KEYS[2] its owner
+     * key: while the lock holds exactly ARGV[1], delete both and announce
+     * it on ARGV[2].  1 when deleted, 0 when the lock holds anything else.
+     */
+    [SCRIPT_BREAK] = {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 "
+                      "end redis.call('del', KEYS[1], KEYS[2]) "
+                      "redis.pcall('publish', ARGV[2], KEYS[1]) return 1",
+                      "3c35cf1a94c8a8ca46736c9e4efc034afcd2555c"},
+    /*
      * The fair queue (fair.c).  KEYS: the lock, the queue (waiter id ->
      * arrival number), the liveness set (waiter id -> alive until, ms),
      * the arrival counter.  ARGV: our id (the token we will hold), the

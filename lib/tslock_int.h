@@ -246,6 +246,7 @@ enum tslock__script {
     SCRIPT_BRIDGE_CLAIM,     /* KEYS lock, owner: see scripts.c */
     SCRIPT_BRIDGE_GUARD,     /* KEYS lock, owner: see scripts.c */
     SCRIPT_FAIR_ACQUIRE,     /* KEYS lock, queue, alive, seq: fair.c */
+    SCRIPT_BREAK,            /* KEYS lock, owner: break.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);

@@ -527,6 +527,64 @@ else
         eval '[ $rc -eq 70 ] && one_line bridge'
 fi
 
+# ------------------------------------------------------------ break
+tok=0123456789abcdef0123456789abcdef
+"$cli" -s "$sock" set b1 $tok >/dev/null
+t "break: refused off a terminal without --if-value" 64 $ts break b1 </dev/null
+check "break: refusal is one usage line" one_line "needs --if-value VALUE"
+check "break: refusal deletes nothing" key_exists b1
+t "break: --if-value elsewhere is a usage error" 64 $ts --if-value x status b1
+t "break: --if-value on the run form too" 64 $ts --if-value x b1 -- true
+t "break: another value" 1 $ts break b1 --if-value 4102444800000 </dev/null
+check "break: another value: says nothing was deleted" \
+    has "nothing deleted" "$err"
+check "break: another value: kept" key_exists b1
+t "break: token without TTL" 0 $ts break b1 --if-value $tok </dev/null
+check "break: shows the value" has "^value: \"$tok\"" "$out"
+check "break: shows no TTL" has "^server TTL: none" "$out"
+check "break: token gone" eval '! key_exists b1'
+"$cli" -s "$sock" set b2 4102444800000 >/dev/null
+t "break: far-future stamp" 0 $ts break b2 --if-value 4102444800000 </dev/null
+check "break: stamp gone" eval '! key_exists b2'
+"$cli" -s "$sock" set b3 4102444800000 px 600000 >/dev/null
+"$cli" -s "$sock" set '{b3}:owner' fedcba9876543210fedcba9876543210 >/dev/null
+t "break: bridge hold" 0 $ts break b3 --if-value 4102444800000 </dev/null
+check "break: bridge shows its owner key" has "^owner key: {b3}:owner" "$out"
+check "break: bridge shows the TTL" has "^server TTL: [0-9]* ms" "$out"
+check "break: bridge key gone" eval '! key_exists b3'
+check "break: owner key gone too" eval '! key_exists "{b3}:owner"'
+t "break: missing key" 1 $ts break b4 --if-value x </dev/null
+check "break: missing key: says it is free" one_line "is free"
+# On a terminal it asks (util-linux script(1) gives it one, when present).
+if script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
+    "$cli" -s "$sock" set b6 stuck >/dev/null
+    echo n | script -qec "$ts break b6" /dev/null >"$out" 2>&1
+    check "break: asks on a terminal" has "delete 'b6' holding \"stuck\"? \[y/N\]" "$out"
+    check "break: no is no" key_exists b6
+    echo y | script -qec "$ts break b6" /dev/null >"$out" 2>&1
+    check "break: yes deletes" eval '! key_exists b6'
+fi
+t "break: a hold taken by acquire" 0 $ts acquire b5
+h=$(cat "$out")
+t "break: acquire's token" 0 $ts -q break b5 --if-value "${h#token:}" </dev/null
+t "break: taken again at once" 0 $ts acquire b5
+
+# ---------------------------------------------------------- fencing
+t "fence: acquire" 0 $ts --fence acquire f1
+f1=$(awk '{ print $2 }' "$out")
+check "fence: HANDLE FENCE on one line" \
+    eval 'grep -Eq "^token:[0-9a-f]{32} [0-9]+$" "$out" && [ "$(wc -l <"$out")" -eq 1 ]'
+t "fence: release" 0 $ts release f1 "$(awk '{ print $1 }' "$out")"
+t "fence: acquire again" 0 $ts --fence acquire f1
+f2=$(awk '{ print $2 }' "$out")
+check "fence: the number grows" eval '[ "$f2" -gt "$f1" ]'
+$ts release f1 "$(awk '{ print $1 }' "$out")" >/dev/null 2>&1
+t "fence: COMMAND sees TSLOCK_FENCE" 0 $ts --fence f1 -- \
+    sh -c 'echo "$TSLOCK_FENCE"'
+check "fence: COMMAND's number grows" eval '[ "$(cat "$out")" -gt "$f2" ]'
+t "fence: none without --fence" 0 $ts f1 -- sh -c 'echo "${TSLOCK_FENCE-unset}"'
+check "fence: TSLOCK_FENCE unset without --fence" [ "$(cat "$out")" = unset ]
+
 # -------------------------------------------------------------- demo
 t "demo runs" 0 $tool demo --workers 4 --duration 500
 # Columns: ... holds overlaps past-lease foreign-DEL lost.

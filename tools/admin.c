@@ -1,12 +1,15 @@
 /*
  * admin.c - the forms that work on a lock across invocations: acquire
- * (print a handle), release and extend (take the handle back), and
- * status (read whatever holds a key, whoever wrote it).
+ * (print a handle), release and extend (take the handle back), status
+ * (read whatever holds a key, whoever wrote it) and break (an operator
+ * deletes a stuck lock).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -84,7 +87,12 @@ int cli_acquire(const struct cli_options *o, const char *key)
     if (status == CLI_EXIT_OK)
         status = cli_take(o, c, l, key);
     if (status == CLI_EXIT_OK) {
-        printf("%s\n", tslock_lock_handle(l));
+        /* With --fence, "HANDLE FENCE": a handle never holds a space. */
+        if (o->fence)
+            printf("%s %" PRId64 "\n", tslock_lock_handle(l),
+                   tslock_lock_fence(l));
+        else
+            printf("%s\n", tslock_lock_handle(l));
         if (fflush(stdout) != 0) {
             cli_error("cannot print the handle; releasing '%s'", key);
             (void)tslock_release(l);
@@ -314,6 +322,116 @@ int cli_status(const struct cli_options *o, const char *key)
         if (rc == TSLOCK_OK)
             print_queue(l);
     }
+    close_lock(c, l);
+    return status;
+}
+
+/* ------------------------------------------------------------- break */
+
+/* Show what is about to go: the value, its TTL, a bridge owner key. */
+static void print_breaking(tslock_lock *l, const char *v, int64_t ttl_ms)
+{
+    char token[40];
+
+    if (cli_verbosity < 0)
+        return;
+    print_raw("value", v);
+    print_server_ttl(ttl_ms);
+    if (tslock_lock_peek_owner(l, token, sizeof(token)) == TSLOCK_OK
+        && token[0] != '\0')
+        printf("owner key: %s (deleted with it)\n", tslock_lock_owner_key(l));
+    fflush(stdout);
+}
+
+/* "delete ... ? [y/N]" on the terminal; 1 only for y or yes. */
+static int confirmed(const char *key, const char *value)
+{
+    char answer[16];
+
+    fprintf(stderr, "tslock: delete '%s' holding \"%.200s\"? [y/N] ", key,
+            value);
+    fflush(stderr);
+    if (fgets(answer, sizeof(answer), stdin) == NULL)
+        return 0;
+    answer[strcspn(answer, "\r\n")] = '\0';
+    return strcasecmp(answer, "y") == 0 || strcasecmp(answer, "yes") == 0;
+}
+
+static int break_value(tslock_client *c, tslock_lock *l, const char *key,
+                       const char *value)
+{
+    int rc = tslock_lock_break(l, value);
+
+    if (rc == TSLOCK_OK) {
+        cli_info("broke '%s': deleted \"%.200s\"", key, value);
+        return CLI_EXIT_OK;
+    }
+    if (rc == TSLOCK_ELOST) {
+        cli_error("%s", tslock_client_errstr(c));
+        return CLI_EXIT_NOT_BROKEN;
+    }
+    return cli_fail(c, rc, "cannot break the lock");
+}
+
+/*
+ * Read the key into value (PEEK_SIZE bytes) and show it; CLI_EXIT_OK
+ * when there is something to delete: the key exists and, with
+ * --if-value, holds that value now.
+ */
+static int read_for_break(const struct cli_options *o, tslock_client *c,
+                          tslock_lock *l, const char *key, char *value)
+{
+    int64_t ttl_ms = -2;
+    int rc = tslock_lock_peek(l, value, PEEK_SIZE, &ttl_ms);
+
+    if (rc != TSLOCK_OK)
+        return cli_fail(c, rc, "cannot read the lock");
+    if (ttl_ms == -2) {
+        cli_error("'%s' is free: nothing to break", key);
+        return CLI_EXIT_NOT_BROKEN;
+    }
+    if (strlen(value) >= PEEK_SIZE - 1) {
+        cli_error("the value of '%s' is too long to compare", key);
+        return CLI_EXIT_SOFTWARE;
+    }
+    print_breaking(l, value, ttl_ms);
+    if (o->if_value != NULL && strcmp(value, o->if_value) != 0) {
+        cli_error("'%s' holds another value than --if-value: nothing "
+                  "deleted",
+                  key);
+        return CLI_EXIT_NOT_BROKEN;
+    }
+    return CLI_EXIT_OK;
+}
+
+/*
+ * Read the key, show it, and delete that exact value (or --if-value's).
+ * Off a terminal nobody can confirm, so the value must come with the
+ * command: a script never deletes a lock it has not seen.
+ */
+int cli_break(const struct cli_options *o, const char *key)
+{
+    static char value[PEEK_SIZE];
+    int interactive = isatty(0) && isatty(2);
+    tslock_client *c;
+    tslock_lock *l;
+    int status;
+
+    if (!interactive && o->if_value == NULL)
+        return cli_usage_error("break needs --if-value VALUE when not on a "
+                               "terminal (nobody can confirm): it deletes "
+                               "'%s' only while it holds VALUE",
+                               key);
+    status = open_lock(o, key, NULL, &c, &l);
+    if (status == CLI_EXIT_OK)
+        status = read_for_break(o, c, l, key, value);
+    if (status == CLI_EXIT_OK && interactive && !confirmed(key, value)) {
+        cli_error("not confirmed: '%s' left as it is", key);
+        status = CLI_EXIT_NOT_BROKEN;
+    }
+    /* The library deletes only while the key still holds what was read. */
+    if (status == CLI_EXIT_OK)
+        status = break_value(c, l, key, value);
     close_lock(c, l);
     return status;
 }

@@ -2,7 +2,7 @@
  * cli.h - declarations shared by the files of the tslock command: its
  * exit statuses, its options, the URL parser, the connection helpers and
  * the entry points of each form (run, acquire, release, extend, status,
- * demo).  tslock(1) documents everything declared here that a user sees.
+ * break, demo).  tslock(1) documents everything declared here that a user sees.
  */
 #ifndef TSLOCK_CLI_H
 #define TSLOCK_CLI_H
@@ -20,6 +20,7 @@
  */
 #define CLI_EXIT_OK          0
 #define CLI_EXIT_BUSY        1  /* default of -E */
+#define CLI_EXIT_NOT_BROKEN  1  /* break deleted nothing */
 #define CLI_EXIT_USAGE       64 /* EX_USAGE: bad option, URL or argument */
 #define CLI_EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: connect, timeout, auth */
 #define CLI_EXIT_SOFTWARE    70 /* EX_SOFTWARE: server refused, bad reply */
@@ -51,11 +52,13 @@ struct cli_options {
     int renew;
     int kill_on_loss;
     int busy_status;
-    int workers;         /* demo */
-    int64_t duration_ms; /* demo: per scheme */
-    int timeout_ms;      /* --timeout: connecting, and each command */
-    int fair;            /* --fair: waiters in the order they asked */
-    int poll;            /* --poll: wait by polling, not woken */
+    int workers;          /* demo */
+    int64_t duration_ms;  /* demo: per scheme */
+    int timeout_ms;       /* --timeout: connecting, and each command */
+    int fair;             /* --fair: waiters in the order they asked */
+    int poll;             /* --poll: wait by polling, not woken */
+    int fence;            /* --fence: a fencing number with each hold */
+    const char *if_value; /* --if-value: what break may delete, or NULL */
 };
 
 /* --timeout's default, for connecting and for each command. */
@@ -177,6 +180,7 @@ int cli_release(const struct cli_options *o, const char *key,
 int cli_extend(const struct cli_options *o, const char *key,
                const char *handle);
 int cli_status(const struct cli_options *o, const char *key);
+int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */

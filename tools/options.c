@@ -29,7 +29,9 @@ enum long_only {
     OPT_NO_AUTH_WARNING,
     OPT_TIMEOUT,
     OPT_FAIR,
-    OPT_POLL
+    OPT_POLL,
+    OPT_FENCE,
+    OPT_IF_VALUE
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -54,6 +56,8 @@ static const struct option long_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"fair", no_argument, NULL, OPT_FAIR},
     {"poll", no_argument, NULL, OPT_POLL},
+    {"fence", no_argument, NULL, OPT_FENCE},
+    {"if-value", required_argument, NULL, OPT_IF_VALUE},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -225,6 +229,15 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
         return 0;
     case OPT_POLL:
         o->poll = 1;
+        return 0;
+    case OPT_FENCE:
+        o->fence = 1;
+        return 0;
+    case OPT_IF_VALUE:
+        if (optarg[0] == '\0')
+            return cli_usage_error("--if-value expects the value to delete, "
+                                   "got ''");
+        o->if_value = optarg;
         return 0;
     case 'q':
         cli_verbosity = -1;

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -268,6 +269,26 @@ static void end_hold(struct run_state *s)
                                      "held until its lease runs out)");
 }
 
+/*
+ * --fence: COMMAND finds the hold's fencing number in $TSLOCK_FENCE.  It
+ * is set here, before the renewal thread starts and before fork, because
+ * setenv is safe neither beside other threads nor in a forked child.
+ */
+static int export_fence(const struct run_state *s)
+{
+    char text[32];
+
+    if (!s->o->fence)
+        return CLI_EXIT_OK;
+    snprintf(text, sizeof(text), "%" PRId64, tslock_lock_fence(s->lock));
+    if (setenv("TSLOCK_FENCE", text, 1) != 0) {
+        cli_error("cannot set TSLOCK_FENCE: %s", strerror(errno));
+        return CLI_EXIT_OSERR;
+    }
+    cli_verbose("fencing number %s in $TSLOCK_FENCE", text);
+    return CLI_EXIT_OK;
+}
+
 /* The rule of tslock(1): lost, then COMMAND's status, then release. */
 static int choose_status(struct run_state *s, int status, int child_status)
 {
@@ -302,7 +323,9 @@ int cli_run(const struct cli_options *o, const char *key, char **command)
         status = cli_take(o, s.client, s.lock, key);
     if (status != CLI_EXIT_OK)
         goto out;
-    status = start_renewal(&s);
+    status = export_fence(&s);
+    if (status == CLI_EXIT_OK)
+        status = start_renewal(&s);
     if (status == CLI_EXIT_OK)
         status = run_child(&s, command, &child_status);
     end_hold(&s);

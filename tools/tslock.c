@@ -1,8 +1,9 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
- * options.c), pick the form (run, acquire, release, extend, status, demo)
- * and hand over to it.  Every usage error is one line on stderr naming
- * what was expected and what came, and exits CLI_EXIT_USAGE.
+ * options.c), pick the form (run, acquire, release, extend, status,
+ * break, demo) and hand over to it.  Every usage error is one line on
+ * stderr naming what was expected and what came, and exits
+ * CLI_EXIT_USAGE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@ static const char help_text[] =
     "       tslock [options] release KEY HANDLE      release it\n"
     "       tslock [options] extend KEY HANDLE       extend it to --ttl\n"
     "       tslock [options] status KEY              show what holds KEY\n"
+    "       tslock [options] break KEY [--if-value VALUE]  delete a stuck "
+    "lock\n"
     "       tslock [--workers N] [--duration MS] demo  the race "
     "demonstration\n"
     "\n"
@@ -41,6 +44,11 @@ static const char help_text[] =
     "      --fair           waiters take the lock in the order they asked\n"
     "      --poll           wait by polling instead of being woken by the\n"
     "                       release\n"
+    "      --fence          take a fencing number with the lock: in\n"
+    "                       $TSLOCK_FENCE for COMMAND, after the handle\n"
+    "                       for acquire\n"
+    "      --if-value VALUE  break: delete KEY only while it holds VALUE\n"
+    "                       (needed when not on a terminal)\n"
     "  -E, --conflict-exit-code N  status when the lock is busy (default 1)\n"
     "  -q, --quiet          no chatter; errors and warnings only\n"
     "  -v, --verbose        scheme, server, capabilities and each step\n"
@@ -49,9 +57,10 @@ static const char help_text[] =
     "      --workers N      demo: worker processes (default 8)\n"
     "      --duration MS    demo: run time per scheme (default 3000)\n"
     "\n"
-    "Exit status: COMMAND's own; 1 (-E) busy; 64 usage; 69 cannot connect;\n"
-    "70 server error; 71 system error; 75 lease lost (mutual exclusion may\n"
-    "have been broken); 126/127 COMMAND not runnable; 128+N signal N.\n"
+    "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
+    "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
+    "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
+    "not runnable; 128+N signal N.\n"
     "See tslock(1).\n";
 
 /*
@@ -74,16 +83,21 @@ static int parse_url(const struct cli_request *r, struct cli_options *o)
 }
 
 /* The forms without "--", with their word counts (the name included). */
-enum form { FORM_ACQUIRE, FORM_RELEASE, FORM_EXTEND, FORM_STATUS, FORM_DEMO };
+enum form {
+    FORM_ACQUIRE,
+    FORM_RELEASE,
+    FORM_EXTEND,
+    FORM_STATUS,
+    FORM_BREAK,
+    FORM_DEMO
+};
 static const struct {
     const char *name;
     int words;
     const char *args;
-} forms[] = {{"acquire", 2, "KEY"},
-             {"release", 3, "KEY HANDLE"},
-             {"extend", 3, "KEY HANDLE"},
-             {"status", 2, "KEY"},
-             {"demo", 1, "no arguments"}};
+} forms[] = {{"acquire", 2, "KEY"},       {"release", 3, "KEY HANDLE"},
+             {"extend", 3, "KEY HANDLE"}, {"status", 2, "KEY"},
+             {"break", 2, "KEY"},         {"demo", 1, "no arguments"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
@@ -101,6 +115,8 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return cli_release(o, r->words[1], r->words[2]);
     case FORM_EXTEND:
         return cli_extend(o, r->words[1], r->words[2]);
+    case FORM_BREAK:
+        return cli_break(o, r->words[1]);
     default:
         return cli_status(o, r->words[1]);
     }
@@ -150,6 +166,8 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
             break;
     if (i == N_FORMS)
         return misplaced_words(r);
+    if (o->if_value != NULL && i != FORM_BREAK)
+        return cli_usage_error("--if-value is for break only");
     if (r->n_words != forms[i].words)
         return cli_usage_error("%s expects %s, got %d word%s", name,
                                forms[i].args, r->n_words - 1,
@@ -160,9 +178,11 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
 static int dispatch(struct cli_request *r, struct cli_options *o)
 {
     if (r->command == NULL && r->n_words == 0)
-        return cli_usage_error("missing KEY: expected KEY -- COMMAND, or "
-                               "acquire, release, extend, status or demo (see "
-                               "tslock --help)");
+        return cli_usage_error(
+            "missing KEY: expected KEY -- COMMAND, or "
+            "acquire, release, extend, status, break or demo "
+            "(see "
+            "tslock --help)");
     if (r->command == NULL)
         return dispatch_form(r, o);
     if (r->n_words == 0)
@@ -173,6 +193,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("KEY must not be empty");
     if (r->command[0] == NULL)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
+    if (o->if_value != NULL)
+        return cli_usage_error("--if-value is for break only");
     if (parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
