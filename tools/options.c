@@ -29,7 +29,11 @@ enum long_only {
     OPT_NO_AUTH_WARNING,
     OPT_TIMEOUT,
     OPT_FAIR,
-    OPT_POLL
+    OPT_POLL,
+    OPT_MATCH,
+    OPT_JSON,
+    OPT_ALL,
+    OPT_KEYS
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -54,6 +58,10 @@ static const struct option long_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"fair", no_argument, NULL, OPT_FAIR},
     {"poll", no_argument, NULL, OPT_POLL},
+    {"match", required_argument, NULL, OPT_MATCH},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"keys", no_argument, NULL, OPT_KEYS},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -202,6 +210,26 @@ static int take_url(char *arg, struct cli_request *r)
     return 0;
 }
 
+/* The options of the survey form. */
+static int apply_survey_option(int opt, struct cli_options *o)
+{
+    switch (opt) {
+    case OPT_MATCH:
+        /* argv outlives every form, so the pattern is not copied. */
+        o->survey_match = optarg;
+        return 0;
+    case OPT_JSON:
+        o->survey_json = 1;
+        return 0;
+    case OPT_ALL:
+        o->survey_all = 1;
+        return 0;
+    default: /* OPT_KEYS */
+        o->survey_keys = 1;
+        return 0;
+    }
+}
+
 static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
 {
     switch (opt) {
@@ -226,6 +254,11 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case OPT_POLL:
         o->poll = 1;
         return 0;
+    case OPT_MATCH:
+    case OPT_JSON:
+    case OPT_ALL:
+    case OPT_KEYS:
+        return apply_survey_option(opt, o);
     case 'q':
         cli_verbosity = -1;
         return 0;

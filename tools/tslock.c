@@ -1,8 +1,8 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
- * options.c), pick the form (run, acquire, release, extend, status, demo)
- * and hand over to it.  Every usage error is one line on stderr naming
- * what was expected and what came, and exits CLI_EXIT_USAGE.
+ * options.c), pick the form (run, acquire, release, extend, status,
+ * survey, demo) and hand over to it.  Every usage error is one line on stderr
+ * naming what was expected and what came, and exits CLI_EXIT_USAGE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,10 @@ static const char help_text[] =
     "       tslock [options] release KEY HANDLE      release it\n"
     "       tslock [options] extend KEY HANDLE       extend it to --ttl\n"
     "       tslock [options] status KEY              show what holds KEY\n"
+    "       tslock [options] survey [--match PATTERN] [--json] [--all] "
+    "[--keys]\n"
+    "                                                list the locks in the "
+    "server\n"
     "       tslock [--workers N] [--duration MS] demo  the race "
     "demonstration\n"
     "\n"
@@ -48,6 +52,12 @@ static const char help_text[] =
     "  -h, --help           print this help\n"
     "      --workers N      demo: worker processes (default 8)\n"
     "      --duration MS    demo: run time per scheme (default 3000)\n"
+    "      --match PATTERN  survey: only keys matching this glob\n"
+    "      --json           survey: JSON Lines, then a {\"summary\": ...} "
+    "line\n"
+    "      --all            survey: list keys that are not locks too\n"
+    "      --keys           survey: use KEYS (blocks the server) where SCAN\n"
+    "                       is missing (Redis before 2.8)\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy; 64 usage; 69 cannot connect;\n"
     "70 server error; 71 system error; 75 lease lost (mutual exclusion may\n"
@@ -74,22 +84,30 @@ static int parse_url(const struct cli_request *r, struct cli_options *o)
 }
 
 /* The forms without "--", with their word counts (the name included). */
-enum form { FORM_ACQUIRE, FORM_RELEASE, FORM_EXTEND, FORM_STATUS, FORM_DEMO };
+enum form {
+    FORM_ACQUIRE,
+    FORM_RELEASE,
+    FORM_EXTEND,
+    FORM_STATUS,
+    FORM_DEMO,
+    FORM_SURVEY
+};
 static const struct {
     const char *name;
     int words;
     const char *args;
-} forms[] = {{"acquire", 2, "KEY"},
-             {"release", 3, "KEY HANDLE"},
-             {"extend", 3, "KEY HANDLE"},
-             {"status", 2, "KEY"},
-             {"demo", 1, "no arguments"}};
+} forms[] = {
+    {"acquire", 2, "KEY"},       {"release", 3, "KEY HANDLE"},
+    {"extend", 3, "KEY HANDLE"}, {"status", 2, "KEY"},
+    {"demo", 1, "no arguments"}, {"survey", 1, "no arguments (options only)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
 {
     if (f == FORM_DEMO)
         return cli_demo(o);
+    if (f == FORM_SURVEY)
+        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE : cli_survey(o);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o) != 0)
@@ -160,9 +178,10 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
 static int dispatch(struct cli_request *r, struct cli_options *o)
 {
     if (r->command == NULL && r->n_words == 0)
-        return cli_usage_error("missing KEY: expected KEY -- COMMAND, or "
-                               "acquire, release, extend, status or demo (see "
-                               "tslock --help)");
+        return cli_usage_error(
+            "missing KEY: expected KEY -- COMMAND, or "
+            "acquire, release, extend, status, survey or demo (see "
+            "tslock --help)");
     if (r->command == NULL)
         return dispatch_form(r, o);
     if (r->n_words == 0)
