@@ -55,6 +55,7 @@ struct survey {
     int64_t now_ms;
     long counts[N_DIALECTS][N_STATES];
     long seen;
+    int header_done; /* the table's header, once the walk has begun well */
 };
 
 /* The reply to one command, or NULL with the reason printed. */
@@ -250,7 +251,9 @@ static int classify(struct survey *s, struct entry *e, const redisReply *value,
         return 0;
     }
     if (value->type == REDIS_REPLY_ERROR) {
-        if (strncmp(value->str, "WRONGTYPE", 9) == 0)
+        /* Servers before 2.8 say it without the WRONGTYPE prefix. */
+        if (strncmp(value->str, "WRONGTYPE", 9) == 0
+            || strstr(value->str, "wrong kind of value") != NULL)
             return 0;
         cli_error("GET: the server said: %s", value->str);
         return -1;
@@ -430,10 +433,25 @@ static void print_entry(const struct survey *s, const struct entry *e)
     putchar('\n');
 }
 
+/*
+ * The table's header comes with the first rows, not before the walk, so
+ * a server without SCAN gets only its error line.
+ */
+static void print_header(struct survey *s)
+{
+    if (s->header_done || s->o->survey_json)
+        return;
+    printf("%-16s %-8s %11s %11s  %s\n", "DIALECT", "STATE", "LEFT_MS",
+           "TTL_MS", "KEY");
+    s->header_done = 1;
+}
+
 /* Count, and print unless hidden, the keys of one batch. */
 static void report_batch(struct survey *s, const struct entry *es, size_t n)
 {
     size_t i;
+
+    print_header(s);
 
     for (i = 0; i < n; i++) {
         if (es[i].skip)
@@ -575,7 +593,7 @@ static void print_json_summary(const struct survey *s, long locks)
 }
 
 /* The closing lines: counts by dialect, and by state within each. */
-static void print_summary(const struct survey *s)
+static void print_summary(struct survey *s)
 {
     long locks = s->seen;
     int d, st;
@@ -586,6 +604,7 @@ static void print_summary(const struct survey *s)
         print_json_summary(s, locks);
         return;
     }
+    print_header(s);
     printf("\n%ld keys, %ld locks\n", s->seen, locks);
     for (d = 0; d < N_DIALECTS; d++)
         for (st = 0; st < N_STATES; st++)
@@ -604,9 +623,6 @@ int cli_survey(const struct cli_options *o)
     status = survey_connect(&s);
     if (status == 0)
         status = learn_version(&s);
-    if (status == 0 && !o->survey_json)
-        printf("%-16s %-8s %11s %11s  %s\n", "DIALECT", "STATE", "LEFT_MS",
-               "TTL_MS", "KEY");
     if (status == 0)
         status = walk(&s);
     if (status == 0)
