@@ -601,6 +601,11 @@ check "survey --all: hash" json sv:hash not-a-lock null
 check "survey --all: plain string" json sv:plain not-a-lock null
 check "survey --all: owner key" json '{sv:br}:owner' not-a-lock null
 
+t "survey option on status" 64 $tool -u "$SU" status sv:ms --json
+check "survey option on status: one line" one_line "survey form only"
+t "survey with a word" 64 $tool -u "$SU" survey sv:ms
+check "survey with a word: one line" one_line "survey expects no arguments"
+
 t "survey --match" 0 $tool -u "$SU" survey --json --match 'sv:[st]*'
 check "survey --match: only the matching keys" eval \
     '[ "$(grep -c "^{\"key\"" "$out")" -eq 3 ] && ! grep -q sv:ms "$out"'

@@ -210,7 +210,7 @@ static int take_url(char *arg, struct cli_request *r)
     return 0;
 }
 
-/* The options of the survey form. */
+/* The options of the survey form: the last values of enum long_only. */
 static int apply_survey_option(int opt, struct cli_options *o)
 {
     switch (opt) {
@@ -254,11 +254,6 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case OPT_POLL:
         o->poll = 1;
         return 0;
-    case OPT_MATCH:
-    case OPT_JSON:
-    case OPT_ALL:
-    case OPT_KEYS:
-        return apply_survey_option(opt, o);
     case 'q':
         cli_verbosity = -1;
         return 0;
@@ -272,7 +267,8 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
         r->help = 1;
         return 0;
     default:
-        return parse_number_option(opt, optarg, o);
+        return opt >= OPT_MATCH ? apply_survey_option(opt, o)
+                                : parse_number_option(opt, optarg, o);
     }
 }
 

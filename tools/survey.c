@@ -147,11 +147,15 @@ static int learn_version(struct survey *s)
     return 0;
 }
 
-/* The companions tslock makes beside a lock key are not locks. */
+/*
+ * The companions tslock makes beside a lock key are not locks.  (The
+ * ":released" name is a channel, not a key, so a key named so is judged
+ * by its value like any other.)
+ */
 static int is_companion(const char *key, size_t len)
 {
-    static const char *const suffixes[] = {":owner", ":fence",     ":queue",
-                                           ":alive", ":queue-seq", ":released"};
+    static const char *const suffixes[] = {":owner", ":fence", ":queue",
+                                           ":alive", ":queue-seq"};
     size_t i, n;
 
     for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {

@@ -102,8 +102,20 @@ static const struct {
     {"demo", 1, "no arguments"}, {"survey", 1, "no arguments (options only)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
+/* A survey option given to another form is a mistake, not a no-op. */
+static int survey_options_elsewhere(const struct cli_options *o)
+{
+    if (o->survey_match == NULL && !o->survey_json && !o->survey_all
+        && !o->survey_keys)
+        return 0;
+    return cli_usage_error("--match, --json, --all and --keys are options "
+                           "of the survey form only");
+}
+
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
 {
+    if (f != FORM_SURVEY && survey_options_elsewhere(o) != 0)
+        return CLI_EXIT_USAGE;
     if (f == FORM_DEMO)
         return cli_demo(o);
     if (f == FORM_SURVEY)
@@ -192,7 +204,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("KEY must not be empty");
     if (r->command[0] == NULL)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
-    if (parse_url(r, o) != 0)
+    if (survey_options_elsewhere(o) != 0 || parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
 }
