@@ -2,7 +2,7 @@
 # test_cli.sh - the tslock command against a private redis-server on a
 # Unix socket in a temp dir (stopped by its pid on the way out): exit
 # statuses, signal forwarding, renewal, waiting, URLs, status on legacy
-# stamps and tokens, handles, and the demo.  POSIX sh.  Ordering is
+# stamps and tokens, handles, survey, and the demo.  POSIX sh.  Ordering is
 # checked through files written by the commands, never by timing alone.
 set -u
 
@@ -30,7 +30,9 @@ sock="$dir/redis.sock"
 U="unix://$sock"
 pid=
 pw_pid=
+old_pid=
 cleanup() {
+    [ -n "$old_pid" ] && kill "$old_pid" 2>/dev/null && wait "$old_pid" 2>/dev/null
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     [ -n "$pw_pid" ] && kill "$pw_pid" 2>/dev/null && wait "$pw_pid" 2>/dev/null
     rm -rf "$dir"
@@ -584,6 +586,115 @@ t "fence: COMMAND sees TSLOCK_FENCE" 0 $ts --fence f1 -- \
 check "fence: COMMAND's number grows" eval '[ "$(cat "$out")" -gt "$f2" ]'
 t "fence: none without --fence" 0 $ts f1 -- sh -c 'echo "${TSLOCK_FENCE-unset}"'
 check "fence: TSLOCK_FENCE unset without --fence" [ "$(cat "$out")" = unset ]
+# ------------------------------------------------------------ survey
+# Its own db, so the keys other sections leave behind do not count.
+# Every lock is written as its legacy client writes it.
+SU="unix://$sock?db=5"
+sv() { "$cli" -s "$sock" -n 5 "$@" >/dev/null; }
+now=$(now_ms)
+sv setnx sv:ms $((now + 60000))
+sv setnx sv:s $((now / 1000 + 60))
+sv setnx sv:float "$((now / 1000 + 60)).5"
+sv setnx sv:old $((now - 60000))
+sv set sv:tok 0123456789abcdef0123456789abcdef nx px 60000
+sv set sv:stuck fedcba9876543210fedcba9876543210 nx
+sv set 'sv:q"uo\te' 00112233445566778899aabbccddeeff nx px 60000
+sv hset sv:hash f v
+sv set sv:plain hello
+t "survey: a bridge hold" 0 $tool -u "$SU" -m bridge -t 60000 acquire sv:br
+before=$("$cli" -s "$sock" -n 5 --scan | sort | tr '\n' ' ')
+
+# row KEY DIALECT STATE: the table has that row.
+row() {
+    # Through the environment: awk -v would read the key's backslashes.
+    K="$1" awk -v d="$2" -v s="$3" \
+        '$NF == ENVIRON["K"] && $1 == d && $2 == s { f = 1 } END { exit !f }' \
+        "$out"
+}
+t "survey: table" 0 $tool -u "$SU" survey
+check "survey table: header" has "^DIALECT *STATE *LEFT_MS *TTL_MS *KEY$" "$out"
+check "survey table: ms stamp live" row sv:ms timestamp-ms live
+check "survey table: s stamp live" row sv:s timestamp-s live
+check "survey table: float stamp live" row sv:float timestamp-float live
+check "survey table: old stamp expired" row sv:old timestamp-ms expired
+check "survey table: token live" row sv:tok token live
+check "survey table: token without TTL" row sv:stuck token no-ttl
+check "survey table: bridge hold" row sv:br bridge-ms live
+check "survey table: key escaped" row 'sv:q"uo\x5cte' token live
+check "survey table: no hash, plain string or owner key" \
+    eval '! grep -q "sv:hash\|sv:plain\|:owner" "$out"'
+check "survey table: summary" has "^11 keys, 8 locks$" "$out"
+check "survey table: summary by state" has "^  token *no-ttl *1$" "$out"
+check "survey table: not-a-lock counted" has "^  not-a-lock *- *3$" "$out"
+
+# json KEY-JSON DIALECT STATE: a line that starts so.
+json() {
+    grep -qF "{\"key\":\"$1\",\"dialect\":\"$2\",\"state\":$3," "$out"
+}
+t "survey --json" 0 $tool -u "$SU" survey --json
+check "survey json: ms stamp" json sv:ms timestamp-ms '"live"'
+check "survey json: s stamp" json sv:s timestamp-s '"live"'
+check "survey json: float stamp" json sv:float timestamp-float '"live"'
+check "survey json: expired stamp" json sv:old timestamp-ms '"expired"'
+check "survey json: token" json sv:tok token '"live"'
+check "survey json: token without TTL" json sv:stuck token '"no-ttl"'
+check "survey json: bridge" json sv:br bridge-ms '"live"'
+check "survey json: key escaped" json 'sv:q\"uo\\te' token '"live"'
+check "survey json: no TTL is null" \
+    has '"key":"sv:stuck".*"expires_ms":null,"ttl_ms":null}$' "$out"
+check "survey json: stamp's expiry" \
+    has "\"key\":\"sv:ms\".*\"expires_ms\":$((now + 60000))," "$out"
+check "survey json: summary last" eval \
+    'tail -n 1 "$out" | grep -q "^{\"summary\":{\"keys\":11,\"locks\":8,"'
+check "survey json: 9 lines" eval '[ "$(wc -l <"$out")" -eq 9 ]'
+if command -v python3 >/dev/null 2>&1; then
+    check "survey json: every line parses" \
+        python3 -c 'import json, sys; [json.loads(l) for l in sys.stdin]' \
+        <"$out"
+fi
+
+t "survey --all --json" 0 $tool -u "$SU" survey --all --json
+check "survey --all: hash" json sv:hash not-a-lock null
+check "survey --all: plain string" json sv:plain not-a-lock null
+check "survey --all: owner key" json '{sv:br}:owner' not-a-lock null
+
+t "survey option on status" 64 $tool -u "$SU" status sv:ms --json
+check "survey option on status: one line" one_line "survey form only"
+t "survey with a word" 64 $tool -u "$SU" survey sv:ms
+check "survey with a word: one line" one_line "survey expects no arguments"
+
+t "survey --match" 0 $tool -u "$SU" survey --json --match 'sv:[st]*'
+check "survey --match: only the matching keys" eval \
+    '[ "$(grep -c "^{\"key\"" "$out")" -eq 3 ] && ! grep -q sv:ms "$out"'
+
+after=$("$cli" -s "$sock" -n 5 --scan | sort | tr '\n' ' ')
+check "survey: wrote nothing" eval \
+    '[ "$before" = "$after" ] && [ "$("$cli" -s "$sock" -n 5 ttl sv:stuck)" = -1 ] && [ "$("$cli" -s "$sock" -n 5 get sv:old)" = $((now - 60000)) ]'
+
+# Servers before 2.8, played by the proxy: no SCAN, so --keys is needed.
+old="${top_builddir:-.}/tests/oldredis"
+for v in 2.6.11 2.4.0; do
+    if [ ! -x "$old" ]; then
+        echo "ok - survey on $v: skipped (no tests/oldredis)"
+        break
+    fi
+    osock="$dir/old-$v.sock"
+    "$old" --emulate $v --listen "$osock" --upstream "$sock" &
+    old_pid=$!
+    await_file "$osock"
+    OU="unix://$osock?db=5"
+    t "survey on $v without --keys: refused" 69 $tool -u "$OU" survey
+    check "survey on $v: says KEYS blocks the server" \
+        eval 'one_line "pass --keys" && has "blocks the server" "$err"'
+    t "survey on $v --keys" 0 $tool -u "$OU" survey --keys --json
+    check "survey on $v: stamp" json sv:ms timestamp-ms '"live"'
+    check "survey on $v: token TTL" \
+        has '"key":"sv:tok".*"ttl_ms":[0-9]' "$out"
+    check "survey on $v: bridge" json sv:br bridge-ms '"live"'
+    check "survey on $v: summary" has '^{"summary":{"keys":11,"locks":8,' "$out"
+    kill "$old_pid" && wait "$old_pid" 2>/dev/null
+    old_pid=
+done
 
 # -------------------------------------------------------------- demo
 t "demo runs" 0 $tool demo --workers 4 --duration 500

@@ -2,7 +2,8 @@
  * cli.h - declarations shared by the files of the tslock command: its
  * exit statuses, its options, the URL parser, the connection helpers and
  * the entry points of each form (run, acquire, release, extend, status,
- * break, demo).  tslock(1) documents everything declared here that a user sees.
+ * break, survey, demo).  tslock(1) documents everything declared here
+ * that a user sees.
  */
 #ifndef TSLOCK_CLI_H
 #define TSLOCK_CLI_H
@@ -52,13 +53,17 @@ struct cli_options {
     int renew;
     int kill_on_loss;
     int busy_status;
-    int workers;          /* demo */
-    int64_t duration_ms;  /* demo: per scheme */
-    int timeout_ms;       /* --timeout: connecting, and each command */
-    int fair;             /* --fair: waiters in the order they asked */
-    int poll;             /* --poll: wait by polling, not woken */
-    int fence;            /* --fence: a fencing number with each hold */
-    const char *if_value; /* --if-value: what break may delete, or NULL */
+    int workers;              /* demo */
+    int64_t duration_ms;      /* demo: per scheme */
+    int timeout_ms;           /* --timeout: connecting, and each command */
+    int fair;                 /* --fair: waiters in the order they asked */
+    int poll;                 /* --poll: wait by polling, not woken */
+    int fence;                /* --fence: a fencing number with each hold */
+    const char *if_value;     /* --if-value: what break may delete, or NULL */
+    const char *survey_match; /* survey --match: a SCAN pattern, or NULL */
+    int survey_json;          /* survey --json: JSON Lines */
+    int survey_all;           /* survey --all: list not-a-lock keys too */
+    int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
 };
 
 /* --timeout's default, for connecting and for each command. */
@@ -182,6 +187,8 @@ int cli_extend(const struct cli_options *o, const char *key,
 int cli_status(const struct cli_options *o, const char *key);
 int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
+/* survey.c: list the locks in the server, read only. */
+int cli_survey(const struct cli_options *o);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */
 

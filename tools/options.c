@@ -31,7 +31,11 @@ enum long_only {
     OPT_FAIR,
     OPT_POLL,
     OPT_FENCE,
-    OPT_IF_VALUE
+    OPT_IF_VALUE,
+    OPT_MATCH,
+    OPT_JSON,
+    OPT_ALL,
+    OPT_KEYS
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -58,6 +62,10 @@ static const struct option long_options[] = {
     {"poll", no_argument, NULL, OPT_POLL},
     {"fence", no_argument, NULL, OPT_FENCE},
     {"if-value", required_argument, NULL, OPT_IF_VALUE},
+    {"match", required_argument, NULL, OPT_MATCH},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"keys", no_argument, NULL, OPT_KEYS},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -206,6 +214,26 @@ static int take_url(char *arg, struct cli_request *r)
     return 0;
 }
 
+/* The options of the survey form: the last values of enum long_only. */
+static int apply_survey_option(int opt, struct cli_options *o)
+{
+    switch (opt) {
+    case OPT_MATCH:
+        /* argv outlives every form, so the pattern is not copied. */
+        o->survey_match = optarg;
+        return 0;
+    case OPT_JSON:
+        o->survey_json = 1;
+        return 0;
+    case OPT_ALL:
+        o->survey_all = 1;
+        return 0;
+    default: /* OPT_KEYS */
+        o->survey_keys = 1;
+        return 0;
+    }
+}
+
 static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
 {
     switch (opt) {
@@ -252,7 +280,8 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
         r->help = 1;
         return 0;
     default:
-        return parse_number_option(opt, optarg, o);
+        return opt >= OPT_MATCH ? apply_survey_option(opt, o)
+                                : parse_number_option(opt, optarg, o);
     }
 }
 

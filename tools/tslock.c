@@ -1,8 +1,8 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
  * options.c), pick the form (run, acquire, release, extend, status,
- * break, demo) and hand over to it.  Every usage error is one line on
- * stderr naming what was expected and what came, and exits
+ * break, survey, demo) and hand over to it.  Every usage error is one
+ * line on stderr naming what was expected and what came, and exits
  * CLI_EXIT_USAGE.
  */
 #include <stdio.h>
@@ -22,6 +22,10 @@ static const char help_text[] =
     "       tslock [options] status KEY              show what holds KEY\n"
     "       tslock [options] break KEY [--if-value VALUE]  delete a stuck "
     "lock\n"
+    "       tslock [options] survey [--match PATTERN] [--json] [--all] "
+    "[--keys]\n"
+    "                                                list the locks in the "
+    "server\n"
     "       tslock [--workers N] [--duration MS] demo  the race "
     "demonstration\n"
     "\n"
@@ -56,6 +60,12 @@ static const char help_text[] =
     "  -h, --help           print this help\n"
     "      --workers N      demo: worker processes (default 8)\n"
     "      --duration MS    demo: run time per scheme (default 3000)\n"
+    "      --match PATTERN  survey: only keys matching this glob\n"
+    "      --json           survey: JSON Lines, then a {\"summary\": ...} "
+    "line\n"
+    "      --all            survey: list keys that are not locks too\n"
+    "      --keys           survey: use KEYS (blocks the server) where SCAN\n"
+    "                       is missing (Redis before 2.8)\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
@@ -89,21 +99,40 @@ enum form {
     FORM_EXTEND,
     FORM_STATUS,
     FORM_BREAK,
-    FORM_DEMO
+    FORM_DEMO,
+    FORM_SURVEY
 };
 static const struct {
     const char *name;
     int words;
     const char *args;
-} forms[] = {{"acquire", 2, "KEY"},       {"release", 3, "KEY HANDLE"},
-             {"extend", 3, "KEY HANDLE"}, {"status", 2, "KEY"},
-             {"break", 2, "KEY"},         {"demo", 1, "no arguments"}};
+} forms[] = {{"acquire", 2, "KEY"},
+             {"release", 3, "KEY HANDLE"},
+             {"extend", 3, "KEY HANDLE"},
+             {"status", 2, "KEY"},
+             {"break", 2, "KEY"},
+             {"demo", 1, "no arguments"},
+             {"survey", 1, "no arguments (options only)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
+
+/* A survey option given to another form is a mistake, not a no-op. */
+static int survey_options_elsewhere(const struct cli_options *o)
+{
+    if (o->survey_match == NULL && !o->survey_json && !o->survey_all
+        && !o->survey_keys)
+        return 0;
+    return cli_usage_error("--match, --json, --all and --keys are options "
+                           "of the survey form only");
+}
 
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
 {
+    if (f != FORM_SURVEY && survey_options_elsewhere(o) != 0)
+        return CLI_EXIT_USAGE;
     if (f == FORM_DEMO)
         return cli_demo(o);
+    if (f == FORM_SURVEY)
+        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE : cli_survey(o);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o) != 0)
@@ -180,7 +209,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
-            "acquire, release, extend, status, break or demo "
+            "acquire, release, extend, status, break, survey or demo "
             "(see "
             "tslock --help)");
     if (r->command == NULL)
@@ -195,7 +224,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
         return cli_usage_error("--if-value is for break only");
-    if (parse_url(r, o) != 0)
+    if (survey_options_elsewhere(o) != 0 || parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
 }

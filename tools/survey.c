@@ -1,0 +1,641 @@
+/*
+ * survey.c - the survey form: list the locks already in a server, read
+ * only.  It owns the key walk (SCAN, or KEYS on request where SCAN is
+ * missing), the pipelined reads, the dialect and state of each key, and
+ * the table, JSON Lines and summary it prints.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cli.h"
+
+/* Keys asked of SCAN per call: big batches keep the round trips few. */
+#define SCAN_COUNT "1000"
+/* KEYS answers at once; its keys are read in batches of this many. */
+#define KEYS_BATCH 1000
+
+enum dialect {
+    D_TOKEN,
+    D_MS,
+    D_S,
+    D_FLOAT,
+    D_BRIDGE_MS,
+    D_BRIDGE_S,
+    D_BRIDGE_FLOAT,
+    D_NOT_A_LOCK,
+    N_DIALECTS
+};
+static const char *const dialect_names[N_DIALECTS] = {
+    "token",     "timestamp-ms", "timestamp-s",  "timestamp-float",
+    "bridge-ms", "bridge-s",     "bridge-float", "not-a-lock"};
+
+enum state { S_LIVE, S_EXPIRED, S_NO_TTL, S_NONE, N_STATES };
+static const char *const state_names[N_STATES] = {"live", "expired", "no-ttl",
+                                                  "-"};
+
+/* One key of a batch, as read. */
+struct entry {
+    const char *key; /* borrowed from the SCAN or KEYS reply */
+    size_t len;
+    enum dialect dialect;
+    enum state state;
+    int64_t expires_ms; /* 0: unknown (a token without a TTL) */
+    int64_t ttl_ms;     /* -1: none */
+    int skip;           /* vanished meanwhile, or not a lock without --all */
+};
+
+struct survey {
+    redisContext *ctx;
+    const struct cli_options *o;
+    int has_pttl; /* PTTL from 2.6; TTL in whole seconds before */
+    int64_t now_ms;
+    long counts[N_DIALECTS][N_STATES];
+    long seen;
+    int header_done; /* the table's header, once the walk has begun well */
+};
+
+/* The reply to one command, or NULL with the reason printed. */
+static redisReply *command_reply(struct survey *s, const char *what,
+                                 redisReply *r)
+{
+    if (r == NULL) {
+        cli_error("%s: %s", what,
+                  s->ctx->errstr[0] ? s->ctx->errstr : "no reply");
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        cli_error("%s: the server said: %s", what, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* AUTH and SELECT as the URL says; 0 or an exit status. */
+static int prepare_connection(struct survey *s)
+{
+    const struct cli_url *u = &s->o->url;
+    redisReply *r = NULL;
+
+    if (u->password != NULL && u->user != NULL)
+        r = redisCommand(s->ctx, "AUTH %s %s", u->user, u->password);
+    else if (u->password != NULL)
+        r = redisCommand(s->ctx, "AUTH %s", u->password);
+    if (u->password != NULL) {
+        if ((r = command_reply(s, "AUTH", r)) == NULL)
+            return CLI_EXIT_UNAVAILABLE;
+        freeReplyObject(r);
+    }
+    if (u->db != 0) {
+        r = redisCommand(s->ctx, "SELECT %d", u->db);
+        if ((r = command_reply(s, "SELECT", r)) == NULL)
+            return CLI_EXIT_SOFTWARE;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+/*
+ * Our own hiredis connection rather than a tslock client: survey needs
+ * SCAN, TYPE-free GETs and pipelining, none of which a lock offers, and
+ * it must not probe capabilities by writing anything.
+ */
+static int survey_connect(struct survey *s)
+{
+    const struct cli_url *u = &s->o->url;
+    struct timeval tv;
+
+    tv.tv_sec = s->o->timeout_ms / 1000;
+    tv.tv_usec = (s->o->timeout_ms % 1000) * 1000;
+    s->ctx = u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
+                        : redisConnectWithTimeout(u->host, u->port, tv);
+    if (s->ctx == NULL || s->ctx->err) {
+        char where[512];
+
+        cli_url_describe(u, where, sizeof(where));
+        cli_error("cannot connect to %s: %s", where,
+                  s->ctx != NULL ? s->ctx->errstr : "out of memory");
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    redisSetTimeout(s->ctx, tv);
+    return prepare_connection(s);
+}
+
+/* Whether the server has PTTL (2.6.0), from INFO's redis_version. */
+static int learn_version(struct survey *s)
+{
+    redisReply *r = command_reply(s, "INFO", redisCommand(s->ctx, "INFO"));
+    const char *v;
+    int major = 0, minor = 0;
+
+    if (r == NULL)
+        return CLI_EXIT_SOFTWARE;
+    v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
+    if (v == NULL || sscanf(v, "redis_version:%d.%d", &major, &minor) != 2) {
+        cli_error("INFO: no redis_version in the reply");
+        freeReplyObject(r);
+        return CLI_EXIT_SOFTWARE;
+    }
+    s->has_pttl = major > 2 || (major == 2 && minor >= 6);
+    cli_verbose("server: Redis %d.%d; %s", major, minor,
+                s->has_pttl ? "PTTL" : "TTL (no PTTL before 2.6)");
+    freeReplyObject(r);
+    return 0;
+}
+
+/*
+ * The companions tslock makes beside a lock key are not locks.  (The
+ * ":released" name is a channel, not a key, so a key named so is judged
+ * by its value like any other.)
+ */
+static int is_companion(const char *key, size_t len)
+{
+    static const char *const suffixes[] = {":owner", ":fence", ":queue",
+                                           ":alive", ":queue-seq"};
+    size_t i, n;
+
+    for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        n = strlen(suffixes[i]);
+        if (len >= n && memcmp(key + len - n, suffixes[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * The owner key's name as tslock_lock_owner_key() makes it: "{KEY}:owner",
+ * or "KEY:owner" when KEY already has a hash tag or a '}'.  Caller frees.
+ */
+static char *owner_key_name(const char *key, size_t len, size_t *out_len)
+{
+    const char *open = memchr(key, '{', len);
+    const char *close =
+        open != NULL ? memchr(open + 1, '}', len - (open + 1 - key)) : NULL;
+    int bare = (close != NULL && close > open + 1) || memchr(key, '}', len);
+    char *name = malloc(len + sizeof(":owner") + 2);
+
+    if (name == NULL)
+        return NULL;
+    if (bare) {
+        memcpy(name, key, len);
+        memcpy(name + len, ":owner", 6);
+        *out_len = len + 6;
+    } else {
+        name[0] = '{';
+        memcpy(name + 1, key, len);
+        memcpy(name + 1 + len, "}:owner", 7);
+        *out_len = len + 8;
+    }
+    return name;
+}
+
+/* Read the next pipelined reply; NULL when the connection failed. */
+static redisReply *next_reply(struct survey *s)
+{
+    void *r = NULL;
+
+    if (redisGetReply(s->ctx, &r) != REDIS_OK) {
+        cli_error("reading the keys: %s", s->ctx->errstr);
+        return NULL;
+    }
+    return r;
+}
+
+/* A lock's time left from its TTL reply, in ms; -1 for none or absent. */
+static int64_t ttl_of(const struct survey *s, const redisReply *r)
+{
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer < 0)
+        return -1;
+    return s->has_pttl ? r->integer : r->integer * 1000;
+}
+
+static void classify_value(struct survey *s, struct entry *e,
+                           const redisReply *value)
+{
+    tslock_scheme scheme;
+    tslock_unit unit = TSLOCK_UNIT_MS;
+    int64_t expires = 0;
+
+    if (tslock_value_classify(value->str, value->len, &scheme, &unit, &expires)
+        != TSLOCK_OK)
+        return; /* not a lock: as set by the caller */
+    if (scheme == TSLOCK_SCHEME_TOKEN) {
+        e->dialect = D_TOKEN;
+        e->state = e->ttl_ms < 0 ? S_NO_TTL : S_LIVE;
+        e->expires_ms = e->ttl_ms < 0 ? 0 : s->now_ms + e->ttl_ms;
+        return;
+    }
+    e->dialect = unit == TSLOCK_UNIT_S    ? D_S
+                 : unit == TSLOCK_UNIT_MS ? D_MS
+                                          : D_FLOAT;
+    e->expires_ms = expires;
+    /* A stamp in the past is what a legacy client takes over (GETSET). */
+    e->state = expires <= s->now_ms ? S_EXPIRED : S_LIVE;
+}
+
+/*
+ * One key from its GET and TTL replies.  GET on a key of another type
+ * answers WRONGTYPE, which spares a TYPE call per key.  Returns 0, or -1
+ * on an error the server gave for another reason (printed).
+ */
+static int classify(struct survey *s, struct entry *e, const redisReply *value,
+                    const redisReply *ttl)
+{
+    e->dialect = D_NOT_A_LOCK;
+    e->state = S_NONE;
+    e->expires_ms = 0;
+    e->ttl_ms = ttl_of(s, ttl);
+    e->skip = 0;
+    if (value->type == REDIS_REPLY_NIL) {
+        e->skip = 1; /* gone between SCAN and GET */
+        return 0;
+    }
+    if (value->type == REDIS_REPLY_ERROR) {
+        /* Servers before 2.8 say it without the WRONGTYPE prefix. */
+        if (strncmp(value->str, "WRONGTYPE", 9) == 0
+            || strstr(value->str, "wrong kind of value") != NULL)
+            return 0;
+        cli_error("GET: the server said: %s", value->str);
+        return -1;
+    }
+    if (value->type == REDIS_REPLY_STRING && !is_companion(e->key, e->len))
+        classify_value(s, e, value);
+    return 0;
+}
+
+/* Round trip one: GET and PTTL (TTL before 2.6) of every key at once. */
+static int read_values(struct survey *s, struct entry *es, size_t n)
+{
+    const char *ttl = s->has_pttl ? "PTTL %b" : "TTL %b";
+    redisReply *value, *left;
+    size_t i;
+    int bad = 0;
+
+    for (i = 0; i < n; i++) {
+        redisAppendCommand(s->ctx, "GET %b", es[i].key, es[i].len);
+        redisAppendCommand(s->ctx, ttl, es[i].key, es[i].len);
+    }
+    s->now_ms = cli_wall_ms();
+    for (i = 0; i < n; i++) {
+        if ((value = next_reply(s)) == NULL)
+            return CLI_EXIT_UNAVAILABLE;
+        if ((left = next_reply(s)) == NULL) {
+            freeReplyObject(value);
+            return CLI_EXIT_UNAVAILABLE;
+        }
+        if (classify(s, &es[i], value, left) != 0)
+            bad = 1;
+        freeReplyObject(value);
+        freeReplyObject(left);
+    }
+    return bad ? CLI_EXIT_SOFTWARE : 0;
+}
+
+/* Whether a stamp key's dialect is a bridge's: its owner key exists. */
+static int stamp_dialect(const struct entry *e)
+{
+    return e->dialect == D_MS || e->dialect == D_S || e->dialect == D_FLOAT;
+}
+
+/* Round trip two: EXISTS on the owner key of every stamp at once. */
+static int read_owners(struct survey *s, struct entry *es, size_t n)
+{
+    redisReply *r;
+    size_t i, len;
+    char *name;
+
+    for (i = 0; i < n; i++) {
+        if (!stamp_dialect(&es[i]))
+            continue;
+        if ((name = owner_key_name(es[i].key, es[i].len, &len)) == NULL) {
+            cli_error("out of memory");
+            return CLI_EXIT_OSERR;
+        }
+        redisAppendCommand(s->ctx, "EXISTS %b", name, len);
+        free(name);
+    }
+    for (i = 0; i < n; i++) {
+        if (!stamp_dialect(&es[i]))
+            continue;
+        if ((r = next_reply(s)) == NULL)
+            return CLI_EXIT_UNAVAILABLE;
+        if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
+            es[i].dialect += D_BRIDGE_MS - D_MS;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
+static size_t utf8_length(const unsigned char *p, size_t n)
+{
+    size_t want, i;
+
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        want = 2;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        want = 3;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        want = 4;
+    else
+        return 0;
+    if (want > n)
+        return 0;
+    for (i = 1; i < want; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return want;
+}
+
+/*
+ * A key as a JSON string.  Keys are bytes: control characters and
+ * quotes are escaped, valid UTF-8 passes through, and a byte that is
+ * not UTF-8 becomes U+FFFD so the line stays valid JSON.
+ */
+static void print_json_key(const char *key, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)key;
+    size_t i = 0, n;
+
+    putchar('"');
+    while (i < len) {
+        if (p[i] == '"' || p[i] == '\\') {
+            printf("\\%c", p[i++]);
+            continue;
+        }
+        if (p[i] < 0x20 || p[i] == 0x7f) {
+            printf("\\u%04x", p[i++]);
+            continue;
+        }
+        if (p[i] < 0x80) {
+            putchar(p[i++]);
+            continue;
+        }
+        n = utf8_length(p + i, len - i);
+        if (n == 0) {
+            fputs("\\ufffd", stdout);
+            i++;
+        } else {
+            fwrite(p + i, 1, n, stdout);
+            i += n;
+        }
+    }
+    putchar('"');
+}
+
+/* A key for the table: bytes that are not printable ASCII as \xHH. */
+static void print_table_key(const char *key, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)key[i];
+
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
+/* Time left on the lease: the stamp's for stamps, the TTL's for tokens. */
+static int64_t left_ms(const struct survey *s, const struct entry *e)
+{
+    if (e->dialect == D_NOT_A_LOCK || e->expires_ms == 0)
+        return e->ttl_ms;
+    return e->expires_ms - s->now_ms;
+}
+
+static void print_entry(const struct survey *s, const struct entry *e)
+{
+    if (s->o->survey_json) {
+        fputs("{\"key\":", stdout);
+        print_json_key(e->key, e->len);
+        printf(",\"dialect\":\"%s\",\"state\":", dialect_names[e->dialect]);
+        if (e->state == S_NONE)
+            fputs("null", stdout);
+        else
+            printf("\"%s\"", state_names[e->state]);
+        if (e->expires_ms != 0)
+            printf(",\"expires_ms\":%" PRId64, e->expires_ms);
+        else
+            fputs(",\"expires_ms\":null", stdout);
+        if (e->ttl_ms >= 0)
+            printf(",\"ttl_ms\":%" PRId64 "}\n", e->ttl_ms);
+        else
+            fputs(",\"ttl_ms\":null}\n", stdout);
+        return;
+    }
+    printf("%-16s %-8s %11" PRId64 " %11" PRId64 "  ",
+           dialect_names[e->dialect], state_names[e->state], left_ms(s, e),
+           e->ttl_ms);
+    print_table_key(e->key, e->len);
+    putchar('\n');
+}
+
+/*
+ * The table's header comes with the first rows, not before the walk, so
+ * a server without SCAN gets only its error line.
+ */
+static void print_header(struct survey *s)
+{
+    if (s->header_done || s->o->survey_json)
+        return;
+    printf("%-16s %-8s %11s %11s  %s\n", "DIALECT", "STATE", "LEFT_MS",
+           "TTL_MS", "KEY");
+    s->header_done = 1;
+}
+
+/* Count, and print unless hidden, the keys of one batch. */
+static void report_batch(struct survey *s, const struct entry *es, size_t n)
+{
+    size_t i;
+
+    print_header(s);
+
+    for (i = 0; i < n; i++) {
+        if (es[i].skip)
+            continue;
+        s->seen++;
+        s->counts[es[i].dialect][es[i].state]++;
+        if (es[i].dialect != D_NOT_A_LOCK || s->o->survey_all)
+            print_entry(s, &es[i]);
+    }
+}
+
+/* Classify and report the n keys of one SCAN or KEYS reply. */
+static int survey_batch(struct survey *s, redisReply **keys, size_t n)
+{
+    struct entry *es;
+    size_t i;
+    int status;
+
+    if (n == 0)
+        return 0;
+    if ((es = calloc(n, sizeof(*es))) == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    for (i = 0; i < n; i++) {
+        es[i].key = keys[i]->str;
+        es[i].len = keys[i]->len;
+    }
+    status = read_values(s, es, n);
+    if (status == 0)
+        status = read_owners(s, es, n);
+    if (status == 0)
+        report_batch(s, es, n);
+    free(es);
+    return status;
+}
+
+/* Servers before 2.8 have no SCAN: a clear refusal unless --keys. */
+static int no_scan(void)
+{
+    cli_error("the server has no SCAN (it came in Redis 2.8); only KEYS can "
+              "list its keys, and KEYS blocks the server for the whole scan; "
+              "pass --keys to use it anyway");
+    return CLI_EXIT_UNAVAILABLE;
+}
+
+/* The whole keyspace with KEYS, then read in batches. */
+static int walk_keys(struct survey *s)
+{
+    const char *match = s->o->survey_match ? s->o->survey_match : "*";
+    redisReply *r = redisCommand(s->ctx, "KEYS %s", match);
+    size_t i, n;
+    int status = 0;
+
+    if ((r = command_reply(s, "KEYS", r)) == NULL)
+        return CLI_EXIT_SOFTWARE;
+    cli_verbose("KEYS: %zu keys", r->elements);
+    for (i = 0; i < r->elements && status == 0; i += n) {
+        n = r->elements - i < KEYS_BATCH ? r->elements - i : KEYS_BATCH;
+        status = survey_batch(s, r->element + i, n);
+    }
+    freeReplyObject(r);
+    return status;
+}
+
+/*
+ * One SCAN call: the batch it returned, and the next cursor in cursor.
+ * Returns 0, an exit status, or -1 when the server has no SCAN.
+ */
+static int scan_step(struct survey *s, char *cursor, size_t size)
+{
+    const char *match = s->o->survey_match ? s->o->survey_match : "*";
+    redisReply *r = redisCommand(s->ctx, "SCAN %s MATCH %s COUNT " SCAN_COUNT,
+                                 cursor, match);
+    int status;
+
+    if (r != NULL && r->type == REDIS_REPLY_ERROR
+        && strstr(r->str, "unknown command") != NULL) {
+        cli_verbose("SCAN: %s", r->str);
+        freeReplyObject(r);
+        return -1;
+    }
+    if ((r = command_reply(s, "SCAN", r)) == NULL)
+        return CLI_EXIT_SOFTWARE;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_STRING
+        || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        cli_error("SCAN: expected [cursor, keys], got another reply");
+        freeReplyObject(r);
+        return CLI_EXIT_SOFTWARE;
+    }
+    snprintf(cursor, size, "%s", r->element[0]->str);
+    status = survey_batch(s, r->element[1]->element, r->element[1]->elements);
+    freeReplyObject(r);
+    return status;
+}
+
+/* SCAN until the cursor comes back to 0; KEYS where SCAN is missing. */
+static int walk(struct survey *s)
+{
+    char cursor[32] = "0";
+    int status;
+
+    do {
+        status = scan_step(s, cursor, sizeof(cursor));
+        if (status == -1)
+            return s->o->survey_keys ? walk_keys(s) : no_scan();
+    } while (status == 0 && strcmp(cursor, "0") != 0);
+    return status;
+}
+
+/* The JSON summary: {"summary":{"keys":N,"locks":N,"dialects":{...}}}. */
+static void print_json_summary(const struct survey *s, long locks)
+{
+    int d, st, first_d = 1, first_s;
+
+    printf("{\"summary\":{\"keys\":%ld,\"locks\":%ld,\"dialects\":{", s->seen,
+           locks);
+    for (d = 0; d < N_DIALECTS; d++) {
+        long total = 0;
+
+        for (st = 0; st < N_STATES; st++)
+            total += s->counts[d][st];
+        if (total == 0)
+            continue;
+        printf("%s\"%s\":{", first_d ? "" : ",", dialect_names[d]);
+        first_d = 0;
+        first_s = 1;
+        for (st = 0; st < N_STATES; st++)
+            if (s->counts[d][st] != 0) {
+                printf("%s\"%s\":%ld", first_s ? "" : ",",
+                       st == S_NONE ? "total" : state_names[st],
+                       s->counts[d][st]);
+                first_s = 0;
+            }
+        putchar('}');
+    }
+    fputs("}}}\n", stdout);
+}
+
+/* The closing lines: counts by dialect, and by state within each. */
+static void print_summary(struct survey *s)
+{
+    long locks = s->seen;
+    int d, st;
+
+    for (st = 0; st < N_STATES; st++)
+        locks -= s->counts[D_NOT_A_LOCK][st];
+    if (s->o->survey_json) {
+        print_json_summary(s, locks);
+        return;
+    }
+    print_header(s);
+    printf("\n%ld keys, %ld locks\n", s->seen, locks);
+    for (d = 0; d < N_DIALECTS; d++)
+        for (st = 0; st < N_STATES; st++)
+            if (s->counts[d][st] != 0)
+                printf("  %-16s %-8s %ld\n", dialect_names[d], state_names[st],
+                       s->counts[d][st]);
+}
+
+int cli_survey(const struct cli_options *o)
+{
+    struct survey s;
+    int status;
+
+    memset(&s, 0, sizeof(s));
+    s.o = o;
+    status = survey_connect(&s);
+    if (status == 0)
+        status = learn_version(&s);
+    if (status == 0)
+        status = walk(&s);
+    if (status == 0)
+        print_summary(&s);
+    if (s.ctx != NULL)
+        redisFree(s.ctx);
+    if (status == 0 && fflush(stdout) != 0) {
+        cli_error("cannot write the survey");
+        status = CLI_EXIT_OSERR;
+    }
+    return status;
+}
