@@ -2,7 +2,7 @@
  * cli.h - declarations shared by the files of the tslock command: its
  * exit statuses, its options, the URL parser, the connection helpers and
  * the entry points of each form (run, acquire, release, extend, status,
- * break, survey, demo).  tslock(1) documents everything declared here
+ * break, survey, watch, demo).  tslock(1) documents everything declared here
  * that a user sees.
  */
 #ifndef TSLOCK_CLI_H
@@ -64,6 +64,7 @@ struct cli_options {
     int survey_json;          /* survey --json: JSON Lines */
     int survey_all;           /* survey --all: list not-a-lock keys too */
     int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
+    int64_t watch_for_ms;     /* watch --for: 0 until a signal */
 };
 
 /* --timeout's default, for connecting and for each command. */
@@ -189,6 +190,8 @@ int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
+/* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
+int cli_watch(const struct cli_options *o, char **keys, int n_keys);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */
 

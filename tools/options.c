@@ -35,7 +35,8 @@ enum long_only {
     OPT_MATCH,
     OPT_JSON,
     OPT_ALL,
-    OPT_KEYS
+    OPT_KEYS,
+    OPT_FOR
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"all", no_argument, NULL, OPT_ALL},
     {"keys", no_argument, NULL, OPT_KEYS},
+    {"for", required_argument, NULL, OPT_FOR},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -214,7 +216,7 @@ static int take_url(char *arg, struct cli_request *r)
     return 0;
 }
 
-/* The options of the survey form: the last values of enum long_only. */
+/* The options of the survey form: OPT_MATCH to OPT_KEYS of long_only. */
 static int apply_survey_option(int opt, struct cli_options *o)
 {
     switch (opt) {
@@ -279,9 +281,16 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case 'h':
         r->help = 1;
         return 0;
+    case OPT_FOR:
+        if (parse_integer(optarg, 1, MAX_TTL_MS, &o->watch_for_ms) != 0)
+            return cli_usage_error("--for expects milliseconds greater than "
+                                   "0, got '%s'",
+                                   optarg);
+        return 0;
     default:
-        return opt >= OPT_MATCH ? apply_survey_option(opt, o)
-                                : parse_number_option(opt, optarg, o);
+        return opt >= OPT_MATCH && opt <= OPT_KEYS
+                   ? apply_survey_option(opt, o)
+                   : parse_number_option(opt, optarg, o);
     }
 }
 

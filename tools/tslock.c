@@ -1,7 +1,7 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
  * options.c), pick the form (run, acquire, release, extend, status,
- * break, survey, demo) and hand over to it.  Every usage error is one
+ * break, survey, watch, demo) and hand over to it.  Every usage error is one
  * line on stderr naming what was expected and what came, and exits
  * CLI_EXIT_USAGE.
  */
@@ -26,6 +26,9 @@ static const char help_text[] =
     "[--keys]\n"
     "                                                list the locks in the "
     "server\n"
+    "       tslock [options] watch [--for MS] [--json] KEY...\n"
+    "                                                show who touches KEYs "
+    "(MONITOR)\n"
     "       tslock [--workers N] [--duration MS] demo  the race "
     "demonstration\n"
     "\n"
@@ -66,6 +69,9 @@ static const char help_text[] =
     "      --all            survey: list keys that are not locks too\n"
     "      --keys           survey: use KEYS (blocks the server) where SCAN\n"
     "                       is missing (Redis before 2.8)\n"
+    "      --for MS         watch: stop after MS (default: at SIGINT/SIGTERM)\n"
+    "      --json           watch: JSON Lines, then a {\"summary\": ...} "
+    "line\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
@@ -100,7 +106,8 @@ enum form {
     FORM_STATUS,
     FORM_BREAK,
     FORM_DEMO,
-    FORM_SURVEY
+    FORM_SURVEY,
+    FORM_WATCH
 };
 static const struct {
     const char *name;
@@ -112,7 +119,8 @@ static const struct {
              {"status", 2, "KEY"},
              {"break", 2, "KEY"},
              {"demo", 1, "no arguments"},
-             {"survey", 1, "no arguments (options only)"}};
+             {"survey", 1, "no arguments (options only)"},
+             {"watch", 2, "one KEY or more"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -125,14 +133,32 @@ static int survey_options_elsewhere(const struct cli_options *o)
                            "of the survey form only");
 }
 
+/* watch takes --json and --for; survey's other options are mistakes. */
+static int watch_options_elsewhere(const struct cli_options *o, enum form f)
+{
+    if (f == FORM_WATCH
+        && (o->survey_match != NULL || o->survey_all || o->survey_keys))
+        return cli_usage_error("--match, --all and --keys are options of "
+                               "the survey form only");
+    if (f != FORM_WATCH && o->watch_for_ms != 0)
+        return cli_usage_error("--for is an option of the watch form only");
+    return 0;
+}
+
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
 {
-    if (f != FORM_SURVEY && survey_options_elsewhere(o) != 0)
+    if (watch_options_elsewhere(o, f) != 0)
+        return CLI_EXIT_USAGE;
+    if (f != FORM_SURVEY && f != FORM_WATCH && survey_options_elsewhere(o) != 0)
         return CLI_EXIT_USAGE;
     if (f == FORM_DEMO)
         return cli_demo(o);
     if (f == FORM_SURVEY)
         return parse_url(r, o) != 0 ? CLI_EXIT_USAGE : cli_survey(o);
+    if (f == FORM_WATCH)
+        return parse_url(r, o) != 0
+                   ? CLI_EXIT_USAGE
+                   : cli_watch(o, r->words + 1, r->n_words - 1);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o) != 0)
@@ -197,7 +223,8 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
         return misplaced_words(r);
     if (o->if_value != NULL && i != FORM_BREAK)
         return cli_usage_error("--if-value is for break only");
-    if (r->n_words != forms[i].words)
+    if (r->n_words != forms[i].words
+        && !(i == FORM_WATCH && r->n_words > forms[i].words))
         return cli_usage_error("%s expects %s, got %d word%s", name,
                                forms[i].args, r->n_words - 1,
                                r->n_words == 2 ? "" : "s");
@@ -209,7 +236,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
-            "acquire, release, extend, status, break, survey or demo "
+            "acquire, release, extend, status, break, survey, watch or demo "
             "(see "
             "tslock --help)");
     if (r->command == NULL)
@@ -224,7 +251,11 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
         return cli_usage_error("--if-value is for break only");
-    if (survey_options_elsewhere(o) != 0 || parse_url(r, o) != 0)
+    if (survey_options_elsewhere(o) != 0 || o->watch_for_ms != 0)
+        return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
+                                                      "the watch form only")
+                                    : CLI_EXIT_USAGE;
+    if (parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
 }

@@ -1,0 +1,669 @@
+/*
+ * watch.c - the watch form: follow MONITOR and show who touches the
+ * given lock keys.  It owns the MONITOR line parser (all generations),
+ * the per-key record of who wrote what, the dialect and danger verdicts,
+ * and the per-client summary printed at the end.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cli.h"
+
+#define MAX_ARGS   16
+#define MAX_TEXT   512
+#define MAX_CLIENT 128
+#define MAX_SEEN   64 /* distinct clients counted in the summary */
+
+enum dialect { W_NONE, W_TOKEN, W_MS, W_S, W_FLOAT, W_BRIDGE, W_OTHER, N_W };
+static const char *const dialect_names[N_W] = {
+    "-",      "token", "timestamp-ms", "timestamp-s", "timestamp-float",
+    "bridge", "other"};
+
+/* One MONITOR line, parsed; arguments are copies cut to MAX_TEXT bytes. */
+struct line {
+    char time[32];
+    char client[MAX_CLIENT];
+    char args[MAX_ARGS][MAX_TEXT];
+    size_t lens[MAX_ARGS];
+    int n;
+};
+
+/* What the stream has shown of one watched key (or its owner key). */
+struct key_state {
+    char name[MAX_TEXT];
+    size_t len;
+    char value[MAX_TEXT];
+    size_t value_len;
+    int has_value;
+    char writer[MAX_CLIENT]; /* "" when written before the watch began */
+};
+
+struct client_count {
+    char client[MAX_CLIENT];
+    long writes[N_W];
+    long danger;
+};
+
+struct watch {
+    redisContext *ctx;
+    const struct cli_options *o;
+    int major, minor;
+    struct key_state *keys;
+    int n_keys;
+    char script_caller[MAX_CLIENT]; /* who ran the last EVAL/EVALSHA */
+    struct client_count seen[MAX_SEEN];
+    int n_seen;
+};
+
+/* The reply to one command, or NULL with the reason printed. */
+static redisReply *command_reply(struct watch *w, const char *what,
+                                 redisReply *r)
+{
+    if (r == NULL) {
+        cli_error("%s: %s", what,
+                  w->ctx->errstr[0] ? w->ctx->errstr : "no reply");
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        cli_error("%s: the server said: %s", what, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* AUTH and SELECT as the URL says, then INFO for the version. */
+static int prepare_connection(struct watch *w)
+{
+    const struct cli_url *u = &w->o->url;
+    redisReply *r = NULL;
+    const char *v;
+
+    if (u->password != NULL && u->user != NULL)
+        r = redisCommand(w->ctx, "AUTH %s %s", u->user, u->password);
+    else if (u->password != NULL)
+        r = redisCommand(w->ctx, "AUTH %s", u->password);
+    if (u->password != NULL) {
+        if ((r = command_reply(w, "AUTH", r)) == NULL)
+            return CLI_EXIT_UNAVAILABLE;
+        freeReplyObject(r);
+    }
+    r = command_reply(w, "INFO", redisCommand(w->ctx, "INFO"));
+    if (r == NULL)
+        return CLI_EXIT_SOFTWARE;
+    v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
+    if (v == NULL
+        || sscanf(v, "redis_version:%d.%d", &w->major, &w->minor) != 2) {
+        cli_error("INFO: no redis_version in the reply");
+        freeReplyObject(r);
+        return CLI_EXIT_SOFTWARE;
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+/*
+ * Our own hiredis connection, as survey has: MONITOR turns the
+ * connection into a stream, which no tslock client may become.
+ */
+static int watch_connect(struct watch *w)
+{
+    const struct cli_url *u = &w->o->url;
+    struct timeval tv;
+
+    tv.tv_sec = w->o->timeout_ms / 1000;
+    tv.tv_usec = (w->o->timeout_ms % 1000) * 1000;
+    w->ctx = u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
+                        : redisConnectWithTimeout(u->host, u->port, tv);
+    if (w->ctx == NULL || w->ctx->err) {
+        char where[512];
+
+        cli_url_describe(u, where, sizeof(where));
+        cli_error("cannot connect to %s: %s", where,
+                  w->ctx != NULL ? w->ctx->errstr : "out of memory");
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    redisSetTimeout(w->ctx, tv);
+    return prepare_connection(w);
+}
+
+/* Read one escape after a backslash; returns the bytes it took. */
+static size_t unescape(const char *p, const char *end, char *out)
+{
+    static const char from[] = "nrtab\"\\", to[] = "\n\r\t\a\b\"\\";
+    const char *hit;
+    unsigned int hex;
+
+    if (p >= end) {
+        *out = '\\';
+        return 0;
+    }
+    if (*p == 'x' && end - p >= 3 && isxdigit((unsigned char)p[1])
+        && isxdigit((unsigned char)p[2]) && sscanf(p + 1, "%2x", &hex) == 1) {
+        *out = (char)hex;
+        return 3;
+    }
+    hit = strchr(from, *p);
+    *out = hit != NULL && *p != '\0' ? to[hit - from] : *p;
+    return 1;
+}
+
+/* One quoted argument at p; returns where it ended, or NULL. */
+static const char *parse_arg(const char *p, const char *end, char *out,
+                             size_t *len)
+{
+    char c;
+
+    *len = 0;
+    if (p >= end || *p != '"')
+        return NULL;
+    for (p++; p < end && *p != '"';) {
+        c = *p++;
+        if (c == '\\')
+            p += unescape(p, end, &c);
+        if (*len < MAX_TEXT - 1)
+            out[(*len)++] = c;
+    }
+    out[*len] = '\0';
+    return p < end ? p + 1 : NULL;
+}
+
+/* "[0 127.0.0.1:5000]", "[0 unix:/s]" or "[0 lua]": the client part. */
+static const char *parse_client(const char *p, const char *end, struct line *l)
+{
+    const char *close = memchr(p, ']', (size_t)(end - p));
+    const char *space = memchr(p, ' ', (size_t)(end - p));
+    size_t n;
+
+    if (close == NULL || space == NULL || space > close)
+        return NULL;
+    n = (size_t)(close - space - 1);
+    if (n >= MAX_CLIENT)
+        n = MAX_CLIENT - 1;
+    memcpy(l->client, space + 1, n);
+    l->client[n] = '\0';
+    return close + 1;
+}
+
+/*
+ * A MONITOR line of any generation: 2.6+ has "[db addr]" after the time,
+ * 2.2-2.4 has no address, 2.0 a leading '+'.  Returns 0 or -1 (the
+ * "OK" reply and anything else that is not a command).
+ */
+static int parse_line(const char *s, size_t len, struct line *l)
+{
+    const char *p = s, *end = s + len, *sp;
+
+    memset(l, 0, sizeof(*l));
+    if (p < end && *p == '+')
+        p++;
+    sp = memchr(p, ' ', (size_t)(end - p));
+    if (sp == NULL || (size_t)(sp - p) >= sizeof(l->time))
+        return -1;
+    memcpy(l->time, p, (size_t)(sp - p));
+    p = sp + 1;
+    strcpy(l->client, "?");
+    if (p < end && *p == '[' && (p = parse_client(p, end, l)) == NULL)
+        return -1;
+    while (p < end && l->n < MAX_ARGS) {
+        while (p < end && *p == ' ')
+            p++;
+        if (p >= end)
+            break;
+        p = parse_arg(p, end, l->args[l->n], &l->lens[l->n]);
+        if (p == NULL)
+            return -1;
+        l->n++;
+    }
+    return l->n > 0 ? 0 : -1;
+}
+
+/* The watched key a command names (its first key argument), or NULL. */
+static struct key_state *watched(struct watch *w, const struct line *l)
+{
+    int i, a;
+
+    for (a = 1; a < l->n; a++) {
+        for (i = 0; i < w->n_keys; i++)
+            if (w->keys[i].len == l->lens[a]
+                && memcmp(w->keys[i].name, l->args[a], l->lens[a]) == 0)
+                return &w->keys[i];
+        /* Only DEL names several keys; every other key is argument 1. */
+        if (strcasecmp(l->args[0], "del") != 0)
+            break;
+    }
+    return NULL;
+}
+
+static int is_owner_key(const struct key_state *k)
+{
+    return k->len > 6 && memcmp(k->name + k->len - 6, ":owner", 6) == 0;
+}
+
+/* The dialect of a value written to k. */
+static enum dialect dialect_of(const struct key_state *k, const char *v,
+                               size_t len)
+{
+    tslock_scheme scheme;
+    tslock_unit unit;
+
+    if (is_owner_key(k))
+        return W_BRIDGE;
+    if (tslock_value_classify(v, len, &scheme, &unit, NULL) != TSLOCK_OK)
+        return W_OTHER;
+    if (scheme == TSLOCK_SCHEME_TOKEN)
+        return W_TOKEN;
+    return unit == TSLOCK_UNIT_S       ? W_S
+           : unit == TSLOCK_UNIT_FLOAT ? W_FLOAT
+                                       : W_MS;
+}
+
+/* Which argument a write stores, or 0 for commands that store none. */
+static int value_arg(const struct line *l)
+{
+    const char *c = l->args[0];
+
+    if (strcasecmp(c, "set") == 0 || strcasecmp(c, "setnx") == 0
+        || strcasecmp(c, "getset") == 0)
+        return l->n >= 3 ? 2 : 0;
+    if (strcasecmp(c, "setex") == 0 || strcasecmp(c, "psetex") == 0)
+        return l->n >= 4 ? 3 : 0;
+    return 0;
+}
+
+static int64_t line_ms(const struct line *l)
+{
+    return (int64_t)(strtod(l->time, NULL) * 1000.0);
+}
+
+/* The expiry of the stamp in k's current value, or 0 for none. */
+static int64_t stamp_expiry(const struct key_state *k)
+{
+    tslock_scheme scheme;
+    int64_t expires = 0;
+
+    if (!k->has_value
+        || tslock_value_classify(k->value, k->value_len, &scheme, NULL,
+                                 &expires)
+               != TSLOCK_OK
+        || scheme != TSLOCK_SCHEME_TIMESTAMP)
+        return 0;
+    return expires;
+}
+
+static int is_ttl_command(const char *c)
+{
+    return strcasecmp(c, "expire") == 0 || strcasecmp(c, "pexpire") == 0
+           || strcasecmp(c, "setex") == 0 || strcasecmp(c, "psetex") == 0;
+}
+
+/* Why line l is dangerous, or NULL. */
+static const char *danger_of(const struct watch *w, const struct key_state *k,
+                             const struct line *l, enum dialect d)
+{
+    const char *c = l->args[0];
+
+    if (strcasecmp(c, "del") == 0 && k->has_value && k->writer[0] != '\0'
+        && strcmp(k->writer, l->client) != 0)
+        return "DEL of a value another client wrote";
+    if (strcasecmp(c, "getset") == 0 && stamp_expiry(k) > line_ms(l))
+        return "GETSET over a live stamp";
+    if (w->major == 2 && w->minor == 0 && is_ttl_command(c)
+        && (d == W_MS || d == W_S || d == W_FLOAT
+            || (d == W_NONE && stamp_expiry(k) != 0)))
+        return "TTL on a timestamp key on Redis 2.0 (the next SETNX "
+               "deletes it)";
+    return NULL;
+}
+
+/* Remember what line l leaves in k, and who wrote it. */
+static void record(struct key_state *k, const struct line *l, int v)
+{
+    const char *c = l->args[0];
+
+    if (strcasecmp(c, "del") == 0) {
+        k->has_value = 0;
+        return;
+    }
+    /* A SETNX or SET NX that found the key taken changes nothing, but
+     * MONITOR does not say which; the last writer is the best guess. */
+    if (v == 0 || (k->has_value && strcasecmp(c, "setnx") == 0))
+        return;
+    memcpy(k->value, l->args[v], l->lens[v]);
+    k->value_len = l->lens[v];
+    k->has_value = 1;
+    snprintf(k->writer, sizeof(k->writer), "%s", l->client);
+}
+
+static struct client_count *count_for(struct watch *w, const char *client)
+{
+    int i;
+
+    for (i = 0; i < w->n_seen; i++)
+        if (strcmp(w->seen[i].client, client) == 0)
+            return &w->seen[i];
+    if (w->n_seen == MAX_SEEN)
+        return NULL;
+    snprintf(w->seen[w->n_seen].client, MAX_CLIENT, "%s", client);
+    return &w->seen[w->n_seen++];
+}
+
+/* Bytes as JSON string content (non-ASCII as \u00XX of each byte). */
+static void print_json_text(const char *p, size_t len)
+{
+    size_t i;
+
+    putchar('"');
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+/* Bytes for the text form: quoted, with C escapes as MONITOR writes them. */
+static void print_text(const char *p, size_t len)
+{
+    size_t i;
+
+    putchar('"');
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_json_event(const struct line *l, const struct key_state *k,
+                             enum dialect d, const char *danger)
+{
+    int i;
+
+    printf("{\"time\":%s,\"client\":", l->time);
+    print_json_text(l->client, strlen(l->client));
+    fputs(",\"command\":", stdout);
+    print_json_text(l->args[0], l->lens[0]);
+    fputs(",\"args\":[", stdout);
+    for (i = 1; i < l->n; i++) {
+        if (i > 1)
+            putchar(',');
+        print_json_text(l->args[i], l->lens[i]);
+    }
+    fputs("],\"key\":", stdout);
+    print_json_text(k->name, k->len);
+    printf(",\"dialect\":%s%s%s,\"danger\":", d == W_NONE ? "" : "\"",
+           d == W_NONE ? "null" : dialect_names[d], d == W_NONE ? "" : "\"");
+    if (danger != NULL)
+        print_json_text(danger, strlen(danger));
+    else
+        fputs("null", stdout);
+    fputs("}\n", stdout);
+}
+
+/* TIME CLIENT DIALECT command "arg"...; "DANGER: why:" in front. */
+static void print_event(const struct watch *w, const struct line *l,
+                        const struct key_state *k, enum dialect d,
+                        const char *danger)
+{
+    int i;
+
+    if (w->o->survey_json) {
+        print_json_event(l, k, d, danger);
+        return;
+    }
+    if (danger != NULL)
+        printf("DANGER: %s: ", danger);
+    printf("%s %s %s %s", l->time, l->client, dialect_names[d], l->args[0]);
+    for (i = 1; i < l->n; i++) {
+        putchar(' ');
+        print_text(l->args[i], l->lens[i]);
+    }
+    putchar('\n');
+}
+
+/*
+ * Commands a script runs show as client "lua" right after the EVAL or
+ * EVALSHA that ran it, so they are put to that caller's account.
+ */
+static void attribute_script(struct watch *w, struct line *l)
+{
+    if (strcasecmp(l->args[0], "eval") == 0
+        || strcasecmp(l->args[0], "evalsha") == 0)
+        snprintf(w->script_caller, MAX_CLIENT, "%s", l->client);
+    else if (strcmp(l->client, "lua") == 0 && w->script_caller[0] != '\0')
+        snprintf(l->client, MAX_CLIENT, "%s", w->script_caller);
+}
+
+static void handle_line(struct watch *w, const char *s, size_t len)
+{
+    struct line l;
+    struct key_state *k;
+    struct client_count *cc;
+    enum dialect d = W_NONE;
+    const char *danger;
+    int v, scripted;
+
+    if (parse_line(s, len, &l) != 0)
+        return;
+    scripted = strcmp(l.client, "lua") == 0;
+    attribute_script(w, &l);
+    if ((k = watched(w, &l)) == NULL)
+        return;
+    v = value_arg(&l);
+    if (v != 0)
+        d = dialect_of(k, l.args[v], l.lens[v]);
+    /* A stamp with its own TTL, set by a script: tslock's bridge. */
+    if (scripted && (d == W_MS || d == W_S || d == W_FLOAT) && l.n > 3)
+        d = W_BRIDGE;
+    danger = danger_of(w, k, &l, d);
+    print_event(w, &l, k, d, danger);
+    fflush(stdout);
+    record(k, &l, v);
+    if ((cc = count_for(w, l.client)) != NULL) {
+        cc->writes[d] += d != W_NONE;
+        cc->danger += danger != NULL;
+    }
+}
+
+/* KEY, "{KEY}:owner" and "KEY:owner", each with its value now. */
+static int add_key(struct watch *w, const char *name, const char *suffix)
+{
+    struct key_state *k = &w->keys[w->n_keys];
+    redisReply *r;
+
+    snprintf(k->name, MAX_TEXT, suffix[0] == '}' ? "{%s%s" : "%s%s", name,
+             suffix);
+    k->len = strlen(k->name);
+    r = command_reply(w, "GET",
+                      redisCommand(w->ctx, "GET %b", k->name, k->len));
+    if (r == NULL)
+        return CLI_EXIT_SOFTWARE;
+    if (r->type == REDIS_REPLY_STRING && r->len < MAX_TEXT) {
+        memcpy(k->value, r->str, r->len);
+        k->value_len = r->len;
+        k->has_value = 1;
+    }
+    freeReplyObject(r);
+    w->n_keys++;
+    return 0;
+}
+
+static int add_keys(struct watch *w, char **names, int n)
+{
+    int i, status = 0;
+
+    w->keys = calloc((size_t)n * 3, sizeof(*w->keys));
+    if (w->keys == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    for (i = 0; i < n && status == 0; i++) {
+        if (strlen(names[i]) + 8 >= MAX_TEXT)
+            return cli_usage_error("KEY '%.40s...' is too long to watch",
+                                   names[i]);
+        status = add_key(w, names[i], "");
+        if (status == 0)
+            status = add_key(w, names[i], "}:owner");
+        if (status == 0)
+            status = add_key(w, names[i], ":owner");
+    }
+    return status;
+}
+
+/*
+ * Wait up to 200 ms for the socket, so a signal or the deadline is seen
+ * soon.  Returns 2 readable, 1 not yet, 0 time to stop, -1 failed.
+ */
+static int wait_readable(struct watch *w, int64_t end_ms)
+{
+    struct pollfd pfd;
+    int64_t wait = 200;
+    int rc;
+
+    if (cli_signals_received() != 0)
+        return 0;
+    if (end_ms != 0 && (wait = end_ms - cli_mono_ms()) <= 0)
+        return 0;
+    pfd.fd = w->ctx->fd;
+    pfd.events = POLLIN;
+    rc = poll(&pfd, 1, wait > 200 ? 200 : (int)wait);
+    if (rc < 0 && errno != EINTR) {
+        cli_error("poll: %s", strerror(errno));
+        return -1;
+    }
+    return rc > 0 ? 2 : 1;
+}
+
+/* Every MONITOR line until --for runs out or a signal comes. */
+static int follow(struct watch *w)
+{
+    int64_t end_ms =
+        w->o->watch_for_ms > 0 ? cli_mono_ms() + w->o->watch_for_ms : 0;
+    redisReply *r;
+    int rc;
+
+    for (;;) {
+        if (redisReaderGetReply(w->ctx->reader, (void **)&r) != REDIS_OK) {
+            cli_error("MONITOR: unreadable reply from the server");
+            return CLI_EXIT_SOFTWARE;
+        }
+        if (r != NULL) {
+            if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
+                handle_line(w, r->str, r->len);
+            freeReplyObject(r);
+            continue;
+        }
+        if ((rc = wait_readable(w, end_ms)) <= 0)
+            return rc == 0 ? 0 : CLI_EXIT_OSERR;
+        if (rc == 2 && redisBufferRead(w->ctx) != REDIS_OK) {
+            cli_error("MONITOR: %s",
+                      w->ctx->errstr[0] ? w->ctx->errstr : "connection lost");
+            return CLI_EXIT_UNAVAILABLE;
+        }
+    }
+}
+
+static int start_monitor(struct watch *w)
+{
+    redisReply *r =
+        command_reply(w, "MONITOR", redisCommand(w->ctx, "MONITOR"));
+    char where[512];
+
+    if (r == NULL)
+        return CLI_EXIT_SOFTWARE;
+    freeReplyObject(r);
+    cli_url_describe(&w->o->url, where, sizeof(where));
+    cli_info("watching %d key%s on %s (Redis %d.%d)", w->n_keys / 3,
+             w->n_keys == 3 ? "" : "s", where, w->major, w->minor);
+    return 0;
+}
+
+static void print_counts_text(const struct client_count *cc)
+{
+    int d;
+
+    printf("summary: %s", cc->client);
+    for (d = W_TOKEN; d < N_W; d++)
+        if (cc->writes[d] != 0)
+            printf(" %s=%ld", dialect_names[d], cc->writes[d]);
+    printf(" danger=%ld\n", cc->danger);
+}
+
+static void print_counts_json(const struct client_count *cc, int first)
+{
+    int d, any = 0;
+
+    fputs(first ? "{\"client\":" : ",{\"client\":", stdout);
+    print_json_text(cc->client, strlen(cc->client));
+    fputs(",\"writes\":{", stdout);
+    for (d = W_TOKEN; d < N_W; d++)
+        if (cc->writes[d] != 0)
+            printf("%s\"%s\":%ld", any++ ? "," : "", dialect_names[d],
+                   cc->writes[d]);
+    printf("},\"danger\":%ld}", cc->danger);
+}
+
+/* Per client: writes by dialect and dangerous acts. */
+static void print_summary(const struct watch *w)
+{
+    int i;
+
+    if (w->o->survey_json)
+        fputs("{\"summary\":{\"clients\":[", stdout);
+    for (i = 0; i < w->n_seen; i++) {
+        if (w->o->survey_json)
+            print_counts_json(&w->seen[i], i == 0);
+        else
+            print_counts_text(&w->seen[i]);
+    }
+    if (w->o->survey_json)
+        fputs("]}}\n", stdout);
+    else if (w->n_seen == 0)
+        fputs("summary: no client touched the keys\n", stdout);
+}
+
+int cli_watch(const struct cli_options *o, char **keys, int n_keys)
+{
+    struct watch w;
+    int status;
+
+    memset(&w, 0, sizeof(w));
+    w.o = o;
+    cli_signals_install();
+    status = watch_connect(&w);
+    if (status == 0)
+        status = add_keys(&w, keys, n_keys);
+    if (status == 0)
+        status = start_monitor(&w);
+    if (status == 0)
+        status = follow(&w);
+    if (w.n_keys > 0 && (status == 0 || w.n_seen > 0))
+        print_summary(&w);
+    if (w.ctx != NULL)
+        redisFree(w.ctx);
+    free(w.keys);
+    if (fflush(stdout) != 0) {
+        cli_error("cannot write the watch");
+        status = CLI_EXIT_OSERR;
+    }
+    return status;
+}
