@@ -2,7 +2,7 @@
 # test_cli.sh - the tslock command against a private redis-server on a
 # Unix socket in a temp dir (stopped by its pid on the way out): exit
 # statuses, signal forwarding, renewal, waiting, URLs, status on legacy
-# stamps and tokens, handles, survey, and the demo.  POSIX sh.  Ordering is
+# stamps and tokens, handles, survey, watch, and the demo.  POSIX sh.  Ordering is
 # checked through files written by the commands, never by timing alone.
 set -u
 
@@ -31,7 +31,9 @@ U="unix://$sock"
 pid=
 pw_pid=
 old_pid=
+w_pid=
 cleanup() {
+    [ -n "$w_pid" ] && kill "$w_pid" 2>/dev/null && wait "$w_pid" 2>/dev/null
     [ -n "$old_pid" ] && kill "$old_pid" 2>/dev/null && wait "$old_pid" 2>/dev/null
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     [ -n "$pw_pid" ] && kill "$pw_pid" 2>/dev/null && wait "$pw_pid" 2>/dev/null
@@ -695,6 +697,74 @@ for v in 2.6.11 2.4.0; do
     kill "$old_pid" && wait "$old_pid" 2>/dev/null
     old_pid=
 done
+
+# ------------------------------------------------------------- watch
+# MONITOR tells clients apart by address only over TCP (every Unix socket
+# client is "unix:PATH"), so watch gets its own server on loopback.
+wport=$((20000 + $$ % 20000))
+"$server" --port $wport --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$dir" --logfile "$dir/watch-redis.log" &
+w_pid=$!
+n=0
+until "$cli" -p $wport ping >/dev/null 2>&1; do
+    n=$((n + 1))
+    if [ $n -gt 200 ] || ! kill -0 "$w_pid" 2>/dev/null; then
+        echo "redis-server on port $wport did not start"
+        exit 1
+    fi
+    sleep 0.05
+done
+WU="redis://127.0.0.1:$wport"
+wcli() { "$cli" -p $wport "$@" >/dev/null; }
+$tool -u "$WU" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+# The handshake: the line comes once MONITOR has answered OK.  SIGTERM,
+# not SIGINT, ends it: a background job of a script ignores SIGINT.
+await "^tslock: watching 1 key on" "$dir/werr"
+stamp=$((($(date +%s) + 60) * 1000 + 1))
+wcli setnx wk $stamp
+wcli getset wk $((stamp + 5))
+wcli del wk
+wcli set wk 0123456789abcdef0123456789abcdef NX PX 30000
+wcli del wk
+t "watch: a tslock hold meanwhile" 0 $tool -u "$WU" -m token wk -- true
+wcli set other-key $stamp
+kill -TERM $watcher
+wait $watcher
+rc=$?
+cp "$dir/wout" "$out"
+cp "$dir/werr" "$err"
+check "watch: ends 0 on SIGTERM" eval '[ $rc -eq 0 ]'
+check "watch: SETNX of an ms stamp" \
+    has "^[0-9.]* 127.0.0.1:[0-9]* timestamp-ms setnx \"wk\" \"$stamp\"$" "$out"
+check "watch: GETSET over a live stamp flagged" \
+    has "^DANGER: GETSET over a live stamp: .* getset \"wk\"" "$out"
+check "watch: DEL by another client flagged" \
+    has "^DANGER: DEL of a value another client wrote: .* del \"wk\"$" "$out"
+check "watch: token SET NX PX" \
+    has " token set \"wk\" \"0123456789abcdef0123456789abcdef\" \"NX\"" "$out"
+check "watch: tslock's own release by script is not flagged" \
+    eval '[ $(grep -c "^DANGER" "$out") -eq 3 ]'
+check "watch: other keys ignored" eval '! grep -q other-key "$out"'
+check "watch: summary counts a legacy host" \
+    has "^summary: 127.0.0.1:[0-9]* timestamp-ms=1 danger=0$" "$out"
+$tool -u "$WU" watch --for 1500 --json wk >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching" "$dir/werr"
+wcli setnx wk $stamp
+wait $watcher
+rc=$?
+cp "$dir/wout" "$out"
+check "watch --for: ends by itself, 0" eval '[ $rc -eq 0 ]'
+check "watch --json: an event" \
+    has '^{"time":[0-9.]*,"client":"127.0.0.1:[0-9]*","command":"setnx","args":\["wk","[0-9]*"\],"key":"wk","dialect":"timestamp-ms","danger":null}$' "$out"
+check "watch --json: summary" \
+    has '^{"summary":{"clients":\[{"client":"127.0.0.1:[0-9]*","writes":{"timestamp-ms":1},"danger":0}\]}}$' "$out"
+t "watch: survey's --match is refused" 64 $tool -u "$WU" watch --match x wk
+t "watch: --for elsewhere is refused" 64 $tool -u "$WU" --for 5 status wk
+t "watch: needs a KEY" 64 $tool -u "$WU" watch
+kill "$w_pid" && wait "$w_pid" 2>/dev/null
+w_pid=
 
 # -------------------------------------------------------------- demo
 t "demo runs" 0 $tool demo --workers 4 --duration 500
