@@ -701,19 +701,31 @@ done
 # ------------------------------------------------------------- watch
 # MONITOR tells clients apart by address only over TCP (every Unix socket
 # client is "unix:PATH"), so watch gets its own server on loopback.
-wport=$((20000 + $$ % 20000))
-"$server" --port $wport --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$dir" --logfile "$dir/watch-redis.log" &
-w_pid=$!
-n=0
-until "$cli" -p $wport ping >/dev/null 2>&1; do
-    n=$((n + 1))
-    if [ $n -gt 200 ] || ! kill -0 "$w_pid" 2>/dev/null; then
-        echo "redis-server on port $wport did not start"
-        exit 1
-    fi
-    sleep 0.05
-done
+# A port may be taken (by another run of this suite, say): the server
+# then exits at once, and the next port is tried.  The server answering
+# is checked to be ours by its directory, never assumed.
+start_watch_server() {
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        wport=$((20000 + ($$ * 7 + try * 997) % 20000))
+        "$server" --port $wport --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$dir" --logfile "$dir/watch-redis.log" &
+        w_pid=$!
+        n=0
+        while kill -0 "$w_pid" 2>/dev/null && [ $n -le 200 ]; do
+            [ "$("$cli" -p $wport config get dir 2>/dev/null | tail -1)" = \
+                "$(cd "$dir" && pwd -P)" ] && return 0
+            n=$((n + 1))
+            sleep 0.05
+        done
+        kill "$w_pid" 2>/dev/null
+        wait "$w_pid" 2>/dev/null
+    done
+    return 1
+}
+if ! start_watch_server; then
+    echo "no redis-server of ours came up on a loopback port"
+    exit 1
+fi
 WU="redis://127.0.0.1:$wport"
 wcli() { "$cli" -p $wport "$@" >/dev/null; }
 $tool -u "$WU" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
