@@ -27,7 +27,8 @@ enum { BUSY = 0, HELD = 1, FAILED = -1, EXPIRED = 2 };
 struct worker {
     const struct demo_config *cfg;
     struct demo_shared *sh;
-    enum demo_scheme scheme; /* DEMO_MIGRATION: this worker is tslock's */
+    enum demo_scheme scheme;       /* DEMO_MIGRATION: this worker is tslock's */
+    enum demo_scheme round_scheme; /* the row this worker counts in */
     int index;
     uint64_t rng;
     redisContext *redis;   /* the broken schemes */
@@ -306,24 +307,52 @@ static int other_holder_in_lease(struct worker *w, int64_t now)
  * apart, as work past the lease: no lock can prevent that, only fencing
  * can make the resource refuse it.
  */
-static void critical_section(struct worker *w)
+static int critical_section(struct worker *w)
 {
     struct demo_slot *me = &w->sh->slot[w->index];
     int64_t now, work;
+    int flags = 0;
 
     atomic_store(&me->expires_ms, w->expires_ms);
     atomic_store(&me->inside, 1);
     now = cli_wall_ms();
-    if (now <= w->expires_ms && other_holder_in_lease(w, now))
+    if (now <= w->expires_ms && other_holder_in_lease(w, now)) {
         atomic_fetch_add(&w->sh->overlaps, 1);
+        flags |= DEMO_EV_OVERLAP;
+    }
     if (next_random(w) % (uint64_t)w->cfg->pause_one_in == 0)
         work = w->cfg->ttl_ms * 3 / 2; /* a GC pause, a stopped VM */
     else
         work = 1 + (int64_t)(next_random(w) % 3);
     sleep_ms(work);
-    if (cli_wall_ms() > w->expires_ms)
+    if (cli_wall_ms() > w->expires_ms) {
         atomic_fetch_add(&w->sh->past_lease, 1);
+        flags |= DEMO_EV_PAST_LEASE;
+    }
     atomic_store(&me->inside, 0);
+    return flags;
+}
+
+/*
+ * Keep one hold for the timeline.  Only this worker writes its lane, and
+ * the parent reads it after the worker has exited, so no atomics.
+ */
+static void record_hold(struct worker *w, int64_t start, int flags)
+{
+    struct demo_lane *lane;
+    struct demo_event *ev;
+
+    if (w->cfg->timeline == NULL)
+        return;
+    lane = &w->cfg->timeline->lane[w->round_scheme][w->index];
+    if (lane->n == DEMO_MAX_EVENTS) {
+        lane->dropped++;
+        return;
+    }
+    ev = &lane->ev[lane->n++];
+    ev->start_ms = (int32_t)(start - w->sh->start_mono_ms);
+    ev->end_ms = (int32_t)(cli_mono_ms() - w->sh->start_mono_ms);
+    ev->flags = flags;
 }
 
 static int connect_worker(struct worker *w)
@@ -363,6 +392,7 @@ int demo_worker(const struct demo_config *cfg, enum demo_scheme scheme,
     w.sh = sh;
     /* Mid-migration: even workers are the Java clients still running. */
     w.scheme = scheme == DEMO_MIGRATION && index % 2 == 0 ? DEMO_JAVA : scheme;
+    w.round_scheme = scheme;
     w.index = index;
     w.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)cli_mono_ms()
             ^ (UINT64_C(0x9e3779b97f4a7c15) * (uint64_t)(index + 1));
@@ -372,10 +402,13 @@ int demo_worker(const struct demo_config *cfg, enum demo_scheme scheme,
         status = 2;
     }
     while (status == 0 && (rc = take(&w, end)) == HELD) {
+        int64_t start = cli_mono_ms();
+        int flags;
         atomic_fetch_add(&sh->holds, 1);
-        critical_section(&w);
+        flags = critical_section(&w);
         if (give_back(&w) == FAILED)
             status = 2;
+        record_hold(&w, start, flags);
     }
     if (status == 0 && rc == FAILED)
         status = 2;

@@ -26,7 +26,8 @@ static const char help_text[] =
     "[--keys]\n"
     "                                                list the locks in the "
     "server\n"
-    "       tslock [--workers N] [--duration MS] demo  the race "
+    "       tslock [--workers N] [--duration MS] [--svg FILE] demo\n"
+    "                                                the race "
     "demonstration\n"
     "\n"
     "  -u, --url URL        redis://[[user]:password@]host[:port][/db] or\n"
@@ -60,6 +61,7 @@ static const char help_text[] =
     "  -h, --help           print this help\n"
     "      --workers N      demo: worker processes (default 8)\n"
     "      --duration MS    demo: run time per scheme (default 3000)\n"
+    "      --svg FILE       demo: also draw the holds as a timeline in FILE\n"
     "      --match PATTERN  survey: only keys matching this glob\n"
     "      --json           survey: JSON Lines, then a {\"summary\": ...} "
     "line\n"
@@ -197,6 +199,8 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
         return misplaced_words(r);
     if (o->if_value != NULL && i != FORM_BREAK)
         return cli_usage_error("--if-value is for break only");
+    if (o->svg_path != NULL && i != FORM_DEMO)
+        return cli_usage_error("--svg is for demo only");
     if (r->n_words != forms[i].words)
         return cli_usage_error("%s expects %s, got %d word%s", name,
                                forms[i].args, r->n_words - 1,
@@ -224,6 +228,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
         return cli_usage_error("--if-value is for break only");
+    if (o->svg_path != NULL)
+        return cli_usage_error("--svg is for demo only");
     if (survey_options_elsewhere(o) != 0 || parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
