@@ -697,7 +697,8 @@ for v in 2.6.11 2.4.0; do
 done
 
 # -------------------------------------------------------------- demo
-t "demo runs" 0 $tool demo --workers 4 --duration 500
+svg="$dir/demo.svg"
+t "demo runs" 0 $tool demo --workers 4 --duration 500 --svg "$svg"
 # Columns: ... holds overlaps past-lease foreign-DEL lost.
 demo_column() {
     awk -v row="$1" -v back="$2" 'BEGIN { bad = 1 }
@@ -715,6 +716,42 @@ check "demo: migration foreign DELs are Java's" \
 demo_dir=$(sed -n 's|.* on \(/tmp/tslock-demo\.[^/]*\)/redis.sock$|\1|p' "$out")
 check "demo: its server's directory is gone" \
     eval '[ -n "$demo_dir" ] && [ ! -e "$demo_dir" ]'
+
+# The timeline: one bar (a line of its own) per hold, inside its
+# scheme's <g id="scheme-N">, as many as the holds column printed, and
+# as many marked overlap and past lease as those columns.
+svg_bars() {
+    awk -v id="scheme-$1" -v pat="$2" '$0 ~ "<g id=\"" id "\"" { on = 1 }
+        on && $0 ~ pat { n++ }
+        on && /<\/g>/ { on = 0 }
+        END { print n + 0 }' "$svg"
+}
+# svg_matches COLUMN-FROM-THE-END PATTERN
+svg_matches() {
+    for s in 1 2 3 4 5; do
+        n=$(awk -v row=$s -v back="$1" '$1 == row && $NF ~ /^[0-9-]+$/ {
+            print $(NF - back) }' "$demo_out")
+        [ -n "$n" ] && [ "$(svg_bars $s "$2")" -eq "$n" ] || return 1
+    done
+}
+demo_out="$dir/demo.out"
+cp "$out" "$demo_out"
+check "demo --svg: a bar per hold in each panel" \
+    svg_matches 4 '<rect class="hold'
+check "demo --svg: overlaps marked" svg_matches 3 '<rect class="hold[a-z ]*overlap'
+check "demo --svg: past lease marked" svg_matches 2 '<rect class="hold past'
+check "demo --svg: a legend" grep -q '<g id="legend"' "$svg"
+check "demo --svg: self-contained" \
+    eval '! grep -q -e "href=" -e "<script" -e "@import" "$svg"'
+if command -v xmllint >/dev/null 2>&1; then
+    check "demo --svg: well-formed XML" xmllint --noout "$svg"
+else
+    echo "ok - demo --svg: well-formed XML # SKIP xmllint not installed"
+fi
+t "demo --svg on another form" 64 $tool --svg "$svg" status k
+t "demo --svg FILE not writable" 71 $tool demo --svg "$dir/no/such/dir.svg"
+check "demo --svg: a bad path fails before any round" \
+    eval '! grep -q scheme "$out"'
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
