@@ -1,7 +1,7 @@
 /*
  * demo.h - the race demonstration shared between its orchestrator
  * (demo.c: private redis-server, rounds, table) and its workers
- * (demo_worker.c: the five schemes and the check inside the critical
+ * (demo_worker.c: the six schemes and the check inside the critical
  * section).  The counters live in memory shared by all processes.
  */
 #ifndef TSLOCK_DEMO_H
@@ -18,6 +18,7 @@
 /* What a hold's bar is marked with in the timeline. */
 #define DEMO_EV_OVERLAP    1
 #define DEMO_EV_PAST_LEASE 2
+#define DEMO_EV_REFUSED    4 /* the resource refused its stale fence */
 
 enum demo_scheme {
     DEMO_NAIVE,     /* SETNX, GET, DEL if expired, SETNX (broken) */
@@ -25,6 +26,7 @@ enum demo_scheme {
     DEMO_TIMESTAMP, /* libtslock, TSLOCK_SCHEME_TIMESTAMP */
     DEMO_TOKEN,     /* libtslock, TSLOCK_SCHEME_TOKEN */
     DEMO_MIGRATION, /* Java RedisLock and libtslock's bridge on one key */
+    DEMO_FENCING,   /* libtslock token with fencing, a fenced resource */
     DEMO_N_SCHEMES
 };
 
@@ -67,6 +69,15 @@ struct demo_shared {
     atomic_long foreign_deletes; /* a DEL removed a value not meant */
     atomic_long lost;            /* TSLOCK_ELOST on release */
     atomic_long errors;
+    /*
+     * The fenced resource of scheme 6: a counter and the highest fence
+     * it has seen, packed into one word (fence << 32 | value) so one
+     * compare-and-swap checks the fence and writes the value together.
+     */
+    atomic_ullong resource;
+    atomic_long writes_accepted;
+    atomic_long writes_refused; /* carried an older fence than seen */
+    atomic_long damage;         /* accepted, yet lost an update */
 };
 
 struct demo_config {
@@ -81,6 +92,7 @@ struct demo_config {
 /* One scheme's row of the table. */
 struct demo_row {
     long holds, overlaps, past_lease, foreign_deletes, lost, errors;
+    long accepted, refused, damage; /* scheme 6's fenced writes */
 };
 
 /*

@@ -1,13 +1,15 @@
 /*
  * demo_svg.c - tslock demo --svg: the rounds as a timeline.  One panel
  * per scheme, one lane per worker, one bar per hold on a common time
- * axis; overlaps get a red outline, holds past their lease red hatching.
+ * axis; overlaps get a red outline, holds past their lease red hatching,
+ * and a hold whose write the fenced resource refused a black cross.
  * The file is self-contained (inline style, no fonts or scripts) and
  * every bar is one line, `<rect class="hold ...">`, inside its panel's
  * `<g id="scheme-N">`, so a script can count them.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "demo.h"
 
@@ -60,6 +62,7 @@ static void write_head(FILE *f, int width, int height)
             "<style>text{font:11px sans-serif}.title{font-weight:bold}"
             ".tick{stroke:#ddd}.hold{fill:#4a8}"
             ".past{fill:url(#hatch)}.overlap{stroke:#d00;stroke-width:1.5}"
+            ".refused{stroke:#000}.x{stroke:#000;stroke-width:1.5}"
             "</style>\n"
             "<defs><pattern id=\"hatch\" width=\"4\" height=\"4\" "
             "patternUnits=\"userSpaceOnUse\" "
@@ -107,12 +110,18 @@ static void write_bar(FILE *f, const struct demo_event *ev, double scale, int y)
     double x = LEFT + ev->start_ms * scale;
     double w = (ev->end_ms - ev->start_ms) * scale;
 
+    if (w < 0.5)
+        w = 0.5;
     fprintf(f,
-            "<rect class=\"hold%s%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-            "height=\"%d\"/>\n",
+            "<rect class=\"hold%s%s%s\" x=\"%.1f\" y=\"%d\" "
+            "width=\"%.1f\" height=\"%d\"/>\n",
             ev->flags & DEMO_EV_PAST_LEASE ? " past" : "",
-            ev->flags & DEMO_EV_OVERLAP ? " overlap" : "", x, y,
-            w < 0.5 ? 0.5 : w, BAR_H);
+            ev->flags & DEMO_EV_OVERLAP ? " overlap" : "",
+            ev->flags & DEMO_EV_REFUSED ? " refused" : "", x, y, w, BAR_H);
+    /* A cross where the write was refused: at the end of the bar. */
+    if (ev->flags & DEMO_EV_REFUSED)
+        fprintf(f, "<path class=\"x\" d=\"M%.1f %dl6 8m0-8l-6 8\"/>\n",
+                x + w - 3, y);
 }
 
 /* One scheme: its title, then one lane per worker; returns its height. */
@@ -142,19 +151,26 @@ static int write_panel(FILE *f, const struct demo_config *cfg, int s,
     return TITLE_H + cfg->workers * LANE_H + PANEL_GAP;
 }
 
-static void write_legend(FILE *f, int y)
+/* One legend entry: a sample bar (and cross) and its text. */
+static void write_key(FILE *f, int x, const char *cls, const char *text)
 {
     fprintf(f,
-            "<g id=\"legend\" transform=\"translate(%d,%d)\">"
-            "<rect class=\"hold\" x=\"0\" y=\"0\" width=\"20\" height=\"8\"/>"
-            "<text x=\"24\" y=\"8\">hold (lock taken to released)</text>"
-            "<rect class=\"hold overlap\" x=\"220\" y=\"0\" width=\"20\" "
-            "height=\"8\"/><text x=\"244\" y=\"8\">overlap: another "
-            "holder inside, both leases running</text>"
-            "<rect class=\"hold past\" x=\"560\" y=\"0\" width=\"20\" "
-            "height=\"8\"/><text x=\"584\" y=\"8\">still inside past its "
-            "lease</text></g>\n",
-            LEFT, y);
+            "<rect class=\"%s\" x=\"%d\" y=\"0\" width=\"20\" "
+            "height=\"8\"/>",
+            cls, x);
+    if (strstr(cls, "refused") != NULL)
+        fprintf(f, "<path class=\"x\" d=\"M%d 0l6 8m0-8l-6 8\"/>", x + 14);
+    fprintf(f, "<text x=\"%d\" y=\"8\">%s</text>", x + 24, text);
+}
+
+static void write_legend(FILE *f, int y)
+{
+    fprintf(f, "<g id=\"legend\" transform=\"translate(%d,%d)\">", LEFT, y);
+    write_key(f, 0, "hold", "hold: lock taken to released");
+    write_key(f, 200, "hold overlap", "overlap: two holders in lease");
+    write_key(f, 410, "hold past", "still inside past its lease");
+    write_key(f, 610, "hold past refused", "write refused: stale fence");
+    fputs("</g>\n", f);
 }
 
 int demo_write_svg(FILE *f, const struct demo_config *cfg,

@@ -1,12 +1,14 @@
 /*
  * demo_worker.c - one worker of the race demonstration: take the lock
- * with one of five schemes, run a critical section that checks for a
+ * with one of six schemes, run a critical section that checks for a
  * second holder, sometimes pause past the lease there, and release.
  *
  * The first two schemes are broken, from the articles, and written here
  * as the articles write them over plain hiredis.  The next two are
  * libtslock's.  The fifth is a fleet mid-migration: even workers run
  * the Java RedisLock, odd ones libtslock's bridge scheme, on one key.
+ * The sixth is the token scheme with fencing numbers, guarding a
+ * resource in shared memory that refuses a write with an older fence.
  * Every count goes to shared memory as it happens.
  */
 #include <errno.h>
@@ -255,6 +257,67 @@ static int tslock_give_back(struct worker *w)
     return HELD;
 }
 
+/* ------------------------------------------ the fenced resource */
+
+#define FENCE_OF(word) ((int64_t)((word) >> 32))
+#define VALUE_OF(word) ((uint32_t)(word))
+#define PACK(fence, value)                                                     \
+    (((unsigned long long)(uint32_t)(fence) << 32) | (uint32_t)(value))
+
+/*
+ * Scheme 6's read, at the start of the critical section: the resource
+ * learns our fence (so any older holder is refused from now on) and
+ * hands back its value.  -1 when a newer fence was seen already.
+ */
+static int64_t fenced_read(struct worker *w, int64_t fence)
+{
+    unsigned long long old = atomic_load(&w->sh->resource);
+
+    do {
+        if (FENCE_OF(old) > fence)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&w->sh->resource, &old,
+                                           PACK(fence, VALUE_OF(old))));
+    return VALUE_OF(old);
+}
+
+/*
+ * The write of read + 1, accepted only while no newer fence has been
+ * seen.  An accepted write that finds another value than it read has
+ * lost an update: the damage fencing exists to prevent.  1 accepted,
+ * 0 refused.
+ */
+static int fenced_write(struct worker *w, int64_t fence, int64_t read)
+{
+    unsigned long long old = atomic_load(&w->sh->resource);
+
+    do {
+        if (FENCE_OF(old) > fence) {
+            atomic_fetch_add(&w->sh->writes_refused, 1);
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(&w->sh->resource, &old,
+                                           PACK(fence, read + 1)));
+    atomic_fetch_add(&w->sh->writes_accepted, 1);
+    if (VALUE_OF(old) != (uint32_t)read)
+        atomic_fetch_add(&w->sh->damage, 1);
+    return 1;
+}
+
+/* Scheme 6: read, work (maybe pausing past the lease), write. */
+static int fenced_work(struct worker *w, int64_t work)
+{
+    int64_t fence = tslock_lock_fence(w->lock);
+    int64_t read = fenced_read(w, fence);
+
+    sleep_ms(work);
+    if (read < 0) {
+        atomic_fetch_add(&w->sh->writes_refused, 1);
+        return DEMO_EV_REFUSED;
+    }
+    return fenced_write(w, fence, read) ? 0 : DEMO_EV_REFUSED;
+}
+
 /* ------------------------------------------------------ the worker */
 
 /* Take the lock before end (monotonic ms): HELD, BUSY at the end, FAILED. */
@@ -264,8 +327,7 @@ static int take(struct worker *w, int64_t end)
     int rc;
 
     while ((left = end - cli_mono_ms()) > 0) {
-        if (w->scheme == DEMO_TIMESTAMP || w->scheme == DEMO_TOKEN
-            || w->scheme == DEMO_MIGRATION)
+        if (w->scheme != DEMO_NAIVE && w->scheme != DEMO_JAVA)
             return tslock_try(w, left);
         rc = w->scheme == DEMO_NAIVE ? naive_try(w) : java_try(w);
         if (rc != BUSY)
@@ -324,7 +386,10 @@ static int critical_section(struct worker *w)
         work = w->cfg->ttl_ms * 3 / 2; /* a GC pause, a stopped VM */
     else
         work = 1 + (int64_t)(next_random(w) % 3);
-    sleep_ms(work);
+    if (w->scheme == DEMO_FENCING)
+        flags |= fenced_work(w, work);
+    else
+        sleep_ms(work);
     if (cli_wall_ms() > w->expires_ms) {
         atomic_fetch_add(&w->sh->past_lease, 1);
         flags |= DEMO_EV_PAST_LEASE;
@@ -370,9 +435,12 @@ static int connect_worker(struct worker *w)
         rc = tslock_lock_new(&w->lock, w->client, DEMO_KEY);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_scheme(
-            w->lock, w->scheme == DEMO_TOKEN       ? TSLOCK_SCHEME_TOKEN
+            w->lock, w->scheme == DEMO_TOKEN || w->scheme == DEMO_FENCING
+                         ? TSLOCK_SCHEME_TOKEN
                      : w->scheme == DEMO_MIGRATION ? TSLOCK_SCHEME_BRIDGE
                                                    : TSLOCK_SCHEME_TIMESTAMP);
+    if (rc == TSLOCK_OK && w->scheme == DEMO_FENCING)
+        rc = tslock_lock_set_fencing(w->lock, 1);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_ttl(w->lock, w->cfg->ttl_ms);
     if (rc == TSLOCK_OK)
