@@ -13,7 +13,7 @@
 
 #define DEMO_MAX_WORKERS 64
 #define DEMO_KEY         "tslock-demo"
-#define DEMO_MAX_EVENTS  2048 /* holds kept per worker for --svg */
+#define DEMO_MAX_EVENTS  1024 /* holds kept per worker for --svg */
 
 /* What a hold's bar is marked with in the timeline. */
 #define DEMO_EV_OVERLAP    1
