@@ -779,14 +779,15 @@ kill "$w_pid" && wait "$w_pid" 2>/dev/null
 w_pid=
 
 # -------------------------------------------------------------- demo
-t "demo runs" 0 $tool demo --workers 4 --duration 500
+svg="$dir/demo.svg"
+t "demo runs" 0 $tool demo --workers 4 --duration 500 --svg "$svg"
 # Columns: ... holds overlaps past-lease foreign-DEL lost.
 demo_column() {
     awk -v row="$1" -v back="$2" 'BEGIN { bad = 1 }
         $1 == row && $NF ~ /^[0-9-]+$/ { bad = $(NF - back) != 0 }
         END { exit bad }' "$out"
 }
-for s in 3 4; do
+for s in 3 4 6; do
     check "demo: scheme $s has no overlaps" demo_column $s 3
     check "demo: scheme $s has no foreign DELs" demo_column $s 1
 done
@@ -794,9 +795,58 @@ check "demo: broken schemes labelled" has "^1 .*(broken)" "$out"
 check "demo: the migration row" has "^5 Java + tslock bridge, one key" "$out"
 check "demo: migration foreign DELs are Java's" \
     has "foreign DELs were all sent by Java releases" "$out"
+# Refused writes need a pause to meet a waiter, so only their count's
+# presence is checked; the damage must be 0 every time.
+check "demo: the fencing row" has "^6 tslock token + fencing" "$out"
+check "demo: fenced writes counted, no damage" \
+    has "^  fenced writes: [0-9]* accepted, [0-9]* refused as stale, damage 0$" \
+    "$out"
 demo_dir=$(sed -n 's|.* on \(/tmp/tslock-demo\.[^/]*\)/redis.sock$|\1|p' "$out")
 check "demo: its server's directory is gone" \
     eval '[ -n "$demo_dir" ] && [ ! -e "$demo_dir" ]'
+
+# The timeline: one bar (a line of its own) per hold, inside its
+# scheme's <g id="scheme-N">, as many as the holds column printed, and
+# as many marked overlap and past lease as those columns.
+svg_bars() {
+    awk -v id="scheme-$1" -v pat="$2" '$0 ~ "<g id=\"" id "\"" { on = 1 }
+        on && $0 ~ pat { n++ }
+        on && /<\/g>/ { on = 0 }
+        END { print n + 0 }' "$svg"
+}
+# svg_matches COLUMN-FROM-THE-END PATTERN
+svg_matches() {
+    for s in 1 2 3 4 5 6; do
+        n=$(awk -v row=$s -v back="$1" '$1 == row && $NF ~ /^[0-9-]+$/ {
+            print $(NF - back) }' "$demo_out")
+        [ -n "$n" ] && [ "$(svg_bars $s "$2")" -eq "$n" ] || return 1
+    done
+}
+demo_out="$dir/demo.out"
+cp "$out" "$demo_out"
+check "demo --svg: a bar per hold in each panel" \
+    svg_matches 4 '<rect class="hold'
+check "demo --svg: overlaps marked" svg_matches 3 '<rect class="hold[a-z ]*overlap'
+check "demo --svg: past lease marked" svg_matches 2 '<rect class="hold past'
+svg_refused_marked() {
+    n=$(sed -n 's/.* accepted, \([0-9]*\) refused as stale.*/\1/p' \
+        "$demo_out")
+    [ -n "$n" ] && [ "$(svg_bars 6 '<rect class="hold[a-z ]*refused')" -eq "$n" ]
+}
+check "demo --svg: refused writes marked in the fencing panel" \
+    svg_refused_marked
+check "demo --svg: a legend" grep -q '<g id="legend"' "$svg"
+check "demo --svg: self-contained" \
+    eval '! grep -q -e "href=" -e "<script" -e "@import" "$svg"'
+if command -v xmllint >/dev/null 2>&1; then
+    check "demo --svg: well-formed XML" xmllint --noout "$svg"
+else
+    echo "ok - demo --svg: well-formed XML # SKIP xmllint not installed"
+fi
+t "demo --svg on another form" 64 $tool --svg "$svg" status k
+t "demo --svg FILE not writable" 71 $tool demo --svg "$dir/no/such/dir.svg"
+check "demo --svg: a bad path fails before any round" \
+    eval '! grep -q scheme "$out"'
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

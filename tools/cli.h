@@ -55,6 +55,7 @@ struct cli_options {
     int busy_status;
     int workers;              /* demo */
     int64_t duration_ms;      /* demo: per scheme */
+    const char *svg_path;     /* demo --svg: the timeline's file, or NULL */
     int timeout_ms;           /* --timeout: connecting, and each command */
     int fair;                 /* --fair: waiters in the order they asked */
     int poll;                 /* --poll: wait by polling, not woken */

@@ -31,14 +31,10 @@ struct demo_server {
     pid_t pid;
 };
 
-struct demo_row {
-    long holds, overlaps, past_lease, foreign_deletes, lost, errors;
-};
-
 static const char *const scheme_labels[DEMO_N_SCHEMES] = {
     "1 SETNX + DEL on expiry (broken)", "2 Java RedisLock (broken)",
-    "3 tslock timestamp (GETSET)", "4 tslock token (SET NX PX)",
-    "5 Java + tslock bridge, one key"};
+    "3 tslock timestamp (GETSET)",      "4 tslock token (SET NX PX)",
+    "5 Java + tslock bridge, one key",  "6 tslock token + fencing"};
 
 static volatile sig_atomic_t stop_signal;
 
@@ -240,6 +236,7 @@ static int run_round(const struct demo_config *cfg, enum demo_scheme s,
     int i, started = 0;
 
     memset(sh, 0, sizeof(*sh));
+    sh->start_mono_ms = cli_mono_ms();
     if (delete_key(cfg->socket) != 0) {
         cli_error("lost the demo server at %s", cfg->socket);
         return CLI_EXIT_UNAVAILABLE;
@@ -256,6 +253,9 @@ static int run_round(const struct demo_config *cfg, enum demo_scheme s,
     row->foreign_deletes = atomic_load(&sh->foreign_deletes);
     row->lost = atomic_load(&sh->lost);
     row->errors = atomic_load(&sh->errors) + (cfg->workers - started);
+    row->accepted = atomic_load(&sh->writes_accepted);
+    row->refused = atomic_load(&sh->writes_refused);
+    row->damage = atomic_load(&sh->damage);
     return CLI_EXIT_OK;
 }
 
@@ -286,10 +286,14 @@ static void print_row(enum demo_scheme s, const struct demo_row *row)
 {
     char lost[24] = "-";
 
-    if (s == DEMO_TIMESTAMP || s == DEMO_TOKEN || s == DEMO_MIGRATION)
+    if (s != DEMO_NAIVE && s != DEMO_JAVA)
         snprintf(lost, sizeof(lost), "%ld", row->lost);
     printf("%-34s %6ld %8ld %10ld %11ld %5s\n", scheme_labels[s], row->holds,
            row->overlaps, row->past_lease, row->foreign_deletes, lost);
+    if (s == DEMO_FENCING)
+        printf("  fenced writes: %ld accepted, %ld refused as stale, "
+               "damage %ld\n",
+               row->accepted, row->refused, row->damage);
     if (row->errors > 0)
         printf("  (%ld worker%s failed; see the messages above)\n", row->errors,
                row->errors == 1 ? "" : "s");
@@ -315,7 +319,12 @@ static const char legend[] =
     "             plain hiredis\n"
     "scheme 5     a fleet mid-migration (doc/migration.md): half the\n"
     "             workers run the Java RedisLock of scheme 2, half\n"
-    "             libtslock's bridge scheme, on one key, in ms stamps\n";
+    "             libtslock's bridge scheme, on one key, in ms stamps\n"
+    "scheme 6     the token scheme with fencing numbers: each holder reads\n"
+    "             a counter with its fence and writes it + 1; the counter\n"
+    "             refuses a fence older than one it has seen (refused as\n"
+    "             stale); damage counts accepted writes that lost an\n"
+    "             update\n";
 
 static void print_safe_summary(const struct demo_row *rows)
 {
@@ -337,6 +346,11 @@ static void print_safe_summary(const struct demo_row *rows)
            "every overlap.  Such a\nfleet is only as safe as its oldest "
            "client until the last one is retired.\n",
            mig->holds, mig->foreign_deletes, mig->lost, mig->overlaps);
+    printf("\nScheme 6: %ld holds ran past their lease; the resource "
+           "refused %ld stale\nwrites by their fencing numbers and took "
+           "%ld, with no update lost.\n",
+           rows[DEMO_FENCING].past_lease, rows[DEMO_FENCING].refused,
+           rows[DEMO_FENCING].accepted);
 }
 
 /* The verdict, from the numbers: 0 when the safe schemes held. */
@@ -348,10 +362,11 @@ static int print_verdict(const struct demo_row *rows, int64_t duration_ms)
     putchar('\n');
     for (s = 0; s < DEMO_N_SCHEMES; s++) {
         const struct demo_row *r = &rows[s];
-        int safe = s == DEMO_TIMESTAMP || s == DEMO_TOKEN;
+        int safe = s == DEMO_TIMESTAMP || s == DEMO_TOKEN || s == DEMO_FENCING;
         if (r->errors > 0)
             status = CLI_EXIT_SOFTWARE;
-        if (safe && (r->overlaps != 0 || r->foreign_deletes != 0)) {
+        if (safe
+            && (r->overlaps != 0 || r->foreign_deletes != 0 || r->damage)) {
             printf("UNEXPECTED: scheme %d broke mutual exclusion; please "
                    "report this\n",
                    s + 1);
@@ -371,7 +386,8 @@ static int print_verdict(const struct demo_row *rows, int64_t duration_ms)
 
 /* ------------------------------------------------------------ main */
 
-static int run_all(const struct demo_config *cfg, struct demo_shared *sh)
+static int run_all(const struct demo_config *cfg, struct demo_shared *sh,
+                   FILE *svg)
 {
     struct demo_row rows[DEMO_N_SCHEMES];
     int s, status = CLI_EXIT_OK;
@@ -385,8 +401,58 @@ static int run_all(const struct demo_config *cfg, struct demo_shared *sh)
         if (status == CLI_EXIT_OK)
             print_row((enum demo_scheme)s, &rows[s]);
     }
-    return status == CLI_EXIT_OK ? print_verdict(rows, cfg->duration_ms)
-                                 : status;
+    if (status == CLI_EXIT_OK)
+        status = print_verdict(rows, cfg->duration_ms);
+    if (svg != NULL && status == CLI_EXIT_OK
+        && demo_write_svg(svg, cfg, scheme_labels, rows) != 0) {
+        cli_error("cannot write the --svg file: %s", strerror(errno));
+        status = CLI_EXIT_OSERR;
+    }
+    return status;
+}
+
+/*
+ * --svg: open the file before the first round, so a bad path fails at
+ * once rather than after every scheme has run, and map the workers'
+ * lanes.  0, or an exit status with nothing left open.
+ */
+static int svg_open(const struct cli_options *o, struct demo_config *cfg,
+                    FILE **svg)
+{
+    void *map;
+
+    if (o->svg_path == NULL)
+        return CLI_EXIT_OK;
+    *svg = fopen(o->svg_path, "w");
+    if (*svg == NULL) {
+        cli_error("cannot write %s: %s", o->svg_path, strerror(errno));
+        return CLI_EXIT_OSERR;
+    }
+    map = mmap(NULL, sizeof(*cfg->timeline), PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+        cli_error("cannot map shared memory: %s", strerror(errno));
+        fclose(*svg);
+        *svg = NULL;
+        return CLI_EXIT_OSERR;
+    }
+    cfg->timeline = map;
+    return CLI_EXIT_OK;
+}
+
+/* A demo that failed leaves no half-drawn timeline behind. */
+static void svg_close(const struct cli_options *o, struct demo_config *cfg,
+                      FILE *svg, int status)
+{
+    if (svg == NULL)
+        return;
+    if (fclose(svg) != 0 && status == CLI_EXIT_OK) {
+        cli_error("cannot write %s: %s", o->svg_path, strerror(errno));
+        status = CLI_EXIT_OSERR;
+    }
+    if (status != CLI_EXIT_OK)
+        unlink(o->svg_path);
+    munmap(cfg->timeline, sizeof(*cfg->timeline));
 }
 
 int cli_demo(const struct cli_options *o)
@@ -394,9 +460,11 @@ int cli_demo(const struct cli_options *o)
     struct demo_server srv;
     struct demo_config cfg;
     struct demo_shared *sh;
+    FILE *svg = NULL;
     int status;
 
     memset(&srv, 0, sizeof(srv));
+    memset(&cfg, 0, sizeof(cfg));
     cfg.workers = o->workers;
     cfg.ttl_ms = o->ttl_given ? o->ttl_ms : DEFAULT_DEMO_TTL_MS;
     cfg.duration_ms = o->duration_ms;
@@ -412,14 +480,17 @@ int cli_demo(const struct cli_options *o)
         cli_error("cannot map shared memory: %s", strerror(errno));
         return CLI_EXIT_OSERR;
     }
+    status = svg_open(o, &cfg, &svg);
     catch_stop_signals();
-    status = server_start(&srv);
+    if (status == CLI_EXIT_OK)
+        status = server_start(&srv);
     cfg.socket = srv.socket;
     if (status == CLI_EXIT_OK)
-        status = run_all(&cfg, sh);
+        status = run_all(&cfg, sh, svg);
     server_stop(&srv);
     munmap(sh, sizeof(*sh));
     if (stop_signal)
         status = CLI_EXIT_SIGNAL_BASE + stop_signal;
+    svg_close(o, &cfg, svg, status);
     return status;
 }

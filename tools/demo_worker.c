@@ -1,12 +1,14 @@
 /*
  * demo_worker.c - one worker of the race demonstration: take the lock
- * with one of five schemes, run a critical section that checks for a
+ * with one of six schemes, run a critical section that checks for a
  * second holder, sometimes pause past the lease there, and release.
  *
  * The first two schemes are broken, from the articles, and written here
  * as the articles write them over plain hiredis.  The next two are
  * libtslock's.  The fifth is a fleet mid-migration: even workers run
  * the Java RedisLock, odd ones libtslock's bridge scheme, on one key.
+ * The sixth is the token scheme with fencing numbers, guarding a
+ * resource in shared memory that refuses a write with an older fence.
  * Every count goes to shared memory as it happens.
  */
 #include <errno.h>
@@ -27,7 +29,8 @@ enum { BUSY = 0, HELD = 1, FAILED = -1, EXPIRED = 2 };
 struct worker {
     const struct demo_config *cfg;
     struct demo_shared *sh;
-    enum demo_scheme scheme; /* DEMO_MIGRATION: this worker is tslock's */
+    enum demo_scheme scheme;       /* DEMO_MIGRATION: this worker is tslock's */
+    enum demo_scheme round_scheme; /* the row this worker counts in */
     int index;
     uint64_t rng;
     redisContext *redis;   /* the broken schemes */
@@ -254,6 +257,67 @@ static int tslock_give_back(struct worker *w)
     return HELD;
 }
 
+/* ------------------------------------------ the fenced resource */
+
+#define FENCE_OF(word) ((int64_t)((word) >> 32))
+#define VALUE_OF(word) ((uint32_t)(word))
+#define PACK(fence, value)                                                     \
+    (((unsigned long long)(uint32_t)(fence) << 32) | (uint32_t)(value))
+
+/*
+ * Scheme 6's read, at the start of the critical section: the resource
+ * learns our fence (so any older holder is refused from now on) and
+ * hands back its value.  -1 when a newer fence was seen already.
+ */
+static int64_t fenced_read(struct worker *w, int64_t fence)
+{
+    unsigned long long old = atomic_load(&w->sh->resource);
+
+    do {
+        if (FENCE_OF(old) > fence)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&w->sh->resource, &old,
+                                           PACK(fence, VALUE_OF(old))));
+    return VALUE_OF(old);
+}
+
+/*
+ * The write of read + 1, accepted only while no newer fence has been
+ * seen.  An accepted write that finds another value than it read has
+ * lost an update: the damage fencing exists to prevent.  1 accepted,
+ * 0 refused.
+ */
+static int fenced_write(struct worker *w, int64_t fence, int64_t read)
+{
+    unsigned long long old = atomic_load(&w->sh->resource);
+
+    do {
+        if (FENCE_OF(old) > fence) {
+            atomic_fetch_add(&w->sh->writes_refused, 1);
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(&w->sh->resource, &old,
+                                           PACK(fence, read + 1)));
+    atomic_fetch_add(&w->sh->writes_accepted, 1);
+    if (VALUE_OF(old) != (uint32_t)read)
+        atomic_fetch_add(&w->sh->damage, 1);
+    return 1;
+}
+
+/* Scheme 6: read, work (maybe pausing past the lease), write. */
+static int fenced_work(struct worker *w, int64_t work)
+{
+    int64_t fence = tslock_lock_fence(w->lock);
+    int64_t read = fenced_read(w, fence);
+
+    sleep_ms(work);
+    if (read < 0) {
+        atomic_fetch_add(&w->sh->writes_refused, 1);
+        return DEMO_EV_REFUSED;
+    }
+    return fenced_write(w, fence, read) ? 0 : DEMO_EV_REFUSED;
+}
+
 /* ------------------------------------------------------ the worker */
 
 /* Take the lock before end (monotonic ms): HELD, BUSY at the end, FAILED. */
@@ -263,8 +327,7 @@ static int take(struct worker *w, int64_t end)
     int rc;
 
     while ((left = end - cli_mono_ms()) > 0) {
-        if (w->scheme == DEMO_TIMESTAMP || w->scheme == DEMO_TOKEN
-            || w->scheme == DEMO_MIGRATION)
+        if (w->scheme != DEMO_NAIVE && w->scheme != DEMO_JAVA)
             return tslock_try(w, left);
         rc = w->scheme == DEMO_NAIVE ? naive_try(w) : java_try(w);
         if (rc != BUSY)
@@ -306,24 +369,55 @@ static int other_holder_in_lease(struct worker *w, int64_t now)
  * apart, as work past the lease: no lock can prevent that, only fencing
  * can make the resource refuse it.
  */
-static void critical_section(struct worker *w)
+static int critical_section(struct worker *w)
 {
     struct demo_slot *me = &w->sh->slot[w->index];
     int64_t now, work;
+    int flags = 0;
 
     atomic_store(&me->expires_ms, w->expires_ms);
     atomic_store(&me->inside, 1);
     now = cli_wall_ms();
-    if (now <= w->expires_ms && other_holder_in_lease(w, now))
+    if (now <= w->expires_ms && other_holder_in_lease(w, now)) {
         atomic_fetch_add(&w->sh->overlaps, 1);
+        flags |= DEMO_EV_OVERLAP;
+    }
     if (next_random(w) % (uint64_t)w->cfg->pause_one_in == 0)
         work = w->cfg->ttl_ms * 3 / 2; /* a GC pause, a stopped VM */
     else
         work = 1 + (int64_t)(next_random(w) % 3);
-    sleep_ms(work);
-    if (cli_wall_ms() > w->expires_ms)
+    if (w->scheme == DEMO_FENCING)
+        flags |= fenced_work(w, work);
+    else
+        sleep_ms(work);
+    if (cli_wall_ms() > w->expires_ms) {
         atomic_fetch_add(&w->sh->past_lease, 1);
+        flags |= DEMO_EV_PAST_LEASE;
+    }
     atomic_store(&me->inside, 0);
+    return flags;
+}
+
+/*
+ * Keep one hold for the timeline.  Only this worker writes its lane, and
+ * the parent reads it after the worker has exited, so no atomics.
+ */
+static void record_hold(struct worker *w, int64_t start, int flags)
+{
+    struct demo_lane *lane;
+    struct demo_event *ev;
+
+    if (w->cfg->timeline == NULL)
+        return;
+    lane = &w->cfg->timeline->lane[w->round_scheme][w->index];
+    if (lane->n == DEMO_MAX_EVENTS) {
+        lane->dropped++;
+        return;
+    }
+    ev = &lane->ev[lane->n++];
+    ev->start_ms = (int32_t)(start - w->sh->start_mono_ms);
+    ev->end_ms = (int32_t)(cli_mono_ms() - w->sh->start_mono_ms);
+    ev->flags = flags;
 }
 
 static int connect_worker(struct worker *w)
@@ -341,9 +435,12 @@ static int connect_worker(struct worker *w)
         rc = tslock_lock_new(&w->lock, w->client, DEMO_KEY);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_scheme(
-            w->lock, w->scheme == DEMO_TOKEN       ? TSLOCK_SCHEME_TOKEN
+            w->lock, w->scheme == DEMO_TOKEN || w->scheme == DEMO_FENCING
+                         ? TSLOCK_SCHEME_TOKEN
                      : w->scheme == DEMO_MIGRATION ? TSLOCK_SCHEME_BRIDGE
                                                    : TSLOCK_SCHEME_TIMESTAMP);
+    if (rc == TSLOCK_OK && w->scheme == DEMO_FENCING)
+        rc = tslock_lock_set_fencing(w->lock, 1);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_ttl(w->lock, w->cfg->ttl_ms);
     if (rc == TSLOCK_OK)
@@ -363,6 +460,7 @@ int demo_worker(const struct demo_config *cfg, enum demo_scheme scheme,
     w.sh = sh;
     /* Mid-migration: even workers are the Java clients still running. */
     w.scheme = scheme == DEMO_MIGRATION && index % 2 == 0 ? DEMO_JAVA : scheme;
+    w.round_scheme = scheme;
     w.index = index;
     w.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)cli_mono_ms()
             ^ (UINT64_C(0x9e3779b97f4a7c15) * (uint64_t)(index + 1));
@@ -372,10 +470,13 @@ int demo_worker(const struct demo_config *cfg, enum demo_scheme scheme,
         status = 2;
     }
     while (status == 0 && (rc = take(&w, end)) == HELD) {
+        int64_t start = cli_mono_ms();
+        int flags;
         atomic_fetch_add(&sh->holds, 1);
-        critical_section(&w);
+        flags = critical_section(&w);
         if (give_back(&w) == FAILED)
             status = 2;
+        record_hold(&w, start, flags);
     }
     if (status == 0 && rc == FAILED)
         status = 2;

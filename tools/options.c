@@ -36,7 +36,8 @@ enum long_only {
     OPT_JSON,
     OPT_ALL,
     OPT_KEYS,
-    OPT_FOR
+    OPT_FOR,
+    OPT_SVG
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -68,6 +69,7 @@ static const struct option long_options[] = {
     {"all", no_argument, NULL, OPT_ALL},
     {"keys", no_argument, NULL, OPT_KEYS},
     {"for", required_argument, NULL, OPT_FOR},
+    {"svg", required_argument, NULL, OPT_SVG},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -268,6 +270,11 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
             return cli_usage_error("--if-value expects the value to delete, "
                                    "got ''");
         o->if_value = optarg;
+        return 0;
+    case OPT_SVG:
+        if (optarg[0] == '\0')
+            return cli_usage_error("--svg expects a file name, got ''");
+        o->svg_path = optarg; /* argv outlives every form */
         return 0;
     case 'q':
         cli_verbosity = -1;

@@ -29,7 +29,8 @@ static const char help_text[] =
     "       tslock [options] watch [--for MS] [--json] KEY...\n"
     "                                                show who touches KEYs "
     "(MONITOR)\n"
-    "       tslock [--workers N] [--duration MS] demo  the race "
+    "       tslock [--workers N] [--duration MS] [--svg FILE] demo\n"
+    "                                                the race "
     "demonstration\n"
     "\n"
     "  -u, --url URL        redis://[[user]:password@]host[:port][/db] or\n"
@@ -63,6 +64,7 @@ static const char help_text[] =
     "  -h, --help           print this help\n"
     "      --workers N      demo: worker processes (default 8)\n"
     "      --duration MS    demo: run time per scheme (default 3000)\n"
+    "      --svg FILE       demo: also draw the holds as a timeline in FILE\n"
     "      --match PATTERN  survey: only keys matching this glob\n"
     "      --json           survey: JSON Lines, then a {\"summary\": ...} "
     "line\n"
@@ -223,6 +225,8 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
         return misplaced_words(r);
     if (o->if_value != NULL && i != FORM_BREAK)
         return cli_usage_error("--if-value is for break only");
+    if (o->svg_path != NULL && i != FORM_DEMO)
+        return cli_usage_error("--svg is for demo only");
     if (r->n_words != forms[i].words
         && !(i == FORM_WATCH && r->n_words > forms[i].words))
         return cli_usage_error("%s expects %s, got %d word%s", name,
@@ -251,6 +255,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
         return cli_usage_error("--if-value is for break only");
+    if (o->svg_path != NULL)
+        return cli_usage_error("--svg is for demo only");
     if (survey_options_elsewhere(o) != 0 || o->watch_for_ms != 0)
         return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
                                                       "the watch form only")
