@@ -64,6 +64,7 @@ struct cli_options {
     int survey_json;          /* survey --json: JSON Lines */
     int survey_all;           /* survey --all: list not-a-lock keys too */
     int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
+    int replay_list;          /* replay --list: the races, one a line */
 };
 
 /* --timeout's default, for connecting and for each command. */
@@ -189,6 +190,7 @@ int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
+int cli_replay(const struct cli_options *o, const char *id, int list);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */
 

@@ -35,7 +35,8 @@ enum long_only {
     OPT_MATCH,
     OPT_JSON,
     OPT_ALL,
-    OPT_KEYS
+    OPT_KEYS,
+    OPT_LIST
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"all", no_argument, NULL, OPT_ALL},
     {"keys", no_argument, NULL, OPT_KEYS},
+    {"list", no_argument, NULL, OPT_LIST},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -228,8 +230,11 @@ static int apply_survey_option(int opt, struct cli_options *o)
     case OPT_ALL:
         o->survey_all = 1;
         return 0;
-    default: /* OPT_KEYS */
+    case OPT_KEYS:
         o->survey_keys = 1;
+        return 0;
+    default: /* OPT_LIST, of the replay form */
+        o->replay_list = 1;
         return 0;
     }
 }

@@ -1,7 +1,7 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
  * options.c), pick the form (run, acquire, release, extend, status,
- * break, survey, demo) and hand over to it.  Every usage error is one
+ * break, survey, demo, replay) and hand over to it.  Every usage error is one
  * line on stderr naming what was expected and what came, and exits
  * CLI_EXIT_USAGE.
  */
@@ -28,6 +28,8 @@ static const char help_text[] =
     "server\n"
     "       tslock [--workers N] [--duration MS] demo  the race "
     "demonstration\n"
+    "       tslock [options] replay RACE | --list  narrate a race of "
+    "doc/races.md\n"
     "\n"
     "  -u, --url URL        redis://[[user]:password@]host[:port][/db] or\n"
     "                       unix:///path/to/socket[?db=N]; default "
@@ -66,11 +68,13 @@ static const char help_text[] =
     "      --all            survey: list keys that are not locks too\n"
     "      --keys           survey: use KEYS (blocks the server) where SCAN\n"
     "                       is missing (Redis before 2.8)\n"
+    "      --list           replay: list the races, one a line\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
     "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
-    "not runnable; 128+N signal N.\n"
+    "not runnable; 128+N signal N.  replay: 0 when both schemes end as\n"
+    "documented, 70 when not.\n"
     "See tslock(1).\n";
 
 /*
@@ -100,7 +104,8 @@ enum form {
     FORM_STATUS,
     FORM_BREAK,
     FORM_DEMO,
-    FORM_SURVEY
+    FORM_SURVEY,
+    FORM_REPLAY
 };
 static const struct {
     const char *name;
@@ -112,7 +117,8 @@ static const struct {
              {"status", 2, "KEY"},
              {"break", 2, "KEY"},
              {"demo", 1, "no arguments"},
-             {"survey", 1, "no arguments (options only)"}};
+             {"survey", 1, "no arguments (options only)"},
+             {"replay", 2, "RACE (or --list)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -133,6 +139,11 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return cli_demo(o);
     if (f == FORM_SURVEY)
         return parse_url(r, o) != 0 ? CLI_EXIT_USAGE : cli_survey(o);
+    if (f == FORM_REPLAY && o->replay_list)
+        return cli_replay(o, NULL, 1);
+    if (f == FORM_REPLAY)
+        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE
+                                    : cli_replay(o, r->words[1], 0);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o) != 0)
@@ -197,6 +208,10 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
         return misplaced_words(r);
     if (o->if_value != NULL && i != FORM_BREAK)
         return cli_usage_error("--if-value is for break only");
+    if (o->replay_list && i != FORM_REPLAY)
+        return cli_usage_error("--list is for replay only");
+    if (i == FORM_REPLAY && o->replay_list && r->n_words == 1)
+        return run_form(FORM_REPLAY, r, o);
     if (r->n_words != forms[i].words)
         return cli_usage_error("%s expects %s, got %d word%s", name,
                                forms[i].args, r->n_words - 1,
@@ -209,7 +224,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
-            "acquire, release, extend, status, break, survey or demo "
+            "acquire, release, extend, status, break, survey, demo or "
+            "replay "
             "(see "
             "tslock --help)");
     if (r->command == NULL)
@@ -224,6 +240,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
         return cli_usage_error("--if-value is for break only");
+    if (o->replay_list)
+        return cli_usage_error("--list is for replay only");
     if (survey_options_elsewhere(o) != 0 || parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);

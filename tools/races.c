@@ -1,0 +1,287 @@
+/*
+ * races.c - the races of doc/races.md as one table of scenarios, run by
+ * `tslock replay` to narrate them and by tests/test_races.c to assert on
+ * them.  A scenario pauses one actor at a named command and plays the other
+ * actor's whole operation there, through step hooks, never through timing.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "naive.h"
+#include "races.h"
+
+/*
+ * One run of one side of a race: the observer connection that reads the
+ * key after every command, the command waiting for its answer, and the
+ * trace of commands in the order the server received them.
+ */
+typedef struct replay {
+    race_env *env;
+    const char *key;
+    redisContext *observer;
+    race_result *out;
+    char pending[64];
+} replay;
+
+/*
+ * An actor: records every command it is about to send and at its `at`
+ * step (once) runs `action`, the other actor's part.
+ */
+typedef struct actor {
+    replay *rp;
+    const char *name;
+    const char *at;
+    void (*action)(struct actor *self);
+    void *other; /* the other actor's naive client or lock */
+    int inner_rc;
+    int fired;
+} actor;
+
+static void observe(replay *rp, const char *who, const char *command)
+{
+    redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
+    const char *value = "(nil)";
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        value = r->str;
+    if (rp->env->narrate != NULL)
+        rp->env->narrate(who, command, value, rp->env->ud);
+    freeReplyObject(r);
+}
+
+/* The command sent before this one has been answered: show its effect. */
+static void flush_pending(replay *rp)
+{
+    char *colon = strchr(rp->pending, ':');
+
+    if (rp->pending[0] == '\0' || colon == NULL)
+        return;
+    *colon = '\0';
+    observe(rp, rp->pending, colon + 1);
+    rp->pending[0] = '\0';
+}
+
+/*
+ * A NOSCRIPT fallback to EVAL belongs to the EVALSHA before it and is not
+ * recorded again, so traces do not depend on the server's script cache.
+ */
+static int actor_step(actor *a, const char *step)
+{
+    replay *rp = a->rp;
+    size_t used = strlen(rp->out->trace);
+
+    flush_pending(rp);
+    if (a->action != NULL && !a->fired && strcmp(step, a->at) == 0) {
+        a->fired = 1;
+        a->action(a);
+        flush_pending(rp); /* the other actor's last command, answered */
+        used = strlen(rp->out->trace);
+    }
+    if (strcmp(step, "EVAL") == 0)
+        return 0;
+    snprintf(rp->out->trace + used, sizeof(rp->out->trace) - used, "%s%s:%s",
+             used ? " " : "", a->name, step);
+    snprintf(rp->pending, sizeof(rp->pending), "%s:%s", a->name, step);
+    return 0;
+}
+
+static int naive_step_hook(const char *step, void *ud)
+{
+    return actor_step(ud, step);
+}
+
+static int lib_hook(tslock_client *c, tslock_step step, const char *key,
+                    void *ud)
+{
+    (void)c;
+    (void)key;
+    return actor_step(ud, tslock_step_name(step));
+}
+
+static int64_t replay_clock(tslock_clock_id which, void *ud)
+{
+    const race_env *env = ud;
+
+    return which == TSLOCK_CLOCK_WALL ? env->wall_ms : env->mono_ms;
+}
+
+/* Open the observer and clear the scratch key; 0, or -1 with out->error. */
+static int replay_open(replay *rp, race_env *env, const char *key,
+                       race_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    memset(rp, 0, sizeof(*rp));
+    rp->env = env;
+    rp->key = key;
+    rp->out = out;
+    rp->observer = env->raw(env->ud);
+    if (rp->observer == NULL) {
+        snprintf(out->error, sizeof(out->error), "cannot connect");
+        return -1;
+    }
+    freeReplyObject(redisCommand(rp->observer, "DEL %s", key));
+    return 0;
+}
+
+static void replay_close(replay *rp)
+{
+    flush_pending(rp);
+    freeReplyObject(redisCommand(rp->observer, "DEL %s", rp->key));
+    redisFree(rp->observer);
+}
+
+/* Leave a stamp that expired `ago` ms before now, as if P1 had died. */
+static void plant_expired_stamp(replay *rp, int64_t ago)
+{
+    char stamp[32];
+
+    snprintf(stamp, sizeof(stamp), "%" PRId64, rp->env->wall_ms - ago);
+    freeReplyObject(redisCommand(rp->observer, "SET %s %s", rp->key, stamp));
+    observe(rp, "P1", "SET (then dies)");
+}
+
+/* A timestamp lock on a new client on the replay clock, hooked to a. */
+static tslock_lock *lock_as(replay *rp, actor *a, int64_t ttl_ms,
+                            tslock_client **cp)
+{
+    tslock_client *c = rp->env->client(rp->env->ud);
+    tslock_lock *l = NULL;
+
+    *cp = c;
+    if (c == NULL)
+        return NULL;
+    tslock_client_set_clock(c, replay_clock, rp->env);
+    tslock_client_set_step_hook(c, lib_hook, a);
+    if (tslock_lock_new(&l, c, rp->key) != TSLOCK_OK
+        || tslock_lock_set_ttl(l, ttl_ms) != TSLOCK_OK
+        || tslock_lock_set_scheme(l, TSLOCK_SCHEME_TIMESTAMP) != TSLOCK_OK) {
+        tslock_lock_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+static naive_client naive_as(replay *rp, actor *a)
+{
+    naive_client n = {rp->env->raw(rp->env->ud), &rp->env->wall_ms,
+                      naive_step_hook, a, ""};
+    return n;
+}
+
+/* ---------------------------------------------- a. DEL after expiry */
+
+static void race_a_naive_p2(actor *self)
+{
+    self->inner_rc =
+        naive_del_recovery_acquire(self->other, self->rp->key, 500);
+}
+
+/*
+ * P2 and P3 both see P1's expired stamp.  P3 is paused before its DEL;
+ * P2 deletes and SETNXes; then P3 deletes P2's lock and SETNXes too.
+ */
+static int race_a_broken(race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor p2 = {&rp, "P2", NULL, NULL, NULL, 0, 0},
+          p3 = {&rp, "P3", "DEL", race_a_naive_p2, NULL, 0, 0};
+    naive_client n2, n3;
+    int rc3 = NAIVE_BUSY;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    n2 = naive_as(&rp, &p2);
+    n3 = naive_as(&rp, &p3);
+    p3.other = &n2;
+    if (n2.redis != NULL && n3.redis != NULL) {
+        plant_expired_stamp(&rp, 1000);
+        rc3 = naive_del_recovery_acquire(&n3, key, 500);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot connect");
+    out->holds[0] = p3.inner_rc == NAIVE_HELD;
+    out->holds[1] = rc3 == NAIVE_HELD;
+    redisFree(n2.redis);
+    redisFree(n3.redis);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+static void race_a_lib_p2(actor *self)
+{
+    self->inner_rc = tslock_acquire(self->other, 0);
+}
+
+/* The same interleaving with GETSET takeover: exactly one holds. */
+static int race_a_tslock(race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor p2 = {&rp, "P2", NULL, NULL, NULL, 0, 0},
+          p3 = {&rp, "P3", "GETSET", race_a_lib_p2, NULL, 0, 0};
+    tslock_client *c2 = NULL, *c3 = NULL;
+    tslock_lock *l2, *l3;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    l2 = lock_as(&rp, &p2, 500, &c2);
+    l3 = lock_as(&rp, &p3, 500, &c3);
+    p3.other = l2;
+    if (l2 != NULL && l3 != NULL) {
+        plant_expired_stamp(&rp, 1000);
+        tslock_acquire(l3, 0);
+        out->holds[0] = tslock_lock_is_held(l2);
+        out->holds[1] = tslock_lock_is_held(l3);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot connect");
+    tslock_lock_free(l2);
+    tslock_lock_free(l3);
+    tslock_client_free(c2);
+    tslock_client_free(c3);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+/* ---------------------------------------------------------- the table */
+
+const race races[] = {
+    {"a",
+     "DEL after seeing expiry (P2/P3, C1/C2)",
+     {"P2", "P3"},
+     "naive DEL recovery",
+     "GETSET takeover",
+     race_a_broken,
+     race_a_tslock,
+     2,
+     1,
+     "P3:SETNX P3:GET P2:SETNX P2:GET P2:DEL P2:SETNX P3:DEL P3:SETNX",
+     "P3:SETNX P3:GET P2:SETNX P2:GET P2:GETSET P3:GETSET P3:EVALSHA"},
+};
+const size_t n_races = sizeof(races) / sizeof(races[0]);
+
+const race *race_find(const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < n_races; i++)
+        if (strcmp(races[i].id, id) == 0)
+            return &races[i];
+    return NULL;
+}
+
+int race_holders(const race_result *r)
+{
+    return r->holds[0] + r->holds[1];
+}
+
+void race_verdict(const race *rc, const race_result *r, char *buf, size_t size)
+{
+    if (r->holds[0] && r->holds[1])
+        snprintf(buf, size,
+                 "both %s and %s hold the lock - mutual exclusion lost",
+                 rc->actors[0], rc->actors[1]);
+    else if (r->holds[0] || r->holds[1])
+        snprintf(buf, size, "only %s holds it",
+                 rc->actors[r->holds[0] ? 0 : 1]);
+    else
+        snprintf(buf, size, "nobody holds it");
+}
