@@ -696,6 +696,21 @@ for v in 2.6.11 2.4.0; do
     old_pid=
 done
 
+# ------------------------------------------------------------ replay
+t "replay --list" 0 $tool replay --list
+check "replay --list: race a on one line" has "^a  DEL after seeing expiry" "$out"
+t "replay a" 0 $tool -u "$U" replay a
+check "replay a: P3's paused DEL" has "^ *[0-9]*\. P3 *DEL *-> (nil)$" "$out"
+check "replay a: the broken verdict" \
+    has "broken (naive DEL recovery): both P2 and P3 hold the lock" "$out"
+check "replay a: the tslock verdict" \
+    has "tslock (GETSET takeover): only P2 holds it" "$out"
+check "replay a: its scratch key is gone" eval '! key_exists tslock:replay:a'
+t "replay of an unknown race" 64 $tool -u "$U" replay zz
+check "replay zz: one line" one_line "no race 'zz'"
+t "replay without a race" 64 $tool replay
+t "--list on another form" 64 $tool -u "$U" status k --list
+
 # -------------------------------------------------------------- demo
 t "demo runs" 0 $tool demo --workers 4 --duration 500
 # Columns: ... holds overlaps past-lease foreign-DEL lost.
