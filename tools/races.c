@@ -33,7 +33,8 @@ typedef struct actor {
     const char *name;
     const char *at;
     void (*action)(struct actor *self);
-    void *other; /* the other actor's naive client or lock */
+    const void *spec; /* the race's parameters */
+    void *other;      /* the other actor's naive client or lock */
     int inner_rc;
     int fired;
 } actor;
@@ -71,6 +72,8 @@ static int actor_step(actor *a, const char *step)
     replay *rp = a->rp;
     size_t used = strlen(rp->out->trace);
 
+    if (strcmp(step, "EVAL") == 0)
+        return 0; /* the EVALSHA is still pending: show the value after EVAL */
     flush_pending(rp);
     if (a->action != NULL && !a->fired && strcmp(step, a->at) == 0) {
         a->fired = 1;
@@ -78,8 +81,6 @@ static int actor_step(actor *a, const char *step)
         flush_pending(rp); /* the other actor's last command, answered */
         used = strlen(rp->out->trace);
     }
-    if (strcmp(step, "EVAL") == 0)
-        return 0;
     snprintf(rp->out->trace + used, sizeof(rp->out->trace) - used, "%s%s:%s",
              used ? " " : "", a->name, step);
     snprintf(rp->pending, sizeof(rp->pending), "%s:%s", a->name, step);
@@ -169,76 +170,115 @@ static naive_client naive_as(replay *rp, actor *a)
     return n;
 }
 
-/* ---------------------------------------------- a. DEL after expiry */
-
-static void race_a_naive_p2(actor *self)
-{
-    self->inner_rc =
-        naive_del_recovery_acquire(self->other, self->rp->key, 500);
-}
+/* -------------------------------- a and b: two takeovers of a dead lock */
 
 /*
- * P2 and P3 both see P1's expired stamp.  P3 is paused before its DEL;
- * P2 deletes and SETNXes; then P3 deletes P2's lock and SETNXes too.
+ * Races a and b have one shape: P1 died holding the lock, two clients see
+ * its stamp expired, and the outer one pauses at a command of its
+ * takeover while the inner one runs its whole takeover.
  */
-static int race_a_broken(race_env *env, const char *key, race_result *out)
+typedef struct takeover {
+    const char *inner, *outer;
+    const char *naive_pause, *lib_pause;
+    int (*naive_acquire)(naive_client *n, const char *key, int64_t ttl_ms);
+    int64_t inner_later_ms; /* the inner client comes this much later */
+} takeover;
+
+static const takeover race_a = {
+    "P2", "P3", "DEL", "GETSET", naive_del_recovery_acquire, 0};
+static const takeover race_b = {
+    "P5", "P4", "GETSET", "GETSET", naive_blind_getset_acquire, 3};
+
+static void naive_inner(actor *self)
+{
+    const takeover *t = self->spec;
+
+    self->inner_rc = t->naive_acquire(self->other, self->rp->key, 500);
+}
+
+static int takeover_broken(const takeover *t, race_env *env, const char *key,
+                           race_result *out)
 {
     replay rp;
-    actor p2 = {&rp, "P2", NULL, NULL, NULL, 0, 0},
-          p3 = {&rp, "P3", "DEL", race_a_naive_p2, NULL, 0, 0};
-    naive_client n2, n3;
-    int rc3 = NAIVE_BUSY;
+    actor in = {&rp, t->inner, NULL, NULL, t, NULL, 0, 0},
+          outer = {&rp, t->outer, t->naive_pause, naive_inner, t, NULL, 0, 0};
+    naive_client n_in, n_out;
+    int rc = NAIVE_BUSY;
 
     if (replay_open(&rp, env, key, out) != 0)
         return -1;
-    n2 = naive_as(&rp, &p2);
-    n3 = naive_as(&rp, &p3);
-    p3.other = &n2;
-    if (n2.redis != NULL && n3.redis != NULL) {
+    n_in = naive_as(&rp, &in);
+    n_out = naive_as(&rp, &outer);
+    outer.other = &n_in;
+    if (n_in.redis != NULL && n_out.redis != NULL) {
         plant_expired_stamp(&rp, 1000);
-        rc3 = naive_del_recovery_acquire(&n3, key, 500);
+        rc = t->naive_acquire(&n_out, key, 500);
     } else
         snprintf(out->error, sizeof(out->error), "cannot connect");
-    out->holds[0] = p3.inner_rc == NAIVE_HELD;
-    out->holds[1] = rc3 == NAIVE_HELD;
-    redisFree(n2.redis);
-    redisFree(n3.redis);
+    out->holds[0] = outer.inner_rc == NAIVE_HELD;
+    out->holds[1] = rc == NAIVE_HELD;
+    redisFree(n_in.redis);
+    redisFree(n_out.redis);
     replay_close(&rp);
     return out->error[0] != '\0' ? -1 : 0;
 }
 
-static void race_a_lib_p2(actor *self)
+static void lib_inner(actor *self)
 {
+    const takeover *t = self->spec;
+
+    self->rp->env->wall_ms += t->inner_later_ms;
     self->inner_rc = tslock_acquire(self->other, 0);
 }
 
-/* The same interleaving with GETSET takeover: exactly one holds. */
-static int race_a_tslock(race_env *env, const char *key, race_result *out)
+/* The same interleaving with tslock's GETSET takeover: one holds. */
+static int takeover_tslock(const takeover *t, race_env *env, const char *key,
+                           race_result *out)
 {
     replay rp;
-    actor p2 = {&rp, "P2", NULL, NULL, NULL, 0, 0},
-          p3 = {&rp, "P3", "GETSET", race_a_lib_p2, NULL, 0, 0};
-    tslock_client *c2 = NULL, *c3 = NULL;
-    tslock_lock *l2, *l3;
+    actor in = {&rp, t->inner, NULL, NULL, t, NULL, 0, 0},
+          outer = {&rp, t->outer, t->lib_pause, lib_inner, t, NULL, 0, 0};
+    tslock_client *c_in = NULL, *c_out = NULL;
+    tslock_lock *l_in, *l_out;
 
     if (replay_open(&rp, env, key, out) != 0)
         return -1;
-    l2 = lock_as(&rp, &p2, 500, &c2);
-    l3 = lock_as(&rp, &p3, 500, &c3);
-    p3.other = l2;
-    if (l2 != NULL && l3 != NULL) {
+    l_in = lock_as(&rp, &in, 500, &c_in);
+    l_out = lock_as(&rp, &outer, 500, &c_out);
+    outer.other = l_in;
+    if (l_in != NULL && l_out != NULL) {
         plant_expired_stamp(&rp, 1000);
-        tslock_acquire(l3, 0);
-        out->holds[0] = tslock_lock_is_held(l2);
-        out->holds[1] = tslock_lock_is_held(l3);
+        tslock_acquire(l_out, 0);
+        out->holds[0] = tslock_lock_is_held(l_in);
+        out->holds[1] = tslock_lock_is_held(l_out);
     } else
         snprintf(out->error, sizeof(out->error), "cannot connect");
-    tslock_lock_free(l2);
-    tslock_lock_free(l3);
-    tslock_client_free(c2);
-    tslock_client_free(c3);
+    tslock_lock_free(l_in);
+    tslock_lock_free(l_out);
+    tslock_client_free(c_in);
+    tslock_client_free(c_out);
     replay_close(&rp);
     return out->error[0] != '\0' ? -1 : 0;
+}
+
+static int race_a_broken(race_env *env, const char *key, race_result *out)
+{
+    return takeover_broken(&race_a, env, key, out);
+}
+
+static int race_a_tslock(race_env *env, const char *key, race_result *out)
+{
+    return takeover_tslock(&race_a, env, key, out);
+}
+
+static int race_b_broken(race_env *env, const char *key, race_result *out)
+{
+    return takeover_broken(&race_b, env, key, out);
+}
+
+static int race_b_tslock(race_env *env, const char *key, race_result *out)
+{
+    return takeover_tslock(&race_b, env, key, out);
 }
 
 /* ---------------------------------------------------------- the table */
@@ -255,6 +295,17 @@ const race races[] = {
      1,
      "P3:SETNX P3:GET P2:SETNX P2:GET P2:DEL P2:SETNX P3:DEL P3:SETNX",
      "P3:SETNX P3:GET P2:SETNX P2:GET P2:GETSET P3:GETSET P3:EVALSHA"},
+    {"b",
+     "the GETSET loser (P4/P5, C4/C5)",
+     {"P5", "P4"},
+     "blind GETSET takeover",
+     "GETSET takeover reading the old stamp",
+     race_b_broken,
+     race_b_tslock,
+     2,
+     1,
+     "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET",
+     "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET P4:EVALSHA"},
 };
 const size_t n_races = sizeof(races) / sizeof(races[0]);
 
