@@ -215,8 +215,8 @@ static int takeover_broken(const takeover *t, race_env *env, const char *key,
         rc = t->naive_acquire(&n_out, key, 500);
     } else
         snprintf(out->error, sizeof(out->error), "cannot connect");
-    out->holds[0] = outer.inner_rc == NAIVE_HELD;
-    out->holds[1] = rc == NAIVE_HELD;
+    out->holds[0] = out->believes[0] = outer.inner_rc == NAIVE_HELD;
+    out->holds[1] = out->believes[1] = rc == NAIVE_HELD;
     redisFree(n_in.redis);
     redisFree(n_out.redis);
     replay_close(&rp);
@@ -249,8 +249,8 @@ static int takeover_tslock(const takeover *t, race_env *env, const char *key,
     if (l_in != NULL && l_out != NULL) {
         plant_expired_stamp(&rp, 1000);
         tslock_acquire(l_out, 0);
-        out->holds[0] = tslock_lock_is_held(l_in);
-        out->holds[1] = tslock_lock_is_held(l_out);
+        out->holds[0] = out->believes[0] = tslock_lock_is_held(l_in);
+        out->holds[1] = out->believes[1] = tslock_lock_is_held(l_out);
     } else
         snprintf(out->error, sizeof(out->error), "cannot connect");
     tslock_lock_free(l_in);
@@ -281,6 +281,73 @@ static int race_b_tslock(race_env *env, const char *key, race_result *out)
     return takeover_tslock(&race_b, env, key, out);
 }
 
+/* ------------------------------------------ d. check, then delete */
+
+/* A has checked its stamp; now its lease runs out and B takes over. */
+static void release_takeover(actor *self)
+{
+    self->rp->env->wall_ms += 2000;
+    self->rp->env->mono_ms += 2000;
+    self->inner_rc = tslock_acquire(self->other, 0);
+}
+
+/* Whether the key still holds what lock l wrote. */
+static int value_stands(replay *rp, tslock_lock *l)
+{
+    redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
+    int same = r != NULL && r->type == REDIS_REPLY_STRING
+               && strcmp(r->str, tslock_lock_value(l)) == 0;
+
+    freeReplyObject(r);
+    return same;
+}
+
+/*
+ * A holds a 1 s lease and releases; paused at `pause`, after its check,
+ * its lease runs out and B takes over.  Does B's lock survive A's release?
+ */
+static int release_race(tslock_release_form form, const char *pause,
+                        race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", pause, release_takeover, NULL, NULL, 0, 0},
+          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
+    tslock_client *ca = NULL, *cb = NULL;
+    tslock_lock *la, *lb;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    la = lock_as(&rp, &a, 1000, &ca);
+    lb = lock_as(&rp, &b, 1000, &cb);
+    a.other = lb;
+    if (la == NULL || lb == NULL
+        || tslock_lock_set_release_form(la, form) != TSLOCK_OK
+        || tslock_acquire(la, 0) != TSLOCK_OK)
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    else {
+        out->trace[0] = '\0'; /* the race starts at A's release */
+        tslock_release(la);
+        out->believes[1] = tslock_lock_is_held(lb);
+        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
+    }
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+static int race_d_broken(race_env *env, const char *key, race_result *out)
+{
+    return release_race(TSLOCK_RELEASE_CLASSIC, "DEL", env, key, out);
+}
+
+static int race_d_tslock(race_env *env, const char *key, race_result *out)
+{
+    return release_race(TSLOCK_RELEASE_LUA, "EVALSHA", env, key, out);
+}
+
 /* ---------------------------------------------------------- the table */
 
 const race races[] = {
@@ -306,6 +373,17 @@ const race races[] = {
      1,
      "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET",
      "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET P4:EVALSHA"},
+    {"d",
+     "check, then delete: A's release after its lease ran out",
+     {"A", "B"},
+     "classic GET, compare, DEL",
+     "Lua compare-and-delete",
+     race_d_broken,
+     race_d_tslock,
+     0,
+     1,
+     "A:GET B:SETNX B:GET B:GETSET A:DEL A:PUBLISH",
+     "B:SETNX B:GET B:GETSET A:EVALSHA"},
 };
 const size_t n_races = sizeof(races) / sizeof(races[0]);
 
@@ -326,11 +404,24 @@ int race_holders(const race_result *r)
 
 void race_verdict(const race *rc, const race_result *r, char *buf, size_t size)
 {
-    if (r->holds[0] && r->holds[1])
+    int i;
+
+    if (r->holds[0] && r->holds[1]) {
         snprintf(buf, size,
                  "both %s and %s hold the lock - mutual exclusion lost",
                  rc->actors[0], rc->actors[1]);
-    else if (r->holds[0] || r->holds[1])
+        return;
+    }
+    /* A holder whose value was deleted works with no lock at all. */
+    for (i = 0; i < 2; i++)
+        if (r->believes[i] && !r->holds[i]) {
+            snprintf(buf, size,
+                     "%s believes it holds the lock, but its value was "
+                     "deleted - mutual exclusion lost",
+                     rc->actors[i]);
+            return;
+        }
+    if (r->holds[0] || r->holds[1])
         snprintf(buf, size, "only %s holds it",
                  rc->actors[r->holds[0] ? 0 : 1]);
     else

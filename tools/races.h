@@ -29,9 +29,13 @@ typedef struct race_env {
     int64_t mono_ms;
 } race_env;
 
-/* What one side of a race left: who believes it holds the lock. */
+/*
+ * What one side of a race left, for its two actors in the order of
+ * race.actors: who believes it holds the lock, and who really does.
+ */
 typedef struct race_result {
-    int holds[2];    /* the two actors, in the order of race.actors */
+    int holds[2];    /* believes it holds, and its value is in the key */
+    int believes[2]; /* the client says it holds the lock */
     char trace[512]; /* "P3:SETNX P3:GET ...", as the server saw them */
     char error[256]; /* set when the replay itself failed */
 } race_result;
@@ -56,7 +60,7 @@ extern const size_t n_races;
 /* The race named id ("a"), or NULL. */
 const race *race_find(const char *id);
 
-/* How many actors of r hold the lock. */
+/* How many actors of r really hold the lock. */
 int race_holders(const race_result *r);
 
 /*
