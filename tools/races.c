@@ -63,6 +63,20 @@ static void flush_pending(replay *rp)
     rp->pending[0] = '\0';
 }
 
+/* An actor paused with nothing to run dies there: its command never goes. */
+static int actor_crash(actor *a, const char *step)
+{
+    replay *rp = a->rp;
+    size_t used = strlen(rp->out->trace);
+    char what[64];
+
+    snprintf(what, sizeof(what), "dies before %s", step);
+    observe(rp, a->name, what);
+    snprintf(rp->out->trace + used, sizeof(rp->out->trace) - used, "%s%s:crash",
+             used ? " " : "", a->name);
+    return 1;
+}
+
 /*
  * A NOSCRIPT fallback to EVAL belongs to the EVALSHA before it and is not
  * recorded again, so traces do not depend on the server's script cache.
@@ -75,6 +89,8 @@ static int actor_step(actor *a, const char *step)
     if (strcmp(step, "EVAL") == 0)
         return 0; /* the EVALSHA is still pending: show the value after EVAL */
     flush_pending(rp);
+    if (a->action == NULL && a->at != NULL && strcmp(step, a->at) == 0)
+        return actor_crash(a, step);
     if (a->action != NULL && !a->fired && strcmp(step, a->at) == 0) {
         a->fired = 1;
         a->action(a);
@@ -348,6 +364,81 @@ static int race_d_tslock(race_env *env, const char *key, race_result *out)
     return release_race(TSLOCK_RELEASE_LUA, "EVALSHA", env, key, out);
 }
 
+/* ------------------------------- e. crash between SETNX and EXPIRE */
+
+/* Nobody holds the lock, yet the key is there: whoever wrote it is dead. */
+static void note_stuck(replay *rp, race_result *out)
+{
+    redisReply *r = redisCommand(rp->observer, "EXISTS %s", rp->key);
+
+    out->stuck = race_holders(out) == 0 && r != NULL
+                 && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+}
+
+/* A dies between SETNX and EXPIRE; a day later B still cannot take it. */
+static int race_e_broken(race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", "EXPIRE", NULL, NULL, NULL, 0, 0},
+          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
+    naive_client na, nb;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    na = naive_as(&rp, &a);
+    nb = naive_as(&rp, &b);
+    if (na.redis != NULL && nb.redis != NULL) {
+        out->believes[0] =
+            naive_setnx_expire_acquire(&na, key, 1) == NAIVE_HELD;
+        env->wall_ms += 86400000;
+        env->mono_ms += 86400000;
+        out->believes[1] = out->holds[1] =
+            naive_setnx_expire_acquire(&nb, key, 1) == NAIVE_HELD;
+        flush_pending(&rp);
+        note_stuck(&rp, out);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot connect");
+    redisFree(na.redis);
+    redisFree(nb.redis);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+/* A dies holding a stamp lock; once the stamp passes, B takes it over. */
+static int race_e_tslock(race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
+          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
+    tslock_client *ca = NULL, *cb = NULL;
+    tslock_lock *la, *lb;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    la = lock_as(&rp, &a, 1000, &ca);
+    lb = lock_as(&rp, &b, 1000, &cb);
+    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
+        tslock_lock_free(la); /* A dies holding it */
+        la = NULL;
+        flush_pending(&rp);
+        observe(&rp, "A", "dies holding it");
+        env->wall_ms += 1002;
+        env->mono_ms += 1002;
+        tslock_acquire(lb, 0);
+        out->believes[1] = out->holds[1] = tslock_lock_is_held(lb);
+        flush_pending(&rp);
+        note_stuck(&rp, out);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
 /* ---------------------------------------------------------- the table */
 
 const race races[] = {
@@ -384,6 +475,17 @@ const race races[] = {
      1,
      "A:GET B:SETNX B:GET B:GETSET A:DEL A:PUBLISH",
      "B:SETNX B:GET B:GETSET A:EVALSHA"},
+    {"e",
+     "crash between SETNX and EXPIRE",
+     {"A", "B"},
+     "SETNX, then EXPIRE",
+     "a stamp that expires by itself",
+     race_e_broken,
+     race_e_tslock,
+     0,
+     1,
+     "A:SETNX A:crash B:SETNX",
+     "A:SETNX B:SETNX B:GET B:GETSET"},
 };
 const size_t n_races = sizeof(races) / sizeof(races[0]);
 
@@ -421,7 +523,11 @@ void race_verdict(const race *rc, const race_result *r, char *buf, size_t size)
                      rc->actors[i]);
             return;
         }
-    if (r->holds[0] || r->holds[1])
+    if (r->stuck)
+        snprintf(buf, size,
+                 "nobody holds it, yet the key never expires - "
+                 "locked out for good");
+    else if (r->holds[0] || r->holds[1])
         snprintf(buf, size, "only %s holds it",
                  rc->actors[r->holds[0] ? 0 : 1]);
     else
