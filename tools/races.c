@@ -297,16 +297,6 @@ static int race_b_tslock(race_env *env, const char *key, race_result *out)
     return takeover_tslock(&race_b, env, key, out);
 }
 
-/* ------------------------------------------ d. check, then delete */
-
-/* A has checked its stamp; now its lease runs out and B takes over. */
-static void release_takeover(actor *self)
-{
-    self->rp->env->wall_ms += 2000;
-    self->rp->env->mono_ms += 2000;
-    self->inner_rc = tslock_acquire(self->other, 0);
-}
-
 /* Whether the key still holds what lock l wrote. */
 static int value_stands(replay *rp, tslock_lock *l)
 {
@@ -316,6 +306,71 @@ static int value_stands(replay *rp, tslock_lock *l)
 
     freeReplyObject(r);
     return same;
+}
+
+/* ------------------------------------------ c. release after expiry */
+
+/*
+ * A holds a 1 s lease and stalls for 2 s; B takes the expired lock over;
+ * then A releases: as the Java RedisLock does (its unlock0 deletes any
+ * unexpired value), or as tslock does.  Does B's lock survive?
+ */
+static int race_c(int broken, race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
+          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
+    tslock_client *ca = NULL, *cb = NULL;
+    tslock_lock *la, *lb;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    la = lock_as(&rp, &a, 1000, &ca);
+    lb = lock_as(&rp, &b, 1000, &cb);
+    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
+        env->wall_ms += 2000;
+        env->mono_ms += 2000;
+        tslock_acquire(lb, 0);
+        out->trace[0] = '\0'; /* the race is A's release */
+        if (broken) {
+            naive_client na = naive_as(&rp, &a);
+
+            if (na.redis != NULL)
+                naive_java_release(&na, key);
+            redisFree(na.redis);
+        } else if (tslock_release(la) == TSLOCK_ELOST)
+            observe(&rp, "A", "(lease over: sends nothing)");
+        flush_pending(&rp);
+        out->believes[1] = tslock_lock_is_held(lb);
+        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+static int race_c_broken(race_env *env, const char *key, race_result *out)
+{
+    return race_c(1, env, key, out);
+}
+
+static int race_c_tslock(race_env *env, const char *key, race_result *out)
+{
+    return race_c(0, env, key, out);
+}
+
+/* ------------------------------------------ d. check, then delete */
+
+/* A has checked its stamp; now its lease runs out and B takes over. */
+static void release_takeover(actor *self)
+{
+    self->rp->env->wall_ms += 2000;
+    self->rp->env->mono_ms += 2000;
+    self->inner_rc = tslock_acquire(self->other, 0);
 }
 
 /*
@@ -464,6 +519,17 @@ const race races[] = {
      1,
      "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET",
      "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET P4:EVALSHA"},
+    {"c",
+     "release after expiry (A stalled past its lease)",
+     {"A", "B"},
+     "Java unlock0 release",
+     "release that checks its own lease",
+     race_c_broken,
+     race_c_tslock,
+     0,
+     1,
+     "A:GET A:DEL",
+     ""},
     {"d",
      "check, then delete: A's release after its lease ran out",
      {"A", "B"},
