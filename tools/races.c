@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "naive.h"
@@ -297,6 +298,17 @@ static int race_b_tslock(race_env *env, const char *key, race_result *out)
     return takeover_tslock(&race_b, env, key, out);
 }
 
+/* Whether the key still holds what naive client n wrote. */
+static int naive_stands(replay *rp, const naive_client *n)
+{
+    redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
+    int same = r != NULL && r->type == REDIS_REPLY_STRING
+               && strcmp(r->str, n->value) == 0;
+
+    freeReplyObject(r);
+    return same;
+}
+
 /* Whether the key still holds what lock l wrote. */
 static int value_stands(replay *rp, tslock_lock *l)
 {
@@ -494,6 +506,81 @@ static int race_e_tslock(race_env *env, const char *key, race_result *out)
     return out->error[0] != '\0' ? -1 : 0;
 }
 
+/* ------------------------------------------ h. an identical stamp */
+
+struct race_h_cast {
+    naive_client *j1, *j2;
+    tslock_lock *la;
+};
+
+/*
+ * Inside A's pause before its release: J1, whose lease ran out while it
+ * stalled, releases as the Java client does (DEL: A's live lock is gone),
+ * and J2 takes the free key with the very stamp A holds.  Java stamps are
+ * now + lockExpires + 1, so J2's lockExpires is A's stamp - now - 1.
+ */
+static void race_h_java(actor *self)
+{
+    struct race_h_cast *h = self->other;
+    int64_t expires = strtoll(tslock_lock_value(h->la), NULL, 10)
+                      - self->rp->env->wall_ms - 1;
+
+    naive_java_release(h->j1, self->rp->key);
+    self->inner_rc = naive_del_recovery_acquire(h->j2, self->rp->key, expires);
+}
+
+/* J1 held and stalled, A took over, then A releases: does J2's lock stand? */
+static int race_h(tslock_scheme scheme, race_env *env, const char *key,
+                  race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
+          j1 = {&rp, "J1", NULL, NULL, NULL, NULL, 0, 0},
+          j2 = {&rp, "J2", NULL, NULL, NULL, NULL, 0, 0};
+    naive_client n1, n2;
+    struct race_h_cast h = {&n1, &n2, NULL};
+    tslock_client *ca = NULL;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    n1 = naive_as(&rp, &j1);
+    n2 = naive_as(&rp, &j2);
+    h.la = lock_as(&rp, &a, 1000, &ca);
+    a.other = &h;
+    if (h.la != NULL && n1.redis != NULL && n2.redis != NULL
+        && tslock_lock_set_scheme(h.la, scheme) == TSLOCK_OK
+        && naive_del_recovery_acquire(&n1, key, 1000) == NAIVE_HELD) {
+        env->wall_ms += 2000;
+        env->mono_ms += 2000;
+        if (tslock_acquire(h.la, 0) == TSLOCK_OK) {
+            out->trace[0] = '\0'; /* the race is A's release */
+            a.at = "EVALSHA";     /* a bridge acquire sends one too */
+            a.action = race_h_java;
+            tslock_release(h.la);
+        }
+        flush_pending(&rp);
+        out->believes[1] = a.inner_rc == NAIVE_HELD;
+        out->holds[1] = out->believes[1] && naive_stands(&rp, &n2);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    tslock_lock_free(h.la);
+    tslock_client_free(ca);
+    redisFree(n1.redis);
+    redisFree(n2.redis);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+static int race_h_broken(race_env *env, const char *key, race_result *out)
+{
+    return race_h(TSLOCK_SCHEME_TIMESTAMP, env, key, out);
+}
+
+static int race_h_tslock(race_env *env, const char *key, race_result *out)
+{
+    return race_h(TSLOCK_SCHEME_BRIDGE, env, key, out);
+}
+
 /* ---------------------------------------------------------- the table */
 
 const race races[] = {
@@ -552,6 +639,17 @@ const race races[] = {
      1,
      "A:SETNX A:crash B:SETNX",
      "A:SETNX B:SETNX B:GET B:GETSET"},
+    {"h",
+     "an identical stamp after a legacy DEL (bridge mode)",
+     {"A", "J2"},
+     "timestamp release",
+     "bridge release proving its hold",
+     race_h_broken,
+     race_h_tslock,
+     0,
+     1,
+     "J1:GET J1:DEL J2:SETNX A:EVALSHA",
+     "J1:GET J1:DEL J2:SETNX A:EVALSHA"},
 };
 const size_t n_races = sizeof(races) / sizeof(races[0]);
 
