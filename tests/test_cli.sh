@@ -706,6 +706,11 @@ check "replay a: the broken verdict" \
 check "replay a: the tslock verdict" \
     has "tslock (GETSET takeover): only P2 holds it" "$out"
 check "replay a: its scratch key is gone" eval '! key_exists tslock:replay:a'
+for race in b c d e h; do
+    t "replay $race ends as documented" 0 $tool -u "$U" replay $race
+    check "replay $race: both verdicts" \
+        eval 'has "^  broken (" "$out" && has "^  tslock (" "$out"'
+done
 t "replay of an unknown race" 64 $tool -u "$U" replay zz
 check "replay zz: one line" one_line "no race 'zz'"
 t "replay without a race" 64 $tool replay
