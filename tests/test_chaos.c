@@ -340,7 +340,7 @@ static void control_worker(int slot, const struct chaos_config *cfg)
 
     memset(&n, 0, sizeof(n));
     th_clock_init(&clk);
-    n.clock = &clk;
+    n.wall_ms = &clk.wall_ms;
     n.redis = redisConnectUnix(cfg->endpoint->socket);
     if (n.redis == NULL || n.redis->err) {
         note_error("control", "cannot connect", cfg->endpoint->socket);

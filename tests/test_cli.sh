@@ -777,6 +777,25 @@ t "watch: --for elsewhere is refused" 64 $tool -u "$WU" --for 5 status wk
 t "watch: needs a KEY" 64 $tool -u "$WU" watch
 kill "$w_pid" && wait "$w_pid" 2>/dev/null
 w_pid=
+# ------------------------------------------------------------ replay
+t "replay --list" 0 $tool replay --list
+check "replay --list: race a on one line" has "^a  DEL after seeing expiry" "$out"
+t "replay a" 0 $tool -u "$U" replay a
+check "replay a: P3's paused DEL" has "^ *[0-9]*\. P3 *DEL *-> (nil)$" "$out"
+check "replay a: the broken verdict" \
+    has "broken (naive DEL recovery): both P2 and P3 hold the lock" "$out"
+check "replay a: the tslock verdict" \
+    has "tslock (GETSET takeover): only P2 holds it" "$out"
+check "replay a: its scratch key is gone" eval '! key_exists tslock:replay:a'
+for race in b c d e h; do
+    t "replay $race ends as documented" 0 $tool -u "$U" replay $race
+    check "replay $race: both verdicts" \
+        eval 'has "^  broken (" "$out" && has "^  tslock (" "$out"'
+done
+t "replay of an unknown race" 64 $tool -u "$U" replay zz
+check "replay zz: one line" one_line "no race 'zz'"
+t "replay without a race" 64 $tool replay
+t "--list on another form" 64 $tool -u "$U" status k --list
 
 # -------------------------------------------------------------- demo
 svg="$dir/demo.svg"

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "naive.h"
+#include "races.h"
 
 static th_server srv;
 static th_clock clk;
@@ -90,7 +91,7 @@ static tslock_client *client_as(actor *a)
 
 static naive_client naive_as(actor *a, redisContext *redis)
 {
-    naive_client n = {redis, &clk, naive_step_hook, a, ""};
+    naive_client n = {redis, &clk.wall_ms, naive_step_hook, a, ""};
     return n;
 }
 
@@ -696,6 +697,50 @@ static void test_race_h_bridge_keeps_identical(void)
                "J1:GET J1:DEL J2:SETNX A:EVALSHA", TSLOCK_ELOST);
 }
 
+/* ----------------------------------- the replay table (tslock replay) */
+
+static redisContext *table_raw(void *ud)
+{
+    return th_redis(&srv);
+}
+
+static tslock_client *table_client(void *ud)
+{
+    return th_client(&srv);
+}
+
+/*
+ * Every entry of the table `tslock replay` narrates, run through the same
+ * code, must end as doc/races.md documents: the broken scheme with its
+ * bad outcome, tslock with the good one, each in the documented command
+ * order.  So the tool cannot drift from these tests.
+ */
+static void test_replay_table_matches_documented_outcomes(void)
+{
+    size_t i;
+
+    CU_ASSERT_TRUE(n_races > 0);
+    for (i = 0; i < n_races; i++) {
+        const race *r = &races[i];
+        race_env env = {table_raw, table_client, NULL, NULL, 0, 0};
+        race_result bad, good;
+        char key[64];
+
+        th_clock_init(&clk);
+        env.wall_ms = clk.wall_ms;
+        env.mono_ms = clk.mono_ms;
+        snprintf(key, sizeof(key), "race:table:%s", r->id);
+        CU_ASSERT_EQUAL(r->run_broken(&env, key, &bad), 0);
+        CU_ASSERT_EQUAL(race_holders(&bad), r->broken_holders);
+        CU_ASSERT_STRING_EQUAL(bad.trace, r->broken_trace);
+        CU_ASSERT_EQUAL(r->run_tslock(&env, key, &good), 0);
+        CU_ASSERT_EQUAL(race_holders(&good), r->tslock_holders);
+        CU_ASSERT_STRING_EQUAL(good.trace, r->tslock_trace);
+    }
+    CU_ASSERT_PTR_NOT_NULL(race_find("a"));
+    CU_ASSERT_PTR_NULL(race_find("zz"));
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -735,6 +780,8 @@ int main(void)
                 test_race_h_timestamp_deletes_identical);
     CU_add_test(s, "h. identical stamp: bridge proof keeps it",
                 test_race_h_bridge_keeps_identical);
+    CU_add_test(s, "the replay table matches the documented outcomes",
+                test_replay_table_matches_documented_outcomes);
     {
         int rc = th_run_all();
         th_server_stop(&srv);

@@ -66,6 +66,7 @@ struct cli_options {
     int survey_all;           /* survey --all: list not-a-lock keys too */
     int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
     int64_t watch_for_ms;     /* watch --for: 0 until a signal */
+    int replay_list;          /* replay --list: the races, one a line */
 };
 
 /* --timeout's default, for connecting and for each command. */
@@ -193,6 +194,7 @@ int cli_demo(const struct cli_options *o);
 int cli_survey(const struct cli_options *o);
 /* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
 int cli_watch(const struct cli_options *o, char **keys, int n_keys);
+int cli_replay(const struct cli_options *o, const char *id, int list);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */
 

@@ -37,7 +37,8 @@ enum long_only {
     OPT_ALL,
     OPT_KEYS,
     OPT_FOR,
-    OPT_SVG
+    OPT_SVG,
+    OPT_LIST
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -70,6 +71,7 @@ static const struct option long_options[] = {
     {"keys", no_argument, NULL, OPT_KEYS},
     {"for", required_argument, NULL, OPT_FOR},
     {"svg", required_argument, NULL, OPT_SVG},
+    {"list", no_argument, NULL, OPT_LIST},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -232,8 +234,11 @@ static int apply_survey_option(int opt, struct cli_options *o)
     case OPT_ALL:
         o->survey_all = 1;
         return 0;
-    default: /* OPT_KEYS */
+    case OPT_KEYS:
         o->survey_keys = 1;
+        return 0;
+    default: /* OPT_LIST, of the replay form */
+        o->replay_list = 1;
         return 0;
     }
 }
@@ -295,7 +300,7 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
                                    optarg);
         return 0;
     default:
-        return opt >= OPT_MATCH && opt <= OPT_KEYS
+        return (opt >= OPT_MATCH && opt <= OPT_KEYS) || opt == OPT_LIST
                    ? apply_survey_option(opt, o)
                    : parse_number_option(opt, optarg, o);
     }

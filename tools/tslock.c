@@ -1,9 +1,9 @@
 /*
  * tslock.c - the tslock command's main: read the command line (with
  * options.c), pick the form (run, acquire, release, extend, status,
- * break, survey, watch, demo) and hand over to it.  Every usage error is one
- * line on stderr naming what was expected and what came, and exits
- * CLI_EXIT_USAGE.
+ * break, survey, watch, demo, replay) and hand over to it.  Every usage
+ * error is one line on stderr naming what was expected and what came, and
+ * exits CLI_EXIT_USAGE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +32,8 @@ static const char help_text[] =
     "       tslock [--workers N] [--duration MS] [--svg FILE] demo\n"
     "                                                the race "
     "demonstration\n"
+    "       tslock [options] replay RACE | --list  narrate a race of "
+    "doc/races.md\n"
     "\n"
     "  -u, --url URL        redis://[[user]:password@]host[:port][/db] or\n"
     "                       unix:///path/to/socket[?db=N]; default "
@@ -74,11 +76,13 @@ static const char help_text[] =
     "      --for MS         watch: stop after MS (default: at SIGINT/SIGTERM)\n"
     "      --json           watch: JSON Lines, then a {\"summary\": ...} "
     "line\n"
+    "      --list           replay: list the races, one a line\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
     "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
-    "not runnable; 128+N signal N.\n"
+    "not runnable; 128+N signal N.  replay: 0 when both schemes end as\n"
+    "documented, 70 when not.\n"
     "See tslock(1).\n";
 
 /*
@@ -109,7 +113,8 @@ enum form {
     FORM_BREAK,
     FORM_DEMO,
     FORM_SURVEY,
-    FORM_WATCH
+    FORM_WATCH,
+    FORM_REPLAY
 };
 static const struct {
     const char *name;
@@ -122,7 +127,8 @@ static const struct {
              {"break", 2, "KEY"},
              {"demo", 1, "no arguments"},
              {"survey", 1, "no arguments (options only)"},
-             {"watch", 2, "one KEY or more"}};
+             {"watch", 2, "one KEY or more"},
+             {"replay", 2, "RACE (or --list)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -161,6 +167,11 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return parse_url(r, o) != 0
                    ? CLI_EXIT_USAGE
                    : cli_watch(o, r->words + 1, r->n_words - 1);
+    if (f == FORM_REPLAY && o->replay_list)
+        return cli_replay(o, NULL, 1);
+    if (f == FORM_REPLAY)
+        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE
+                                    : cli_replay(o, r->words[1], 0);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o) != 0)
@@ -227,6 +238,10 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("--if-value is for break only");
     if (o->svg_path != NULL && i != FORM_DEMO)
         return cli_usage_error("--svg is for demo only");
+    if (o->replay_list && i != FORM_REPLAY)
+        return cli_usage_error("--list is for replay only");
+    if (i == FORM_REPLAY && o->replay_list && r->n_words == 1)
+        return run_form(FORM_REPLAY, r, o);
     if (r->n_words != forms[i].words
         && !(i == FORM_WATCH && r->n_words > forms[i].words))
         return cli_usage_error("%s expects %s, got %d word%s", name,
@@ -240,7 +255,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
-            "acquire, release, extend, status, break, survey, watch or demo "
+            "acquire, release, extend, status, break, survey, watch, demo "
+            "or replay "
             "(see "
             "tslock --help)");
     if (r->command == NULL)
@@ -257,6 +273,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("--if-value is for break only");
     if (o->svg_path != NULL)
         return cli_usage_error("--svg is for demo only");
+    if (o->replay_list)
+        return cli_usage_error("--list is for replay only");
     if (survey_options_elsewhere(o) != 0 || o->watch_for_ms != 0)
         return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
                                                       "the watch form only")

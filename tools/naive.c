@@ -30,7 +30,7 @@ static redisReply *cmd(naive_client *n, const char *fmt, const char *key,
 static int java_expired(naive_client *n, const redisReply *r)
 {
     return r->type != REDIS_REPLY_STRING
-           || strtoll(r->str, NULL, 10) < n->clock->wall_ms;
+           || strtoll(r->str, NULL, 10) < *n->wall_ms;
 }
 
 static int setnx(naive_client *n, const char *key, int64_t ttl_ms)
@@ -38,8 +38,7 @@ static int setnx(naive_client *n, const char *key, int64_t ttl_ms)
     redisReply *r;
     int won;
 
-    snprintf(n->value, sizeof(n->value), "%" PRId64,
-             n->clock->wall_ms + ttl_ms + 1);
+    snprintf(n->value, sizeof(n->value), "%" PRId64, *n->wall_ms + ttl_ms + 1);
     if (step(n, "SETNX"))
         return NAIVE_CRASHED;
     r = cmd(n, "SETNX %s %s", key, n->value);
@@ -131,8 +130,7 @@ int naive_blind_getset_acquire(naive_client *n, const char *key, int64_t ttl_ms)
         return rc;
     if (step(n, "GETSET"))
         return NAIVE_CRASHED;
-    snprintf(n->value, sizeof(n->value), "%" PRId64,
-             n->clock->wall_ms + ttl_ms + 1);
+    snprintf(n->value, sizeof(n->value), "%" PRId64, *n->wall_ms + ttl_ms + 1);
     freeReplyObject(cmd(n, "GETSET %s %s", key, n->value));
     return NAIVE_HELD;
 }

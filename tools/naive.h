@@ -1,8 +1,8 @@
 /*
- * naive.h - the broken lock variants the articles describe, kept in
- * tests/ so the race replays can show them failing beside tslock.  They
- * speak raw hiredis, read the same test clock, and call the same kind of
- * step hook before every command.
+ * naive.h - the broken lock variants the articles describe, shared by the
+ * race replays in tests/ and by `tslock replay`, so both show the same
+ * flaws failing beside tslock.  They speak raw hiredis, read a wall clock
+ * the caller owns, and call a step hook before every command.
  */
 #ifndef TSLOCK_TEST_NAIVE_H
 #define TSLOCK_TEST_NAIVE_H
@@ -11,14 +11,12 @@
 
 #include <hiredis/hiredis.h>
 
-#include "harness.h"
-
 /* Called before each command with its name; non-zero simulates a crash. */
 typedef int (*naive_hook)(const char *step, void *userdata);
 
 typedef struct naive_client {
     redisContext *redis;
-    th_clock *clock;
+    const int64_t *wall_ms; /* the caller's clock: Unix ms */
     naive_hook hook;
     void *hook_ud;
     char value[64]; /* what this client wrote when it acquired */
