@@ -192,6 +192,22 @@ int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
+/* ---- rawconn.c: a plain connection for survey and watch */
+
+struct redisContext;
+struct redisReply;
+/* r if it is a reply and not an error; else NULL, the reason printed. */
+struct redisReply *cli_raw_reply(struct redisContext *ctx, const char *what,
+                                 struct redisReply *r);
+/*
+ * Connect as o's URL says, with --timeout, AUTH and (select_db) SELECT:
+ * 0 with *out new (redisFree() it), or an exit status, the reason printed.
+ */
+int cli_raw_connect(const struct cli_options *o, int select_db,
+                    struct redisContext **out);
+/* INFO's redis_version: 0, or an exit status with the reason printed. */
+int cli_raw_version(struct redisContext *ctx, int *major, int *minor);
+
 /* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
 int cli_watch(const struct cli_options *o, char **keys, int n_keys);
 int cli_replay(const struct cli_options *o, const char *id, int list);

@@ -58,92 +58,16 @@ struct survey {
     int header_done; /* the table's header, once the walk has begun well */
 };
 
-/* The reply to one command, or NULL with the reason printed. */
-static redisReply *command_reply(struct survey *s, const char *what,
-                                 redisReply *r)
-{
-    if (r == NULL) {
-        cli_error("%s: %s", what,
-                  s->ctx->errstr[0] ? s->ctx->errstr : "no reply");
-        return NULL;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        cli_error("%s: the server said: %s", what, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* AUTH and SELECT as the URL says; 0 or an exit status. */
-static int prepare_connection(struct survey *s)
-{
-    const struct cli_url *u = &s->o->url;
-    redisReply *r = NULL;
-
-    if (u->password != NULL && u->user != NULL)
-        r = redisCommand(s->ctx, "AUTH %s %s", u->user, u->password);
-    else if (u->password != NULL)
-        r = redisCommand(s->ctx, "AUTH %s", u->password);
-    if (u->password != NULL) {
-        if ((r = command_reply(s, "AUTH", r)) == NULL)
-            return CLI_EXIT_UNAVAILABLE;
-        freeReplyObject(r);
-    }
-    if (u->db != 0) {
-        r = redisCommand(s->ctx, "SELECT %d", u->db);
-        if ((r = command_reply(s, "SELECT", r)) == NULL)
-            return CLI_EXIT_SOFTWARE;
-        freeReplyObject(r);
-    }
-    return 0;
-}
-
-/*
- * Our own hiredis connection rather than a tslock client: survey needs
- * SCAN, TYPE-free GETs and pipelining, none of which a lock offers, and
- * it must not probe capabilities by writing anything.
- */
-static int survey_connect(struct survey *s)
-{
-    const struct cli_url *u = &s->o->url;
-    struct timeval tv;
-
-    tv.tv_sec = s->o->timeout_ms / 1000;
-    tv.tv_usec = (s->o->timeout_ms % 1000) * 1000;
-    s->ctx = u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
-                        : redisConnectWithTimeout(u->host, u->port, tv);
-    if (s->ctx == NULL || s->ctx->err) {
-        char where[512];
-
-        cli_url_describe(u, where, sizeof(where));
-        cli_error("cannot connect to %s: %s", where,
-                  s->ctx != NULL ? s->ctx->errstr : "out of memory");
-        return CLI_EXIT_UNAVAILABLE;
-    }
-    redisSetTimeout(s->ctx, tv);
-    return prepare_connection(s);
-}
-
 /* Whether the server has PTTL (2.6.0), from INFO's redis_version. */
 static int learn_version(struct survey *s)
 {
-    redisReply *r = command_reply(s, "INFO", redisCommand(s->ctx, "INFO"));
-    const char *v;
-    int major = 0, minor = 0;
+    int major = 0, minor = 0, status = cli_raw_version(s->ctx, &major, &minor);
 
-    if (r == NULL)
-        return CLI_EXIT_SOFTWARE;
-    v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
-    if (v == NULL || sscanf(v, "redis_version:%d.%d", &major, &minor) != 2) {
-        cli_error("INFO: no redis_version in the reply");
-        freeReplyObject(r);
-        return CLI_EXIT_SOFTWARE;
-    }
+    if (status != 0)
+        return status;
     s->has_pttl = major > 2 || (major == 2 && minor >= 6);
     cli_verbose("server: Redis %d.%d; %s", major, minor,
                 s->has_pttl ? "PTTL" : "TTL (no PTTL before 2.6)");
-    freeReplyObject(r);
     return 0;
 }
 
@@ -510,7 +434,7 @@ static int walk_keys(struct survey *s)
     size_t i, n;
     int status = 0;
 
-    if ((r = command_reply(s, "KEYS", r)) == NULL)
+    if ((r = cli_raw_reply(s->ctx, "KEYS", r)) == NULL)
         return CLI_EXIT_SOFTWARE;
     cli_verbose("KEYS: %zu keys", r->elements);
     for (i = 0; i < r->elements && status == 0; i += n) {
@@ -538,7 +462,7 @@ static int scan_step(struct survey *s, char *cursor, size_t size)
         freeReplyObject(r);
         return -1;
     }
-    if ((r = command_reply(s, "SCAN", r)) == NULL)
+    if ((r = cli_raw_reply(s->ctx, "SCAN", r)) == NULL)
         return CLI_EXIT_SOFTWARE;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
         || r->element[0]->type != REDIS_REPLY_STRING
@@ -624,7 +548,12 @@ int cli_survey(const struct cli_options *o)
 
     memset(&s, 0, sizeof(s));
     s.o = o;
-    status = survey_connect(&s);
+    /*
+     * A connection of its own rather than a tslock client: survey needs
+     * SCAN, GETs of any key and pipelining, none of which a lock offers,
+     * and it must not probe capabilities by writing anything.
+     */
+    status = cli_raw_connect(o, 1, &s.ctx);
     if (status == 0)
         status = learn_version(&s);
     if (status == 0)

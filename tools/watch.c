@@ -62,78 +62,6 @@ struct watch {
     int n_seen;
 };
 
-/* The reply to one command, or NULL with the reason printed. */
-static redisReply *command_reply(struct watch *w, const char *what,
-                                 redisReply *r)
-{
-    if (r == NULL) {
-        cli_error("%s: %s", what,
-                  w->ctx->errstr[0] ? w->ctx->errstr : "no reply");
-        return NULL;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        cli_error("%s: the server said: %s", what, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* AUTH and SELECT as the URL says, then INFO for the version. */
-static int prepare_connection(struct watch *w)
-{
-    const struct cli_url *u = &w->o->url;
-    redisReply *r = NULL;
-    const char *v;
-
-    if (u->password != NULL && u->user != NULL)
-        r = redisCommand(w->ctx, "AUTH %s %s", u->user, u->password);
-    else if (u->password != NULL)
-        r = redisCommand(w->ctx, "AUTH %s", u->password);
-    if (u->password != NULL) {
-        if ((r = command_reply(w, "AUTH", r)) == NULL)
-            return CLI_EXIT_UNAVAILABLE;
-        freeReplyObject(r);
-    }
-    r = command_reply(w, "INFO", redisCommand(w->ctx, "INFO"));
-    if (r == NULL)
-        return CLI_EXIT_SOFTWARE;
-    v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
-    if (v == NULL
-        || sscanf(v, "redis_version:%d.%d", &w->major, &w->minor) != 2) {
-        cli_error("INFO: no redis_version in the reply");
-        freeReplyObject(r);
-        return CLI_EXIT_SOFTWARE;
-    }
-    freeReplyObject(r);
-    return 0;
-}
-
-/*
- * Our own hiredis connection, as survey has: MONITOR turns the
- * connection into a stream, which no tslock client may become.
- */
-static int watch_connect(struct watch *w)
-{
-    const struct cli_url *u = &w->o->url;
-    struct timeval tv;
-
-    tv.tv_sec = w->o->timeout_ms / 1000;
-    tv.tv_usec = (w->o->timeout_ms % 1000) * 1000;
-    w->ctx = u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
-                        : redisConnectWithTimeout(u->host, u->port, tv);
-    if (w->ctx == NULL || w->ctx->err) {
-        char where[512];
-
-        cli_url_describe(u, where, sizeof(where));
-        cli_error("cannot connect to %s: %s", where,
-                  w->ctx != NULL ? w->ctx->errstr : "out of memory");
-        return CLI_EXIT_UNAVAILABLE;
-    }
-    redisSetTimeout(w->ctx, tv);
-    return prepare_connection(w);
-}
-
 /* Read one escape after a backslash; returns the bytes it took. */
 static size_t unescape(const char *p, const char *end, char *out)
 {
@@ -493,7 +421,7 @@ static int add_key(struct watch *w, const char *name, const char *suffix)
     snprintf(k->name, MAX_TEXT, suffix[0] == '}' ? "{%s%s" : "%s%s", name,
              suffix);
     k->len = strlen(k->name);
-    r = command_reply(w, "GET",
+    r = cli_raw_reply(w->ctx, "GET",
                       redisCommand(w->ctx, "GET %b", k->name, k->len));
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
@@ -585,7 +513,7 @@ static int follow(struct watch *w)
 static int start_monitor(struct watch *w)
 {
     redisReply *r =
-        command_reply(w, "MONITOR", redisCommand(w->ctx, "MONITOR"));
+        cli_raw_reply(w->ctx, "MONITOR", redisCommand(w->ctx, "MONITOR"));
     char where[512];
 
     if (r == NULL)
@@ -649,7 +577,13 @@ int cli_watch(const struct cli_options *o, char **keys, int n_keys)
     memset(&w, 0, sizeof(w));
     w.o = o;
     cli_signals_install();
-    status = watch_connect(&w);
+    /*
+     * A connection of its own: MONITOR turns it into a stream, which no
+     * tslock client may become.  No SELECT: MONITOR sees every database.
+     */
+    status = cli_raw_connect(o, 0, &w.ctx);
+    if (status == 0)
+        status = cli_raw_version(w.ctx, &w.major, &w.minor);
     if (status == 0)
         status = add_keys(&w, keys, n_keys);
     if (status == 0)

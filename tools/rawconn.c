@@ -1,0 +1,103 @@
+/*
+ * rawconn.c - a plain hiredis connection for the forms that need what no
+ * lock offers (survey's SCAN and pipelines, watch's MONITOR): connected
+ * as the URL says, with --timeout, AUTH and optionally SELECT, and every
+ * reply checked with one message naming the command.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cli.h"
+
+redisReply *cli_raw_reply(redisContext *ctx, const char *what, redisReply *r)
+{
+    if (r == NULL) {
+        cli_error("%s: %s", what, ctx->errstr[0] ? ctx->errstr : "no reply");
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        cli_error("%s: the server said: %s", what, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* AUTH, and SELECT when asked, as the URL says; 0 or an exit status. */
+static int raw_prepare(redisContext *ctx, const struct cli_url *u,
+                       int select_db)
+{
+    redisReply *r = NULL;
+
+    if (u->password != NULL && u->user != NULL)
+        r = redisCommand(ctx, "AUTH %s %s", u->user, u->password);
+    else if (u->password != NULL)
+        r = redisCommand(ctx, "AUTH %s", u->password);
+    if (u->password != NULL) {
+        if ((r = cli_raw_reply(ctx, "AUTH", r)) == NULL)
+            return CLI_EXIT_UNAVAILABLE;
+        freeReplyObject(r);
+    }
+    if (select_db && u->db != 0) {
+        r = redisCommand(ctx, "SELECT %d", u->db);
+        if ((r = cli_raw_reply(ctx, "SELECT", r)) == NULL)
+            return CLI_EXIT_SOFTWARE;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+int cli_raw_connect(const struct cli_options *o, int select_db,
+                    redisContext **out)
+{
+    const struct cli_url *u = &o->url;
+    struct timeval tv;
+    redisContext *ctx;
+    int flags, status;
+
+    *out = NULL;
+    tv.tv_sec = o->timeout_ms / 1000;
+    tv.tv_usec = (o->timeout_ms % 1000) * 1000;
+    ctx = u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
+                     : redisConnectWithTimeout(u->host, u->port, tv);
+    if (ctx == NULL || ctx->err) {
+        char where[512];
+
+        cli_url_describe(u, where, sizeof(where));
+        cli_error("cannot connect to %s: %s", where,
+                  ctx != NULL ? ctx->errstr : "out of memory");
+        redisFree(ctx);
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    /* A COMMAND of the run form must not inherit it (it never does). */
+    flags = fcntl(ctx->fd, F_GETFD);
+    if (flags != -1)
+        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+    redisSetTimeout(ctx, tv);
+    status = raw_prepare(ctx, u, select_db);
+    if (status != 0)
+        redisFree(ctx);
+    else
+        *out = ctx;
+    return status;
+}
+
+int cli_raw_version(redisContext *ctx, int *major, int *minor)
+{
+    redisReply *r = cli_raw_reply(ctx, "INFO", redisCommand(ctx, "INFO"));
+    const char *v;
+
+    if (r == NULL)
+        return CLI_EXIT_SOFTWARE;
+    v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
+    if (v == NULL || sscanf(v, "redis_version:%d.%d", major, minor) != 2) {
+        cli_error("INFO: no redis_version in the reply");
+        freeReplyObject(r);
+        return CLI_EXIT_SOFTWARE;
+    }
+    freeReplyObject(r);
+    return 0;
+}
