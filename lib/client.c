@@ -121,12 +121,7 @@ static int setup_error(tslock_client *c, const char *what, const redisReply *r)
 static int setup_command(tslock_client *c, const char *what, int argc,
                          const char **argv, redisReply **out)
 {
-    struct tslock__sigpipe guard;
-
-    tslock__sigpipe_hold(&guard);
-    *out = redisCommandArgv(c->ctx, argc, argv, NULL);
-    tslock__sigpipe_release(&guard);
-    if (*out == NULL)
+    if (tslock__roundtrip(c->ctx, argc, argv, out) != REDIS_OK)
         return tslock__io_failure(c, what);
     if ((*out)->type == REDIS_REPLY_ERROR) {
         int rc = setup_error(c, what, *out);
@@ -242,7 +237,6 @@ int tslock__connect_side(tslock_client *c, redisContext **out)
 {
     struct timeval tv = ms_to_timeval(c->connect_ms);
     const char *argv[3] = {"AUTH", c->user, c->password};
-    struct tslock__sigpipe guard;
     redisContext *ctx;
     redisReply *r;
     int flags;
@@ -268,10 +262,9 @@ int tslock__connect_side(tslock_client *c, redisContext **out)
     if (c->password != NULL) {
         if (c->user == NULL)
             argv[1] = c->password;
-        tslock__sigpipe_hold(&guard);
-        r = redisCommandArgv(ctx, c->user != NULL ? 3 : 2, argv, NULL);
-        tslock__sigpipe_release(&guard);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+        if (tslock__roundtrip(ctx, c->user != NULL ? 3 : 2, argv, &r)
+                != REDIS_OK
+            || r->type == REDIS_REPLY_ERROR) {
             freeReplyObject(r);
             redisFree(ctx);
             return TSLOCK_EAUTH;
@@ -493,7 +486,7 @@ int tslock__probe(tslock_client *c)
                                       {"TIME"},
                                       {"SET", "tslock:probe", "x", "NX", "XX"}};
     static const int argcs[] = {1, 1, 3, 1, 5};
-    struct tslock__sigpipe guard;
+    struct tslock__queued q[5];
     redisReply *r[5] = {NULL};
     int64_t sent, received, server;
     int i, rc = TSLOCK_OK;
@@ -501,18 +494,19 @@ int tslock__probe(tslock_client *c)
     c->caps = 0;
     c->clock_offset_ms = 0;
     sent = tslock__system_ms(TSLOCK_CLOCK_WALL);
-    tslock__sigpipe_hold(&guard);
-    for (i = 0; i < 5 && rc == TSLOCK_OK; i++)
-        if (redisAppendCommandArgv(c->ctx, argcs[i], probes[i], NULL)
-            != REDIS_OK)
-            rc = tslock__io_failure(c, "probe");
+    for (i = 0; i < 5; i++) {
+        q[i].step = TSLOCK_STEP_GET; /* no hook sees the probe */
+        q[i].argc = argcs[i];
+        q[i].argv = probes[i];
+    }
+    if (tslock__send(c->ctx, 5, q) != REDIS_OK)
+        rc = tslock__io_failure(c, "probe");
     for (i = 0; i < 5 && rc == TSLOCK_OK; i++) {
         void *reply = NULL;
         if (redisGetReply(c->ctx, &reply) != REDIS_OK)
             rc = tslock__io_failure(c, "probe");
         r[i] = reply;
     }
-    tslock__sigpipe_release(&guard);
     if (rc != TSLOCK_OK)
         goto out;
     received = tslock__system_ms(TSLOCK_CLOCK_WALL);

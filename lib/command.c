@@ -6,9 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <pthread.h>
-#include <signal.h>
-#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,42 +45,6 @@ int tslock__io_failure(tslock_client *c, const char *what)
     return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
 }
 
-/*
- * hiredis writes with write(2), so writing to a connection the server has
- * closed (CLIENT KILL, an idle timeout, a restart) raises SIGPIPE, whose
- * default action ends the process.  A library must not make that choice
- * for its caller, and Linux has no per-socket way out, so SIGPIPE is
- * blocked in this thread while a command is on the wire, and one that our
- * write raised is taken back before the mask is restored, as libpq does.
- * A SIGPIPE that was already pending is left for the caller.
- */
-void tslock__sigpipe_hold(struct tslock__sigpipe *g)
-{
-    sigset_t pipe_only, pending;
-
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    sigemptyset(&pending);
-    (void)sigpending(&pending);
-    g->was_pending = sigismember(&pending, SIGPIPE) == 1;
-    (void)pthread_sigmask(SIG_BLOCK, &pipe_only, &g->old);
-}
-
-void tslock__sigpipe_release(struct tslock__sigpipe *g)
-{
-    static const struct timespec no_wait = {0, 0};
-    sigset_t pipe_only, pending;
-
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    sigemptyset(&pending);
-    if (!g->was_pending && sigpending(&pending) == 0
-        && sigismember(&pending, SIGPIPE) == 1)
-        while (sigtimedwait(&pipe_only, NULL, &no_wait) < 0 && errno == EINTR)
-            ;
-    (void)pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-}
-
 int tslock__command(tslock_client *c, tslock_step step, const char *key,
                     int argc, const char **argv, redisReply **out)
 {
@@ -117,22 +78,26 @@ static int send_nosignal(redisContext *ctx, const char *buf, size_t len)
     return REDIS_OK;
 }
 
-/* Format every command into one buffer and send it in one go. */
-static int send_commands(tslock_client *c, int n,
-                         const struct tslock__queued *q)
+/*
+ * Format every command into one buffer and send it in one go, with our
+ * writer.  Every command of the library goes this way, on the lock
+ * connection and on the subscriber alike, so none can raise SIGPIPE.
+ */
+int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
 {
     char *buf = NULL, *grown;
     size_t len = 0;
-    int i, rc = TSLOCK_OK;
+    int i, rc = REDIS_OK;
 
-    for (i = 0; i < n && rc == TSLOCK_OK; i++) {
+    for (i = 0; i < n && rc == REDIS_OK; i++) {
         char *cmd = NULL;
         long long cmdlen =
             redisFormatCommandArgv(&cmd, q[i].argc, q[i].argv, NULL);
         grown = cmdlen < 0 ? NULL : realloc(buf, len + (size_t)cmdlen);
         if (grown == NULL) {
-            rc = tslock__fail(c, TSLOCK_ENOMEM, "cannot format %s",
-                              tslock_step_name(q[i].step));
+            ctx->err = REDIS_ERR_OOM;
+            snprintf(ctx->errstr, sizeof(ctx->errstr), "out of memory");
+            rc = REDIS_ERR;
         } else {
             buf = grown;
             memcpy(buf + len, cmd, (size_t)cmdlen);
@@ -140,44 +105,44 @@ static int send_commands(tslock_client *c, int n,
         }
         redisFreeCommand(cmd);
     }
-    if (rc == TSLOCK_OK && send_nosignal(c->ctx, buf, len) != REDIS_OK)
-        rc = tslock__io_failure(c, tslock_step_name(q[0].step));
+    if (rc == REDIS_OK)
+        rc = send_nosignal(ctx, buf, len);
     free(buf);
     return rc;
 }
 
-/*
- * Send every command, then read every reply; the hooks have run.  A
- * blocking context gets our own writer; one the caller made non-blocking
- * keeps hiredis's, with SIGPIPE held back around it instead.
- */
-static int send_and_read(tslock_client *c, int n,
-                         const struct tslock__queued *q, redisReply **out)
+int tslock__roundtrip(redisContext *ctx, int argc, const char **argv,
+                      redisReply **out)
 {
-    struct tslock__sigpipe guard;
-    int blocking = (c->ctx->flags & REDIS_BLOCK) != 0, i, rc = TSLOCK_OK;
+    const struct tslock__queued q = {TSLOCK_STEP_GET, argc, argv};
+    void *r = NULL;
 
-    if (blocking)
-        rc = send_commands(c, n, q);
-    else
-        for (i = 0; i < n && rc == TSLOCK_OK; i++)
-            if (redisAppendCommandArgv(c->ctx, q[i].argc, q[i].argv, NULL)
-                != REDIS_OK)
-                rc = tslock__io_failure(c, tslock_step_name(q[i].step));
-    if (!blocking)
-        tslock__sigpipe_hold(&guard);
-    for (i = 0; i < n && rc == TSLOCK_OK; i++) {
+    *out = NULL;
+    if (tslock__send(ctx, 1, &q) != REDIS_OK
+        || redisGetReply(ctx, &r) != REDIS_OK || r == NULL)
+        return REDIS_ERR;
+    *out = r;
+    return REDIS_OK;
+}
+
+int tslock__exchange(tslock_client *c, int n, const struct tslock__queued *q,
+                     redisReply **out)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        out[i] = NULL;
+    if (tslock__send(c->ctx, n, q) != REDIS_OK)
+        return tslock__io_failure(c, tslock_step_name(q[0].step));
+    for (i = 0; i < n; i++) {
         void *r = NULL;
         if (redisGetReply(c->ctx, &r) != REDIS_OK || r == NULL) {
             tslock__free_replies(i, out);
-            rc = tslock__io_failure(c, tslock_step_name(q[i].step));
-        } else {
-            out[i] = r;
+            return tslock__io_failure(c, tslock_step_name(q[i].step));
         }
+        out[i] = r;
     }
-    if (!blocking)
-        tslock__sigpipe_release(&guard);
-    return rc;
+    return TSLOCK_OK;
 }
 
 int tslock__pipeline(tslock_client *c, const char *key, int n,
@@ -194,7 +159,7 @@ int tslock__pipeline(tslock_client *c, const char *key, int n,
         if (c->hook != NULL && c->hook(c, q[i].step, key, c->hook_ud) != 0)
             return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
                                 tslock_step_name(q[i].step), key);
-    return send_and_read(c, n, q, out);
+    return tslock__exchange(c, n, q, out);
 }
 
 void tslock__free_replies(int n, redisReply **r)

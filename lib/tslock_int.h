@@ -158,16 +158,17 @@ int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
                        const redisReply *r);
 int tslock__check_usable(tslock_client *c);
 /*
- * SIGPIPE held back while a command is on the wire (command.c): blocked
- * in the calling thread, and one our own write raised taken back before
- * the mask is restored.
+ * Send n commands with our own writer (send(2) with MSG_NOSIGNAL, so a
+ * closed connection gives EPIPE, never SIGPIPE): REDIS_OK or REDIS_ERR
+ * with ctx->errstr set.  No hooks.
  */
-struct tslock__sigpipe {
-    sigset_t old;
-    int was_pending;
-};
-void tslock__sigpipe_hold(struct tslock__sigpipe *g);
-void tslock__sigpipe_release(struct tslock__sigpipe *g);
+int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q);
+/* One command and its reply on any context, no hooks: REDIS_OK or _ERR. */
+int tslock__roundtrip(redisContext *ctx, int argc, const char **argv,
+                      redisReply **out);
+/* Send n commands and read their replies, no hooks; as tslock__pipeline. */
+int tslock__exchange(tslock_client *c, int n, const struct tslock__queued *q,
+                     redisReply **out);
 int tslock__io_failure(tslock_client *c, const char *what);
 
 /* ---- client.c */

@@ -61,8 +61,7 @@ static int subscribe(tslock_lock *l)
 {
     tslock_client *c = l->client;
     const char *argv[2] = {"SUBSCRIBE", l->channel};
-    struct tslock__sigpipe guard;
-    redisReply *r;
+    redisReply *r = NULL;
     int ok;
 
     if (c->sub != NULL && strcmp(c->sub_channel, l->channel) == 0)
@@ -70,10 +69,8 @@ static int subscribe(tslock_lock *l)
     tslock__sub_close(c);
     if (tslock__connect_side(c, &c->sub) != TSLOCK_OK)
         return TSLOCK_EIO;
-    tslock__sigpipe_hold(&guard);
-    r = redisCommandArgv(c->sub, 2, argv, NULL);
-    tslock__sigpipe_release(&guard);
-    ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
+    ok = tslock__roundtrip(c->sub, 2, argv, &r) == REDIS_OK
+         && r->type == REDIS_REPLY_ARRAY && r->elements == 3
          && r->element[0]->type == REDIS_REPLY_STRING
          && strcmp(r->element[0]->str, "subscribe") == 0;
     freeReplyObject(r);
