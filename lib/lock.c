@@ -145,7 +145,8 @@ int tslock_lock_set_fencing(tslock_lock *l, int enabled)
 /*
  * The scheme this acquisition uses.  Auto takes the token scheme wherever
  * it can be had atomically (SET NX PX, a Lua script, or WATCH), and the
- * timestamp scheme on servers with none of them (Redis 2.0).
+ * timestamp scheme on servers with none of them (Redis 2.0).  Fair mode
+ * always takes the token scheme; fair.c says what a server lacks for it.
  */
 static void resolve_scheme(tslock_lock *l)
 {
@@ -154,8 +155,9 @@ static void resolve_scheme(tslock_lock *l)
 
     switch (l->scheme) {
     case TSLOCK_SCHEME_AUTO:
-        l->used = l->client->caps & token_caps ? TSLOCK_SCHEME_TOKEN
-                                               : TSLOCK_SCHEME_TIMESTAMP;
+        l->used = l->fair || (l->client->caps & token_caps)
+                      ? TSLOCK_SCHEME_TOKEN
+                      : TSLOCK_SCHEME_TIMESTAMP;
         break;
     default:
         l->used = l->scheme;
@@ -173,10 +175,6 @@ static int try_once(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     resolve_scheme(l);
-    if (l->fair && l->scheme == TSLOCK_SCHEME_AUTO) {
-        l->used = TSLOCK_SCHEME_TOKEN; /* fair.c says what the server lacks */
-        l->ops = &tslock__token_ops;
-    }
     if (!l->fair)
         return l->ops->try_acquire(l);
     if (l->used != TSLOCK_SCHEME_TOKEN)
