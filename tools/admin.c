@@ -168,19 +168,11 @@ static void print_server_ttl(int64_t ttl_ms)
 /* A value as text a terminal shows safely: C escapes, cut at 200. */
 static void print_raw(const char *label, const char *v)
 {
-    size_t i;
+    int cut;
 
-    printf("%s: \"", label);
-    for (i = 0; v[i] != '\0' && i < 200; i++) {
-        unsigned char ch = (unsigned char)v[i];
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f)
-            printf("\\x%02x", ch);
-        else
-            putchar(ch);
-    }
-    printf("\"%s\n", v[i] != '\0' ? " (cut)" : "");
+    printf("%s: ", label);
+    cut = cli_print_quoted(v, strlen(v), 200);
+    printf("%s\n", cut ? " (cut)" : "");
 }
 
 static void print_time(int64_t unix_ms)

@@ -192,6 +192,16 @@ int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
+/* ---- escape.c: bytes from Redis, printed safely */
+
+/*
+ * p[0..len) in double quotes, with \" \\ and \xHH for bytes that are not
+ * printable ASCII; at most max bytes (0: all).  1 when it cut, else 0.
+ */
+int cli_print_quoted(const char *p, size_t len, size_t max);
+/* p[0..len) as a JSON string (UTF-8 kept, other bytes as U+FFFD). */
+void cli_print_json_string(const char *p, size_t len);
+
 /* ---- rawconn.c: a plain connection for survey and watch */
 
 struct redisContext;

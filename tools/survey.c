@@ -254,63 +254,6 @@ static int read_owners(struct survey *s, struct entry *es, size_t n)
     return 0;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
-static size_t utf8_length(const unsigned char *p, size_t n)
-{
-    size_t want, i;
-
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        want = 2;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        want = 3;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        want = 4;
-    else
-        return 0;
-    if (want > n)
-        return 0;
-    for (i = 1; i < want; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return want;
-}
-
-/*
- * A key as a JSON string.  Keys are bytes: control characters and
- * quotes are escaped, valid UTF-8 passes through, and a byte that is
- * not UTF-8 becomes U+FFFD so the line stays valid JSON.
- */
-static void print_json_key(const char *key, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)key;
-    size_t i = 0, n;
-
-    putchar('"');
-    while (i < len) {
-        if (p[i] == '"' || p[i] == '\\') {
-            printf("\\%c", p[i++]);
-            continue;
-        }
-        if (p[i] < 0x20 || p[i] == 0x7f) {
-            printf("\\u%04x", p[i++]);
-            continue;
-        }
-        if (p[i] < 0x80) {
-            putchar(p[i++]);
-            continue;
-        }
-        n = utf8_length(p + i, len - i);
-        if (n == 0) {
-            fputs("\\ufffd", stdout);
-            i++;
-        } else {
-            fwrite(p + i, 1, n, stdout);
-            i += n;
-        }
-    }
-    putchar('"');
-}
-
 /* A key for the table: bytes that are not printable ASCII as \xHH. */
 static void print_table_key(const char *key, size_t len)
 {
@@ -338,7 +281,7 @@ static void print_entry(const struct survey *s, const struct entry *e)
 {
     if (s->o->survey_json) {
         fputs("{\"key\":", stdout);
-        print_json_key(e->key, e->len);
+        cli_print_json_string(e->key, e->len);
         printf(",\"dialect\":\"%s\",\"state\":", dialect_names[e->dialect]);
         if (e->state == S_NONE)
             fputs("null", stdout);

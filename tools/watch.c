@@ -283,65 +283,27 @@ static struct client_count *count_for(struct watch *w, const char *client)
     return &w->seen[w->n_seen++];
 }
 
-/* Bytes as JSON string content (non-ASCII as \u00XX of each byte). */
-static void print_json_text(const char *p, size_t len)
-{
-    size_t i;
-
-    putchar('"');
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)p[i];
-
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-/* Bytes for the text form: quoted, with C escapes as MONITOR writes them. */
-static void print_text(const char *p, size_t len)
-{
-    size_t i;
-
-    putchar('"');
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)p[i];
-
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            printf("\\x%02x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static void print_json_event(const struct line *l, const struct key_state *k,
                              enum dialect d, const char *danger)
 {
     int i;
 
     printf("{\"time\":%s,\"client\":", l->time);
-    print_json_text(l->client, strlen(l->client));
+    cli_print_json_string(l->client, strlen(l->client));
     fputs(",\"command\":", stdout);
-    print_json_text(l->args[0], l->lens[0]);
+    cli_print_json_string(l->args[0], l->lens[0]);
     fputs(",\"args\":[", stdout);
     for (i = 1; i < l->n; i++) {
         if (i > 1)
             putchar(',');
-        print_json_text(l->args[i], l->lens[i]);
+        cli_print_json_string(l->args[i], l->lens[i]);
     }
     fputs("],\"key\":", stdout);
-    print_json_text(k->name, k->len);
+    cli_print_json_string(k->name, k->len);
     printf(",\"dialect\":%s%s%s,\"danger\":", d == W_NONE ? "" : "\"",
            d == W_NONE ? "null" : dialect_names[d], d == W_NONE ? "" : "\"");
     if (danger != NULL)
-        print_json_text(danger, strlen(danger));
+        cli_print_json_string(danger, strlen(danger));
     else
         fputs("null", stdout);
     fputs("}\n", stdout);
@@ -363,7 +325,7 @@ static void print_event(const struct watch *w, const struct line *l,
     printf("%s %s %s %s", l->time, l->client, dialect_names[d], l->args[0]);
     for (i = 1; i < l->n; i++) {
         putchar(' ');
-        print_text(l->args[i], l->lens[i]);
+        cli_print_quoted(l->args[i], l->lens[i], 0);
     }
     putchar('\n');
 }
@@ -541,7 +503,7 @@ static void print_counts_json(const struct client_count *cc, int first)
     int d, any = 0;
 
     fputs(first ? "{\"client\":" : ",{\"client\":", stdout);
-    print_json_text(cc->client, strlen(cc->client));
+    cli_print_json_string(cc->client, strlen(cc->client));
     fputs(",\"writes\":{", stdout);
     for (d = W_TOKEN; d < N_W; d++)
         if (cc->writes[d] != 0)
