@@ -140,7 +140,7 @@ typedef enum tslock_release_form {
     X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
     X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR) X(TTL)      \
     X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD) X(ZADD) X(ZRANGE) X(ZRANGEBYSCORE)    \
-    X(ZSCORE)
+    X(ZSCORE) X(ZREMRANGEBYSCORE) X(ZCOUNT)
 /* clang-format on */
 
 #define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
@@ -502,6 +502,59 @@ TSLOCK_EXTERN int tslock_lock_set_wakeup(tslock_lock *lock, int enabled);
  * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (the lock is held).
  */
 TSLOCK_EXTERN int tslock_lock_set_fair(tslock_lock *lock, int enabled);
+
+/* The side a lock takes in a read-write lock (tslock_lock_set_rw). */
+typedef enum tslock_rw {
+    TSLOCK_RW_OFF = 0,       /* a plain exclusive lock (the default) */
+    TSLOCK_RW_EXCLUSIVE = 1, /* the exclusive side: waits ahead of readers */
+    TSLOCK_RW_SHARED = 2     /* a shared hold, beside other shared holds */
+} tslock_rw;
+
+/*
+ * tslock_lock_set_rw - make the lock one side of a read-write lock.
+ *
+ * TSLOCK_RW_SHARED: any number of shared holders at once, each with its
+ * own lease, listed in "{KEY}:readers" (a sorted set scored by lease
+ * end); while any lives, KEY itself holds a stamp covering the latest
+ * lease, so plain tslock clients and legacy timestamp clients find the
+ * key held.  TSLOCK_RW_EXCLUSIVE: one holder, none shared; while it
+ * waits it keeps "{KEY}:writer" set, and new shared holds are refused
+ * until it is served (writer preference).  Both take the token scheme:
+ * one script per operation on Redis 2.6 and later, WATCH transactions on
+ * 2.2 - 2.4, TSLOCK_EUNSUPPORTED at acquire on 2.0.  doc/kinds.md says
+ * what every kind of client sees.
+ * mode: a tslock_rw value.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (an unknown mode, or a semaphore) or
+ * TSLOCK_ESTATE (the lock is held).
+ */
+TSLOCK_EXTERN int tslock_lock_set_rw(tslock_lock *lock, tslock_rw mode);
+
+/*
+ * tslock_lock_set_permits - make the lock a counting semaphore: at most
+ * permits holders at once, each with its own lease.
+ *
+ * The holders live in "{KEY}:permits", a sorted set scored by lease end
+ * in the server's time (this host's clock corrected by the offset TIME
+ * gave at connect, on Redis 2.6 and later); the count and the add are
+ * one script (2.6+) or one WATCH transaction (2.2 - 2.4), so lapsed
+ * entries never let more than permits in.  KEY holds a stamp covering
+ * the latest lease while any permit is held.  TSLOCK_EUNSUPPORTED at
+ * acquire on Redis 2.0.
+ * permits: 1 or more; 0 makes the lock a plain lock again.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (a negative count, or a read-write
+ * lock) or TSLOCK_ESTATE (the lock is held).
+ */
+TSLOCK_EXTERN int tslock_lock_set_permits(tslock_lock *lock, int64_t permits);
+
+/*
+ * tslock_lock_holders - how many live holders a shared lock or a
+ * semaphore has now (ZCOUNT of its set over unexpired leases), whoever
+ * they are.
+ *
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (not a shared lock or semaphore),
+ * TSLOCK_EWRONGTYPE or a connection code.
+ */
+TSLOCK_EXTERN int tslock_lock_holders(tslock_lock *lock, int64_t *count);
 
 /*
  * tslock_lock_queue_length - how many fair waiters are queued for the

@@ -69,6 +69,8 @@ void tslock_lock_free(tslock_lock *l)
     free(l->queue_key);
     free(l->alive_key);
     free(l->seq_key);
+    free(l->holders_key);
+    free(l->intent_key);
     free(l);
 }
 
@@ -175,6 +177,8 @@ static int try_once(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     resolve_scheme(l);
+    if (l->rw != TSLOCK_RW_OFF || l->permits > 0)
+        return tslock__kind_try(l);
     if (!l->fair)
         return l->ops->try_acquire(l);
     if (l->used != TSLOCK_SCHEME_TOKEN)
@@ -357,6 +361,8 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
     l->listening = 0;
     if (!l->held)
         tslock__fair_leave(l); /* gave up: out of the line at once */
+    if (!l->held)
+        tslock__rw_leave(l);
     return rc;
 }
 

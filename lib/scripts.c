@@ -108,6 +108,93 @@ static const struct {
          "KEYS[1]) return {0, redis.call('pttl', KEYS[1]), "
          "redis.call('zrank', KEYS[2], ARGV[1])}",
          "0d5a010557c8cded1cb11f0eca4e3c74b79a931c"},
+    /*
+     * Shared holds (shared.c, rwlock.c).  KEYS[1] the lock, KEYS[2] the
+     * holders (token .. stamp -> lease end ms, server time), KEYS[3] a
+     * waiting writer's intent.  mark() keeps the lock key holding the
+     * stamp of the latest lease with a TTL to its end (deleted with no
+     * holder left); marked(v) says the lock key is that stamp or absent,
+     * i.e. not held by anyone exclusive.  Acquire: ARGV entry, lease
+     * end, now, the permit limit (0 none), '1' to yield to a waiting
+     * writer: {1,0,0}, or {0, wait ms, why}: 0 held exclusively, 1 a
+     * writer waits, 2 no permit free.  Release: ARGV entry, now,
+     * channel: 1, 0 (entry gone), -1 (the key was taken).  Extend: ARGV
+     * old entry, new entry, lease end, now: as release.  Exclusive:
+     * ARGV token, lease ms, now, intent ms (0 none): {1,0} taken, or
+     * {0, holder's PTTL} with the intent kept.
+     */
+    [SCRIPT_SHARED_ACQUIRE] =
+        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
+         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
+         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
+         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
+         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
+         "KEYS[2]) end end local function marked(v) local t = "
+         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
+         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[3]) "
+         "local v = redis.call('get', KEYS[1]) if not marked(v) then return "
+         "{0, redis.call('pttl', KEYS[1]), 0} end "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[3]) "
+         "local why = 0 if ARGV[5] == '1' and redis.call('exists', KEYS[3]) "
+         "== 1 then why = 1 elseif tonumber(ARGV[4]) > 0 and "
+         "redis.call('zcard', KEYS[2]) >= tonumber(ARGV[4]) then why = 2 "
+         "else redis.call('zadd', KEYS[2], ARGV[2], ARGV[1]) end mark(now) "
+         "if why == 1 then return {0, redis.call('pttl', KEYS[3]), 1} end if "
+         "why == 2 then local f = redis.call('zrange', KEYS[2], 0, 0, "
+         "'withscores') return {0, math.floor(tonumber(f[2]) - now), 2} end "
+         "return {1, 0, 0}",
+         "3fb3a16eafa55b53ed576cba39aac1a4e757894f"},
+    [SCRIPT_SHARED_RELEASE] =
+        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
+         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
+         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
+         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
+         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
+         "KEYS[2]) end end local function marked(v) local t = "
+         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
+         "nil and v == string.sub(t, 33)) end local ours = "
+         "marked(redis.call('get', KEYS[1])) local n = redis.call('zrem', "
+         "KEYS[2], ARGV[1]) if not ours then return -1 end "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[2]) "
+         "mark(tonumber(ARGV[2])) redis.pcall('publish', ARGV[3], KEYS[1]) "
+         "return n",
+         "263f2d61f04b1d8a9b0688f9a35b9affc0cd23b8"},
+    [SCRIPT_SHARED_EXTEND] =
+        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
+         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
+         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
+         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
+         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
+         "KEYS[2]) end end local function marked(v) local t = "
+         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
+         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[4]) "
+         "if not marked(redis.call('get', KEYS[1])) then return -1 end local "
+         "s = redis.call('zscore', KEYS[2], ARGV[1]) if not s then if "
+         "redis.call('zscore', KEYS[2], ARGV[2]) then return 1 end return 0 "
+         "end if tonumber(s) < now then return 0 end redis.call('zrem', "
+         "KEYS[2], ARGV[1]) redis.call('zadd', KEYS[2], ARGV[3], ARGV[2]) "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[4]) "
+         "mark(now) return 1",
+         "47c26461a846d041e393febc4631dd59201442d7"},
+    [SCRIPT_RW_EXCLUSIVE] =
+        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
+         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
+         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
+         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
+         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
+         "KEYS[2]) end end local function marked(v) local t = "
+         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
+         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[3]) "
+         "if marked(redis.call('get', KEYS[1])) then "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[3]) if "
+         "redis.call('zcard', KEYS[2]) == 0 then redis.call('set', KEYS[1], "
+         "ARGV[1]) redis.call('pexpire', KEYS[1], ARGV[2]) if "
+         "redis.call('get', KEYS[3]) == ARGV[1] then redis.call('del', "
+         "KEYS[3]) end return {1, 0} end mark(now) end if ARGV[4] ~= '0' "
+         "then redis.call('set', KEYS[3], ARGV[1]) redis.call('pexpire', "
+         "KEYS[3], ARGV[4]) end return {0, redis.call('pttl', KEYS[1])}",
+         "0dff40c1bd3f87cbf7b62b5cb2550867a5fd9a79"},
+
 };
 
 const char *tslock__script_text(enum tslock__script s)

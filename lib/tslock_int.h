@@ -93,6 +93,11 @@ struct tslock_lock {
     char fair_id[33]; /* our entry while an acquisition waits in line */
     int64_t queue_rank;
     char owner_token[33]; /* 32 hex digits */
+    /* Read-write locks and semaphores (shared.c, rwlock.c). */
+    int rw;                               /* tslock_rw */
+    int64_t permits;                      /* 0: not a semaphore */
+    char *holders_key, *intent_key;       /* companions, on first use */
+    char next_member[TSLOCK__VALUE_SIZE]; /* an extension's new entry */
     /*
      * Riding out a dropped connection (recover.c): how long release and
      * extend keep reconnecting, the stamp an extension sent but has not
@@ -199,6 +204,38 @@ int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
                            int64_t idle_ms, int64_t *holder_ttl_ms);
 void tslock__fair_leave(tslock_lock *l);
 
+/* ---- shared.c, rwlock.c: read-write locks and semaphores */
+/* One attempt of a read-write lock or semaphore; sets l->ops. */
+int tslock__kind_try(tslock_lock *l);
+/* A waiting exclusive side that gave up withdraws its intent. */
+void tslock__rw_leave(tslock_lock *l);
+/* Now on the server's clock as this client knows it (TIME at connect). */
+int64_t tslock__server_now(tslock_client *c);
+/* The holders set and the intent key, named once. */
+int tslock__kind_names(tslock_lock *l);
+extern const struct tslock__scheme_ops tslock__shared_ops;
+extern const struct tslock__scheme_ops tslock__rw_exclusive_ops;
+/* compat/shared_watch.c: the same on 2.2 - 2.4 with WATCH. */
+/* A verdict: held, or busy with the wait hint (ms) and why (0 held by
+ * an exclusive holder, 1 a writer waits, 2 no permit free). */
+struct tslock__shared_verdict {
+    int taken;
+    int64_t wait_ms;
+    int why;
+};
+int tslock__shared_acquire_watch(tslock_lock *l, const char *member,
+                                 int64_t score, int64_t now, int64_t limit,
+                                 int check_intent,
+                                 struct tslock__shared_verdict *v);
+/* 1 removed, 0 our entry was gone, -1 the key was taken; or a code. */
+int tslock__shared_release_watch(tslock_lock *l, const char *member,
+                                 int64_t now, int *outcome);
+int tslock__shared_extend_watch(tslock_lock *l, const char *old_member,
+                                const char *new_member, int64_t score,
+                                int64_t now, int *outcome);
+int tslock__rw_exclusive_watch(tslock_lock *l, int64_t now, int64_t intent_ms,
+                               struct tslock__shared_verdict *v);
+
 /* ---- wakeup.c: waiters woken by the release */
 /*
  * Before a waiting acquire's first try: subscribe the client's second
@@ -248,6 +285,10 @@ enum tslock__script {
     SCRIPT_BRIDGE_GUARD,     /* KEYS lock, owner: see scripts.c */
     SCRIPT_FAIR_ACQUIRE,     /* KEYS lock, queue, alive, seq: fair.c */
     SCRIPT_BREAK,            /* KEYS lock, owner: break.c */
+    SCRIPT_SHARED_ACQUIRE,   /* KEYS lock, holders, intent: shared.c */
+    SCRIPT_SHARED_RELEASE,   /* KEYS lock, holders: shared.c */
+    SCRIPT_SHARED_EXTEND,    /* KEYS lock, holders: shared.c */
+    SCRIPT_RW_EXCLUSIVE,     /* KEYS lock, readers, intent: rwlock.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);
