@@ -12,8 +12,9 @@
 
 #include "tslock_int.h"
 
-#define N_READS 5 /* WATCH, GET key, ZRANGE holders, GET intent, TTL key */
-#define TRIES   4 /* refused transactions made again at once */
+#define N_READS      5 /* WATCH, GET key, ZRANGE holders, GET intent, TTL key */
+#define TRIES        4 /* refused transactions made again at once */
+#define CHANGE_TRIES 200 /* a release or extension tries harder */
 
 /* What the reads under WATCH found. */
 struct view {
@@ -125,8 +126,11 @@ static void put_holders(tslock_lock *l, const struct view *v, struct writes *w,
         snprintf(w->score, sizeof(w->score), "%lld", (long long)add_score);
         put(w, TSLOCK_STEP_ZADD, 4, "ZADD", l->holders_key, w->score, add);
     }
+    /* The last in ZRANGE's order: by score, ties by member. */
     for (i = 0; i < v->n; i++)
-        if (score(v, i) >= now && score(v, i) > top_score
+        if (score(v, i) >= now
+            && (score(v, i) > top_score
+                || (score(v, i) == top_score && strcmp(entry(v, i), top) > 0))
             && (skip == NULL || strcmp(entry(v, i), skip) != 0)
             && strlen(entry(v, i)) > 32) {
             top = entry(v, i);
@@ -286,13 +290,23 @@ static int change(tslock_lock *l, const char *member, const char *new_member,
 {
     int tries, rc = 1;
 
-    for (tries = 0; rc == 1 && tries < TRIES; tries++)
+    /*
+     * A refused EXEC means another holder's change went through, so
+     * each retry follows progress; after a few, a short random pause
+     * lets a busy set settle.  A hold is never left standing for it.
+     */
+    for (tries = 0; rc == 1 && tries < CHANGE_TRIES; tries++) {
+        if (tries >= TRIES
+            && tslock__wait(l, 1 + (int64_t)(tslock__random64(l->client) % 3))
+                   == TSLOCK_ECANCELED)
+            return TSLOCK_ECANCELED;
         rc = change_once(l, member, new_member, new_score, now, outcome);
+    }
     if (rc == 1)
         return tslock__fail(l->client, TSLOCK_EBUSY,
                             "lock '%s' changed under every one of %d "
                             "transactions; nothing changed",
-                            l->key, TRIES);
+                            l->key, CHANGE_TRIES);
     return rc;
 }
 
