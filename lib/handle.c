@@ -16,6 +16,8 @@ const char *tslock_lock_handle(const tslock_lock *l)
 
     if (l == NULL || !l->held)
         return NULL;
+    if (tslock__shared_handle(l, m->handle, sizeof(m->handle)))
+        return m->handle;
     if (l->used == TSLOCK_SCHEME_TOKEN)
         snprintf(m->handle, sizeof(m->handle), "token:%s", l->value);
     else if (l->used == TSLOCK_SCHEME_BRIDGE && l->proof)
@@ -50,6 +52,8 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
     if (l->held)
         return tslock__fail(l->client, TSLOCK_ESTATE,
                             "lock '%s' is already held", l->key);
+    if (tslock__shared_adopt(l, handle))
+        return TSLOCK_OK;
     colon = strchr(handle, ':');
     value = colon != NULL ? colon + 1 : "";
     /* A bridge hold with its proof: <stamp>/<owner token>. */
@@ -95,7 +99,8 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
     return tslock__fail(l->client, TSLOCK_EINVAL,
                         "handle \"%.80s\" is not token:<32 hex digits>, "
                         "{timestamp,bridge}-{ms,s,float}:<stamp> or "
-                        "bridge-{ms,s,float}:<stamp>/<32 hex digits>",
+                        "bridge-{ms,s,float}:<stamp>/<32 hex digits> or "
+                        "{shared,permit}-{ms,s,float}:<32 hex digits><stamp>",
                         handle);
 adopt:
     memcpy(l->value, value, len);

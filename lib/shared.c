@@ -105,12 +105,12 @@ static int make_member(tslock_lock *l, char *buf, size_t size, int64_t now,
 static int shared_busy(tslock_lock *l, int64_t now,
                        const struct tslock__shared_verdict *v)
 {
-    static const char *const why[] = {"held by an exclusive holder",
-                                      "a writer is waiting for it",
-                                      "every permit is taken"};
+    static const char *const why[] = {" by an exclusive holder",
+                                      ": a writer is waiting for it",
+                                      ": every permit is taken"};
 
     l->expires_ms = v->wait_ms >= 0 ? now + v->wait_ms : 0;
-    return tslock__fail(l->client, TSLOCK_EBUSY, "lock '%s' is %s", l->key,
+    return tslock__fail(l->client, TSLOCK_EBUSY, "lock '%s' is held%s", l->key,
                         why[v->why >= 0 && v->why <= 2 ? v->why : 0]);
 }
 
@@ -317,4 +317,66 @@ int tslock_lock_holders(tslock_lock *l, int64_t *count)
         rc = tslock__unexpected(l->client, "ZCOUNT", "an integer", r);
     freeReplyObject(r);
     return rc;
+}
+
+static const char *const unit_names[] = {"ms", "s", "float"};
+
+int tslock__shared_handle(const tslock_lock *l, char *buf, size_t size)
+{
+    if (l->ops != &tslock__shared_ops)
+        return 0;
+    snprintf(buf, size, "%s-%s:%s", l->permits > 0 ? "permit" : "shared",
+             unit_names[l->unit], l->value);
+    return 1;
+}
+
+/*
+ * "shared-UNIT:" or "permit-UNIT:", then our entry: 32 hex digits and
+ * the stamp.  The lock becomes that kind's holder (a semaphore of at
+ * least one permit); the lease end is unknown until extended, as for an
+ * adopted token.
+ */
+int tslock__shared_adopt(tslock_lock *l, const char *handle)
+{
+    int permit = strncmp(handle, "permit-", 7) == 0;
+    const char *colon = strchr(handle, ':'), *value;
+    int64_t exp;
+    const char *why;
+    size_t len;
+    int i;
+
+    if ((!permit && strncmp(handle, "shared-", 7) != 0) || colon == NULL)
+        return 0;
+    value = colon + 1;
+    len = strlen(value);
+    if (len <= 32 || len >= sizeof(l->value) || !tslock__is_token(value, 32))
+        return 0;
+    for (i = 0; i < 3; i++)
+        if ((size_t)(colon - handle - 7) == strlen(unit_names[i])
+            && strncmp(handle + 7, unit_names[i], strlen(unit_names[i])) == 0)
+            break;
+    if (i == 3
+        || tslock__stamp_parse(value + 32, len - 32, (tslock_unit)i, &exp, &why)
+               != TSLOCK_OK)
+        return 0;
+    if (permit && l->permits == 0) {
+        l->rw = TSLOCK_RW_OFF;
+        l->permits = 1;
+    } else if (!permit) {
+        l->permits = 0;
+        l->rw = TSLOCK_RW_SHARED;
+    }
+    free(l->holders_key);
+    l->holders_key = NULL;
+    if (tslock__kind_names(l) != TSLOCK_OK)
+        return 0;
+    memcpy(l->value, value, len + 1);
+    l->unit = (tslock_unit)i;
+    l->used = TSLOCK_SCHEME_TOKEN;
+    l->ops = &tslock__shared_ops;
+    l->expires_ms = 0;
+    l->next_member[0] = '\0';
+    l->held = 1;
+    l->fence = 0;
+    return 1;
 }

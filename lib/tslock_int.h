@@ -214,6 +214,10 @@ int64_t tslock__server_now(tslock_client *c);
 /* The holders set and the intent key, named once. */
 int tslock__kind_names(tslock_lock *l);
 extern const struct tslock__scheme_ops tslock__shared_ops;
+/* handle.c: a shared or permit hold's handle into buf: 1, else 0. */
+int tslock__shared_handle(const tslock_lock *l, char *buf, size_t size);
+/* handle.c: 1 when handle is a shared or permit hold's, now adopted. */
+int tslock__shared_adopt(tslock_lock *l, const char *handle);
 extern const struct tslock__scheme_ops tslock__rw_exclusive_ops;
 /* compat/shared_watch.c: the same on 2.2 - 2.4 with WATCH. */
 /* A verdict: held, or busy with the wait hint (ms) and why (0 held by

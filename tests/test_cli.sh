@@ -497,6 +497,73 @@ check "status -q: one word" [ "$(cat "$out")" = held ]
 "$cli" -s "$sock" rpush st_list x >/dev/null
 t "status: wrong type is a server error" 70 $ts status st_list
 
+# ------------------------------------------ read-write and semaphore
+t "--shared beside --shared" 0 $ts --shared rw1 -- $ts --shared rw1 -- true
+t "--exclusive while shared: busy" 1 \
+    $ts --shared rw1 -- $ts --exclusive rw1 -- true
+check "--exclusive while shared: says held" has "is held" "$err"
+t "plain lock while shared: busy" 1 $ts --shared rw1 -- $ts rw1 -- true
+t "--shared while exclusive: busy" 1 \
+    $ts --exclusive rw1 -- $ts --shared rw1 -- true
+t "--shared while a plain lock holds: busy" 1 \
+    $ts rw1 -- $ts --shared rw1 -- true
+check "rw1 and its readers gone" \
+    eval '! key_exists rw1 && ! key_exists "{rw1}:readers"'
+t "--permits 2: two hold at once" 0 \
+    $ts --permits 2 sem1 -- $ts --permits 2 sem1 -- true
+t "--permits 2: a third is busy" 1 $ts --permits 2 sem1 -- \
+    $ts --permits 2 sem1 -- $ts --permits 2 sem1 -- true
+check "--permits 2: says every permit is taken" \
+    has "every permit is taken" "$err"
+check "sem1 and its permits gone" \
+    eval '! key_exists sem1 && ! key_exists "{sem1}:permits"'
+t "--permits 0" 64 $ts --permits 0 sem1 -- true
+check "--permits 0: one line" one_line "from 1, got '0'"
+t "--permits x" 64 $ts --permits x sem1 -- true
+t "--shared with --permits" 64 $ts --shared --permits 2 sem1 -- true
+check "--shared with --permits: one line" one_line "exclude each other"
+t "--exclusive with --shared" 64 $ts --exclusive --shared rw1 -- true
+t "acquire --shared" 0 $ts --shared acquire rw2
+h=$(cat "$out")
+check "acquire --shared: shared-ms handle" \
+    eval 'echo "$h" | grep -Eq "^shared-ms:[0-9a-f]{32}[0-9]+$"'
+check "acquire --shared: the key holds a ms stamp" \
+    eval '"$cli" -s "$sock" get rw2 | grep -Eq "^[0-9]{13}$"'
+t "extend --shared" 0 $ts -t 60000 extend rw2 "$h"
+h_new=$(cat "$out")
+check "extend --shared: a new handle" [ -n "$h_new" -a "$h_new" != "$h" ]
+t "release --shared with the new handle" 0 $ts release rw2 "$h_new"
+check "release --shared: key gone" eval '! key_exists rw2'
+t "acquire --permits" 0 $ts --permits 3 acquire sem2
+h=$(cat "$out")
+check "acquire --permits: permit-ms handle" has "^permit-ms:" "$out"
+t "release a permit" 0 $ts release sem2 "$h"
+check "release a permit: key gone" eval '! key_exists sem2'
+# Writer preference: a waiting --exclusive turns new readers away.
+rm -f "$dir/rw3-go" "$dir/rw3-wrote"
+$ts --shared rw3 -- sh -c "until [ -e '$dir/rw3-go' ]; do sleep 0.02; done" \
+    >/dev/null 2>&1 &
+w_pid=$!
+n=0
+until key_exists rw3 || [ $n -gt 500 ]; do n=$((n + 1)); sleep 0.02; done
+$ts --exclusive -w 20000 rw3 -- touch "$dir/rw3-wrote" >/dev/null 2>&1 &
+x_pid=$!
+n=0
+until key_exists "{rw3}:writer" || [ $n -gt 500 ]; do
+    n=$((n + 1))
+    sleep 0.02
+done
+t "--shared behind a waiting --exclusive: busy" 1 $ts --shared rw3 -- true
+check "--shared behind a waiting --exclusive: says a writer waits" \
+    has "a writer is waiting" "$err"
+touch "$dir/rw3-go"
+wait $w_pid
+w_pid=
+wait $x_pid
+rc=$?
+check "the waiting --exclusive ran once the reader left" \
+    [ $rc -eq 0 -a -e "$dir/rw3-wrote" ]
+
 # ----------------------------------------------------------- handles
 t "acquire: token" 0 $ts acquire h1
 h=$(cat "$out")

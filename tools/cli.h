@@ -58,6 +58,8 @@ struct cli_options {
     const char *svg_path;     /* demo --svg: the timeline's file, or NULL */
     int timeout_ms;           /* --timeout: connecting, and each command */
     int fair;                 /* --fair: waiters in the order they asked */
+    tslock_rw rw;             /* --shared, --exclusive: a read-write side */
+    int64_t permits;          /* --permits N: a semaphore, or 0 */
     int poll;                 /* --poll: wait by polling, not woken */
     int fence;                /* --fence: a fencing number with each hold */
     const char *if_value;     /* --if-value: what break may delete, or NULL */

@@ -38,7 +38,10 @@ enum long_only {
     OPT_KEYS,
     OPT_FOR,
     OPT_SVG,
-    OPT_LIST
+    OPT_LIST,
+    OPT_SHARED,
+    OPT_EXCLUSIVE,
+    OPT_PERMITS
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -72,6 +75,9 @@ static const struct option long_options[] = {
     {"for", required_argument, NULL, OPT_FOR},
     {"svg", required_argument, NULL, OPT_SVG},
     {"list", no_argument, NULL, OPT_LIST},
+    {"shared", no_argument, NULL, OPT_SHARED},
+    {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
+    {"permits", required_argument, NULL, OPT_PERMITS},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -101,6 +107,13 @@ static int parse_integer(const char *text, int64_t min, int64_t max,
         return -1;
     *out = v;
     return 0;
+}
+
+/* --shared, --exclusive and --permits: one kind of lock at a time. */
+static int kind_conflict(void)
+{
+    return cli_usage_error("--shared, --exclusive and --permits exclude "
+                           "each other: a key is one kind of lock");
 }
 
 static int parse_number_option(int opt, const char *arg, struct cli_options *o)
@@ -136,6 +149,12 @@ static int parse_number_option(int opt, const char *arg, struct cli_options *o)
                                    arg);
         o->timeout_ms = (int)v;
         return 0;
+    case OPT_PERMITS:
+        if (parse_integer(arg, 1, INT64_C(1000000000), &o->permits) != 0)
+            return cli_usage_error("--permits expects how many may hold the "
+                                   "lock at once, from 1, got '%s'",
+                                   arg);
+        return o->rw != TSLOCK_RW_OFF ? kind_conflict() : 0;
     case OPT_WORKERS:
         if (parse_integer(arg, 1, 64, &v) != 0)
             return cli_usage_error("--workers expects a number from 1 to 64, "
@@ -264,6 +283,15 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case OPT_FAIR:
         o->fair = 1;
         return 0;
+    case OPT_SHARED:
+    case OPT_EXCLUSIVE: {
+        tslock_rw rw =
+            opt == OPT_SHARED ? TSLOCK_RW_SHARED : TSLOCK_RW_EXCLUSIVE;
+        if (o->permits > 0 || (o->rw != TSLOCK_RW_OFF && o->rw != rw))
+            return kind_conflict();
+        o->rw = rw;
+        return 0;
+    }
     case OPT_POLL:
         o->poll = 1;
         return 0;

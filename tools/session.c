@@ -195,6 +195,10 @@ int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
         rc = tslock_lock_set_fair(l, o->fair);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_wakeup(l, !o->poll);
+    if (rc == TSLOCK_OK && o->rw != TSLOCK_RW_OFF)
+        rc = tslock_lock_set_rw(l, o->rw);
+    if (rc == TSLOCK_OK && o->permits > 0)
+        rc = tslock_lock_set_permits(l, o->permits);
     if (rc == TSLOCK_OK && o->fence)
         rc = tslock_lock_set_fencing(l, 1);
     if (rc != TSLOCK_OK) {
