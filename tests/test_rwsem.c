@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "legacy.h"
 
 struct gen {
     const char *name;
@@ -232,6 +233,70 @@ static void test_race_release(void)
     CU_ASSERT(n2 >= 1);
 }
 
+static void other_releases(struct replay *r)
+{
+    r->other_rc = tslock_release(r->other);
+}
+
+/*
+ * One side holds; the other acquires, and the holder releases before
+ * each command of that acquire in turn.  The release always completes
+ * as a release (never ELOST: the acquire took nothing from it), and the
+ * acquire either gets in or is turned away cleanly, in which case its
+ * next try gets in: nothing is left behind by the interleaving.
+ */
+static int race_acquire_release(tslock_rw holder, tslock_rw acquirer)
+{
+    int k;
+
+    for (k = 0;; k++) {
+        char key[64];
+        tslock_client *a = client(), *b = client();
+        tslock_lock *la, *lh;
+        struct replay r = {k, 0, 0, other_releases, NULL, 0};
+        int rc;
+
+        snprintf(key, sizeof(key), "rw:acqrel:%s:%d:%d:%d", cur->name, holder,
+                 acquirer, k);
+        lh = kind_lock(b, key, holder, 0, 5000);
+        la = kind_lock(a, key, acquirer, 0, 5000);
+        r.other = lh;
+        CU_ASSERT_FATAL(tslock_acquire(lh, 0) == TSLOCK_OK);
+        tslock_client_set_step_hook(a, replay_hook, &r);
+        rc = tslock_acquire(la, 0);
+        tslock_client_set_step_hook(a, NULL, NULL);
+        if (r.fired) {
+            CU_ASSERT_EQUAL(r.other_rc, TSLOCK_OK);
+            CU_ASSERT(rc == TSLOCK_OK || rc == TSLOCK_EBUSY);
+            if (rc == TSLOCK_EBUSY)
+                CU_ASSERT_EQUAL(tslock_acquire(la, 0), TSLOCK_OK);
+        } else {
+            CU_ASSERT_EQUAL(rc, TSLOCK_EBUSY);
+            CU_ASSERT_EQUAL(tslock_release(lh), TSLOCK_OK);
+        }
+        if (tslock_lock_is_held(la))
+            CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_OK);
+        tslock_lock_free(la);
+        tslock_lock_free(lh);
+        tslock_client_free(a);
+        tslock_client_free(b);
+        if (!r.fired)
+            return k;
+    }
+}
+
+static void test_race_acquire_release(void)
+{
+    int n1 = race_acquire_release(TSLOCK_RW_EXCLUSIVE, TSLOCK_RW_SHARED);
+    int n2 = race_acquire_release(TSLOCK_RW_SHARED, TSLOCK_RW_EXCLUSIVE);
+
+    printf("\n    %s: a release before each of %d reader-acquire and %d "
+           "writer-acquire commands",
+           cur->name, n1, n2);
+    CU_ASSERT(n1 >= 1);
+    CU_ASSERT(n2 >= 1);
+}
+
 /* ---------------------------------------------------- crashed reader */
 
 static int crash_hook(tslock_client *c, tslock_step step, const char *k,
@@ -391,6 +456,57 @@ static void test_others_see_held(void)
     tslock_client_free(a);
     tslock_client_free(b);
     redisFree(raw);
+}
+
+static int64_t legacy_clock(void *ud)
+{
+    return ((th_clock *)ud)->wall_ms * 1000;
+}
+
+/*
+ * Legacy timestamp clients (Java RedisLock, the Redis docs' recipe,
+ * redis-py 2.x), each beside readers writing its unit: the key's stamp
+ * keeps them out for the latest reader's lease; once it has run out (on
+ * their clock) they take the key over as they would any expired stamp,
+ * and the readers' release says the hold was lost.
+ */
+static void test_legacy_clients_see_held(void)
+{
+    static const tslock_unit units[] = {TSLOCK_UNIT_MS, TSLOCK_UNIT_S,
+                                        TSLOCK_UNIT_FLOAT};
+    int k;
+
+    for (k = 0; k < 3; k++) {
+        char key[64];
+        tslock_client *a = client();
+        redisContext *raw = th_redis(endpoint(cur));
+        tslock_lock *r, *w;
+        legacy_client lc;
+
+        snprintf(key, sizeof(key), "rw:legacy:%d:%s", k, cur->name);
+        r = kind_lock(a, key, TSLOCK_RW_SHARED, 0, 3000);
+        w = kind_lock(a, key, TSLOCK_RW_EXCLUSIVE, 0, 3000);
+        CU_ASSERT_FATAL(tslock_lock_set_unit(r, units[k]) == TSLOCK_OK);
+        legacy_init(&lc, (legacy_kind)k, raw, 3000);
+        lc.clock = legacy_clock;
+        lc.clock_ud = &clk;
+        CU_ASSERT_FATAL(tslock_acquire(r, 0) == TSLOCK_OK);
+        CU_ASSERT_EQUAL(legacy_try(&lc, key), LEGACY_BUSY);
+        th_clock_advance(&clk, 2000);
+        CU_ASSERT_EQUAL(legacy_try(&lc, key), LEGACY_BUSY);
+        /* Past the lease, the bridge stamp's bound and a unit's rounding. */
+        th_clock_advance(&clk, 13000);
+        CU_ASSERT_EQUAL(legacy_try(&lc, key), LEGACY_HELD);
+        CU_ASSERT_EQUAL(tslock_release(r), TSLOCK_ELOST);
+        CU_ASSERT_EQUAL(tslock_acquire(w, 0), TSLOCK_EBUSY);
+        CU_ASSERT_EQUAL(legacy_unlock(&lc, key), 1);
+        CU_ASSERT_EQUAL(tslock_acquire(w, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+        tslock_lock_free(r);
+        tslock_lock_free(w);
+        tslock_client_free(a);
+        redisFree(raw);
+    }
 }
 
 /* Shared holds overlap; extend and time-left keep one's own lease. */
@@ -996,6 +1112,8 @@ int main(void)
                     test_race_acquire);
         CU_add_test(s, "the other side tries at every command of a release",
                     test_race_release);
+        CU_add_test(s, "the holder releases at every command of an acquire",
+                    test_race_acquire_release);
         CU_add_test(s, "a crashed reader holds writers off for its lease",
                     test_crashed_reader);
         CU_add_test(s, "a waiting writer turns new readers away",
@@ -1004,6 +1122,8 @@ int main(void)
                     test_plain_writer_no_preference);
         CU_add_test(s, "plain, stamp and semaphore clients see it held",
                     test_others_see_held);
+        CU_add_test(s, "legacy clients: held, then taken over after the lease",
+                    test_legacy_clients_see_held);
         CU_add_test(s, "semaphore: N permits, leases, extend",
                     test_semaphore_basics);
         CU_add_test(s, "control: naive Redis in Action semaphore over-admits",
