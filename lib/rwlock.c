@@ -46,12 +46,20 @@ static int exclusive_try(tslock_lock *l)
     const char *keys[3] = {l->key, l->holders_key, l->intent_key};
     const char *args[4] = {l->value, ttl, now_s, intent_s};
     redisReply *r = NULL;
-    int rc = tslock__make_token(c, l->value);
+    int rc = TSLOCK_OK;
 
+    /*
+     * One token for every attempt of one acquire, kept in next_member
+     * until it ends: the intent a waiting attempt leaves is then ours to
+     * refresh, to clear when we get in, and to withdraw when we give up.
+     */
+    if (!tslock__is_token(l->next_member, strlen(l->next_member)))
+        rc = tslock__make_token(c, l->next_member);
     if (rc != TSLOCK_OK)
         return rc;
+    memcpy(l->value, l->next_member, 33);
     snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
-    snprintf(now_s, sizeof(now_s), "%lld", (long long)srv);
+    tslock__script_now(c, now_s, sizeof(now_s));
     snprintf(intent_s, sizeof(intent_s), "%lld", (long long)intent);
     if (c->caps & TSLOCK_CAP_LUA) {
         rc = tslock__script_run_keys(c, SCRIPT_RW_EXCLUSIVE, 3, keys, 4, args,
@@ -75,6 +83,7 @@ static int exclusive_try(tslock_lock *l)
     if (v.taken) {
         l->expires_ms = now + l->ttl_ms;
         l->held = 1;
+        l->next_member[0] = '\0';
         return TSLOCK_OK;
     }
     l->expires_ms = v.wait_ms >= 0 ? now + v.wait_ms : 0;
@@ -94,11 +103,17 @@ void tslock__rw_leave(tslock_lock *l)
 {
     tslock_client *c = l->client;
     char keep[TSLOCK__ERRSTR_SIZE];
-    const char *args[2] = {l->value, l->channel};
+    char token[33];
+    const char *args[2] = {token, l->channel};
     redisReply *r = NULL;
 
-    if (l->rw != TSLOCK_RW_EXCLUSIVE || !l->waiting || l->intent_key == NULL
-        || c->broken || !tslock__is_token(l->value, strlen(l->value)))
+    if (l->rw != TSLOCK_RW_EXCLUSIVE)
+        return;
+    memcpy(token, l->next_member, sizeof(token) - 1);
+    token[32] = '\0';
+    l->next_member[0] = '\0'; /* the next acquire has a new token */
+    if (!l->waiting || l->intent_key == NULL || c->broken
+        || !tslock__is_token(token, strlen(token)))
         return;
     memcpy(keep, c->errstr, sizeof(keep));
     if (c->caps & TSLOCK_CAP_LUA) {
@@ -112,7 +127,7 @@ void tslock__rw_leave(tslock_lock *l)
         if (tslock__command(c, TSLOCK_STEP_GET, l->key, 2, get, &r)
             == TSLOCK_OK) {
             int ours =
-                r->type == REDIS_REPLY_STRING && strcmp(r->str, l->value) == 0;
+                r->type == REDIS_REPLY_STRING && strcmp(r->str, token) == 0;
             freeReplyObject(r);
             r = NULL;
             if (ours

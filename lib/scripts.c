@@ -111,15 +111,17 @@ static const struct {
     /*
      * Shared holds (shared.c, rwlock.c).  KEYS[1] the lock, KEYS[2] the
      * holders (token .. stamp -> lease end ms, server time), KEYS[3] a
-     * waiting writer's intent.  mark() keeps the lock key holding the
+     * waiting writer's intent.  An empty now (ms) in ARGV: the script
+     * reads TIME (Redis 3.2 and later let a script write after it).
+     * mark() keeps the lock key holding the
      * stamp of the latest lease with a TTL to its end (deleted with no
      * holder left); marked(v) says the lock key is that stamp or absent,
      * i.e. not held by anyone exclusive.  Acquire: ARGV entry, lease
-     * end, now, the permit limit (0 none), '1' to yield to a waiting
+     * ms, now, the permit limit (0 none), '1' to yield to a waiting
      * writer: {1,0,0}, or {0, wait ms, why}: 0 held exclusively, 1 a
      * writer waits, 2 no permit free.  Release: ARGV entry, now,
      * channel: 1, 0 (entry gone), -1 (the key was taken).  Extend: ARGV
-     * old entry, new entry, lease end, now: as release.  Exclusive:
+     * old entry, new entry, lease ms, now: as release.  Exclusive:
      * ARGV token, lease ms, now, intent ms (0 none): {1,0} taken, or
      * {0, holder's PTTL} with the intent kept.
      */
@@ -132,18 +134,20 @@ static const struct {
          "KEYS[2]) end end local function marked(v) local t = "
          "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
          "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[3]) "
-         "local v = redis.call('get', KEYS[1]) if not marked(v) then return "
-         "{0, redis.call('pttl', KEYS[1]), 0} end "
-         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[3]) "
-         "local why = 0 if ARGV[5] == '1' and redis.call('exists', KEYS[3]) "
-         "== 1 then why = 1 elseif tonumber(ARGV[4]) > 0 and "
-         "redis.call('zcard', KEYS[2]) >= tonumber(ARGV[4]) then why = 2 "
-         "else redis.call('zadd', KEYS[2], ARGV[2], ARGV[1]) end mark(now) "
-         "if why == 1 then return {0, redis.call('pttl', KEYS[3]), 1} end if "
-         "why == 2 then local f = redis.call('zrange', KEYS[2], 0, 0, "
-         "'withscores') return {0, math.floor(tonumber(f[2]) - now), 2} end "
-         "return {1, 0, 0}",
-         "3fb3a16eafa55b53ed576cba39aac1a4e757894f"},
+         "if not now then redis.replicate_commands() local t = "
+         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
+         "local score = now + tonumber(ARGV[2]) local v = redis.call('get', "
+         "KEYS[1]) if not marked(v) then return {0, redis.call('pttl', "
+         "KEYS[1]), 0} end redis.call('zremrangebyscore', KEYS[2], '-inf', "
+         "'(' .. now) local why = 0 if ARGV[5] == '1' and "
+         "redis.call('exists', KEYS[3]) == 1 then why = 1 elseif "
+         "tonumber(ARGV[4]) > 0 and redis.call('zcard', KEYS[2]) >= "
+         "tonumber(ARGV[4]) then why = 2 else redis.call('zadd', KEYS[2], "
+         "score, ARGV[1]) end mark(now) if why == 1 then return {0, "
+         "redis.call('pttl', KEYS[3]), 1} end if why == 2 then local f = "
+         "redis.call('zrange', KEYS[2], 0, 0, 'withscores') return {0, "
+         "math.floor(tonumber(f[2]) - now), 2} end return {1, 0, 0}",
+         "a8de2721e6dec11f2216817782c58788c1863ef3"},
     [SCRIPT_SHARED_RELEASE] =
         {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
          "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
@@ -152,13 +156,14 @@ static const struct {
          "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
          "KEYS[2]) end end local function marked(v) local t = "
          "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
-         "nil and v == string.sub(t, 33)) end local ours = "
-         "marked(redis.call('get', KEYS[1])) local n = redis.call('zrem', "
-         "KEYS[2], ARGV[1]) if not ours then return -1 end "
-         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[2]) "
-         "mark(tonumber(ARGV[2])) redis.pcall('publish', ARGV[3], KEYS[1]) "
-         "return n",
-         "263f2d61f04b1d8a9b0688f9a35b9affc0cd23b8"},
+         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[2]) "
+         "if not now then redis.replicate_commands() local t = "
+         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
+         "local ours = marked(redis.call('get', KEYS[1])) local n = "
+         "redis.call('zrem', KEYS[2], ARGV[1]) if not ours then return -1 "
+         "end redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) "
+         "mark(now) redis.pcall('publish', ARGV[3], KEYS[1]) return n",
+         "29f9385c661c9da101827ea5870487013ae72abf"},
     [SCRIPT_SHARED_EXTEND] =
         {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
          "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
@@ -168,14 +173,16 @@ static const struct {
          "KEYS[2]) end end local function marked(v) local t = "
          "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
          "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[4]) "
+         "if not now then redis.replicate_commands() local t = "
+         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
          "if not marked(redis.call('get', KEYS[1])) then return -1 end local "
          "s = redis.call('zscore', KEYS[2], ARGV[1]) if not s then if "
          "redis.call('zscore', KEYS[2], ARGV[2]) then return 1 end return 0 "
          "end if tonumber(s) < now then return 0 end redis.call('zrem', "
-         "KEYS[2], ARGV[1]) redis.call('zadd', KEYS[2], ARGV[3], ARGV[2]) "
-         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[4]) "
-         "mark(now) return 1",
-         "47c26461a846d041e393febc4631dd59201442d7"},
+         "KEYS[2], ARGV[1]) redis.call('zadd', KEYS[2], now + "
+         "tonumber(ARGV[3]), ARGV[2]) redis.call('zremrangebyscore', "
+         "KEYS[2], '-inf', '(' .. now) mark(now) return 1",
+         "b30fe3cf4809ee3076e07bdc2c4cecda9b2bc4ca"},
     [SCRIPT_RW_EXCLUSIVE] =
         {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
          "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
@@ -185,15 +192,17 @@ static const struct {
          "KEYS[2]) end end local function marked(v) local t = "
          "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
          "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[3]) "
+         "if not now then redis.replicate_commands() local t = "
+         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
          "if marked(redis.call('get', KEYS[1])) then "
-         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. ARGV[3]) if "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) if "
          "redis.call('zcard', KEYS[2]) == 0 then redis.call('set', KEYS[1], "
          "ARGV[1]) redis.call('pexpire', KEYS[1], ARGV[2]) if "
          "redis.call('get', KEYS[3]) == ARGV[1] then redis.call('del', "
          "KEYS[3]) end return {1, 0} end mark(now) end if ARGV[4] ~= '0' "
          "then redis.call('set', KEYS[3], ARGV[1]) redis.call('pexpire', "
          "KEYS[3], ARGV[4]) end return {0, redis.call('pttl', KEYS[1])}",
-         "0dff40c1bd3f87cbf7b62b5cb2550867a5fd9a79"},
+         "7bf0665572642e3d534a70716fb14489076e96a0"},
 
 };
 

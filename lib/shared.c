@@ -16,10 +16,31 @@ int64_t tslock__server_now(tslock_client *c)
 {
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
 
-    /* TSLOCK_TIME_SERVER has added the offset already. */
-    if (c->time_source != TSLOCK_TIME_SERVER)
+    /*
+     * TSLOCK_TIME_SERVER has added the offset already; a test clock
+     * plays the server's clock too (the offset was measured against the
+     * real one).
+     */
+    if (c->clock == NULL && c->time_source != TSLOCK_TIME_SERVER)
         now += tslock_client_clock_offset(c);
     return now;
+}
+
+/*
+ * The now a script is given: empty where the script can read the
+ * server's TIME itself and write after it (Redis 3.2 and later, with
+ * redis.replicate_commands()), so no client's offset enters; else the
+ * server's time as this client knows it (2.6 - 3.0 refuse a write after
+ * TIME in a script).  A test clock is always passed on.
+ */
+void tslock__script_now(tslock_client *c, char *buf, size_t size)
+{
+    int v32 = c->version[0] > 3 || (c->version[0] == 3 && c->version[1] >= 2);
+
+    if (c->clock == NULL && v32)
+        buf[0] = '\0';
+    else
+        snprintf(buf, size, "%lld", (long long)tslock__server_now(c));
 }
 
 int tslock__kind_names(tslock_lock *l)
@@ -136,16 +157,16 @@ static int shared_try(tslock_lock *l)
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
     int64_t srv = tslock__server_now(c);
     struct tslock__shared_verdict v = {0, -1, 0};
-    char score[24], now_s[24], limit[24];
+    char ttl[24], now_s[24], limit[24];
     const char *keys[3] = {l->key, l->holders_key, l->intent_key};
-    const char *args[5] = {l->value, score, now_s, limit, NULL};
+    const char *args[5] = {l->value, ttl, now_s, limit, NULL};
     redisReply *r = NULL;
     int rc;
 
     if ((rc = make_member(l, l->value, sizeof(l->value), now, l->ttl_ms, 1)))
         return rc;
-    snprintf(score, sizeof(score), "%lld", (long long)(srv + l->ttl_ms));
-    snprintf(now_s, sizeof(now_s), "%lld", (long long)srv);
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
+    tslock__script_now(c, now_s, sizeof(now_s));
     snprintf(limit, sizeof(limit), "%lld", (long long)l->permits);
     args[4] = l->rw == TSLOCK_RW_SHARED ? "1" : "0";
     if (c->caps & TSLOCK_CAP_LUA) {
@@ -206,7 +227,7 @@ static int shared_release(tslock_lock *l)
     redisReply *r = NULL;
     int outcome = 0, rc;
 
-    snprintf(now_s, sizeof(now_s), "%lld", (long long)srv);
+    tslock__script_now(c, now_s, sizeof(now_s));
     if (c->caps & TSLOCK_CAP_LUA) {
         rc = tslock__script_run_keys(c, SCRIPT_SHARED_RELEASE, 2, keys, 3, args,
                                      &r);
@@ -228,9 +249,9 @@ static int shared_extend(tslock_lock *l, int64_t ttl_ms)
     tslock_client *c = l->client;
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
     int64_t srv = tslock__server_now(c);
-    char score[24], now_s[24];
+    char ttl[24], now_s[24];
     const char *keys[2] = {l->key, l->holders_key};
-    const char *args[4] = {l->value, l->next_member, score, now_s};
+    const char *args[4] = {l->value, l->next_member, ttl, now_s};
     redisReply *r = NULL;
     int outcome = 0, rc;
 
@@ -238,8 +259,8 @@ static int shared_extend(tslock_lock *l, int64_t ttl_ms)
         && (rc = make_member(l, l->next_member, sizeof(l->next_member), now,
                              ttl_ms, 0)))
         return rc;
-    snprintf(score, sizeof(score), "%lld", (long long)(srv + ttl_ms));
-    snprintf(now_s, sizeof(now_s), "%lld", (long long)srv);
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
+    tslock__script_now(c, now_s, sizeof(now_s));
     if (c->caps & TSLOCK_CAP_LUA) {
         rc = tslock__script_run_keys(c, SCRIPT_SHARED_EXTEND, 2, keys, 4, args,
                                      &r);

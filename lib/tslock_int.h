@@ -211,6 +211,8 @@ int tslock__kind_try(tslock_lock *l);
 void tslock__rw_leave(tslock_lock *l);
 /* Now on the server's clock as this client knows it (TIME at connect). */
 int64_t tslock__server_now(tslock_client *c);
+/* The now given to a shared-hold script: "" to read TIME there. */
+void tslock__script_now(tslock_client *c, char *buf, size_t size);
 /* The holders set and the intent key, named once. */
 int tslock__kind_names(tslock_lock *l);
 extern const struct tslock__scheme_ops tslock__shared_ops;

@@ -509,6 +509,10 @@ t "--shared while a plain lock holds: busy" 1 \
     $ts rw1 -- $ts --shared rw1 -- true
 check "rw1 and its readers gone" \
     eval '! key_exists rw1 && ! key_exists "{rw1}:readers"'
+t "status of a shared key" 0 $ts --shared rw1 -- $ts status rw1
+check "status of a shared key: its holders" has "^shared holders: 1" "$out"
+t "status of a semaphore" 0 $ts --permits 2 sem1 -- $ts status sem1
+check "status of a semaphore: its holders" has "^permit holders: 1" "$out"
 t "--permits 2: two hold at once" 0 \
     $ts --permits 2 sem1 -- $ts --permits 2 sem1 -- true
 t "--permits 2: a third is busy" 1 $ts --permits 2 sem1 -- \

@@ -659,14 +659,19 @@ static void test_semaphore_basics(void)
 
 /* ------------------------------------------------------ command counts */
 
-static int commands;
+static int commands, attempts, one_attempt;
 
+/* With one_attempt, a waiting acquire is stopped at its second attempt. */
 static int count_hook(tslock_client *c, tslock_step step, const char *k,
                       void *ud)
 {
     (void)c;
     (void)k;
     (void)ud;
+    if (one_attempt
+        && (step == TSLOCK_STEP_EVALSHA || step == TSLOCK_STEP_WATCH)
+        && attempts++ == 1)
+        return 1;
     if (step != TSLOCK_STEP_EVAL) /* a NOSCRIPT fallback is no steady state */
         commands++;
     return 0;
@@ -684,7 +689,7 @@ static void test_costs(void)
     tslock_lock *other = kind_lock(b, K("cost:rw"), TSLOCK_RW_SHARED, 0, 5000);
     tslock_lock *s = kind_lock(a, K("cost:sem"), TSLOCK_RW_OFF, 1, 5000);
     tslock_lock *s2 = kind_lock(b, K("cost:sem"), TSLOCK_RW_OFF, 1, 5000);
-    int ra, rx, rr, wa, wb, wr, sa, sb, sr;
+    int ra, rx, rr, wa, wb, ww, wx, wr, sa, sb, sr;
 
     CU_ASSERT_FATAL(tslock_acquire(r, 0) == TSLOCK_OK); /* loads scripts */
     CU_ASSERT_FATAL(tslock_release(r) == TSLOCK_OK);
@@ -693,8 +698,13 @@ static void test_costs(void)
     rr = COUNT(tslock_release(r));
     CU_ASSERT_FATAL(tslock_acquire(other, 0) == TSLOCK_OK);
     wb = COUNT(tslock_acquire(w, 0));
+    one_attempt = 1;
+    attempts = 0;
+    ww = COUNT(tslock_acquire(w, 60000));
+    one_attempt = 0;
     CU_ASSERT_FATAL(tslock_release(other) == TSLOCK_OK);
     wa = COUNT(tslock_acquire(w, 0));
+    wx = COUNT(tslock_extend(w, 0));
     wr = COUNT(tslock_release(w));
     sa = COUNT(tslock_acquire(s, 0));
     CU_ASSERT_FATAL(tslock_release(s) == TSLOCK_OK);
@@ -704,9 +714,9 @@ static void test_costs(void)
     CU_ASSERT_FATAL(tslock_acquire(s, 0) == TSLOCK_OK);
     sr = COUNT(tslock_release(s));
     printf("\n    commands %-7s shared acquire %d extend %d release %d | "
-           "exclusive acquire %d busy %d release %d | permit acquire %d "
-           "busy %d release %d",
-           cur->name, ra, rx, rr, wa, wb, wr, sa, sb, sr);
+           "exclusive acquire %d busy %d busy-waiting %d extend %d release "
+           "%d | permit acquire %d busy %d release %d",
+           cur->name, ra, rx, rr, wa, wb, ww, wx, wr, sa, sb, sr);
     if (cur->emulate == NULL || strncmp(cur->emulate, "2.6", 3) == 0) {
         /* One script each; the exclusive release is the token scheme's. */
         CU_ASSERT(ra == 1 && rx == 1 && rr == 1 && wa == 1 && wb == 1);
@@ -736,7 +746,7 @@ static void test_costs(void)
 struct shared {
     atomic_int readers_in, writers_in, inside, max_in;
     atomic_int violations, failures, acquisitions;
-    atomic_int writer_busy[NWRITERS], writers_entered, counted, entered;
+    atomic_int writer_busy[NWRITERS], writer_in[NWRITERS], counted, entered;
 };
 static struct shared *sh;
 
@@ -771,14 +781,14 @@ static int all_readers_in(void)
     return atomic_load(&sh->readers_in) == NREADERS;
 }
 
+/* Every writer has been turned away once, or got in (the control). */
 static int writers_tried(void)
 {
     int i;
 
-    if (atomic_load(&sh->writers_entered) > 0)
-        return 1;
     for (i = 0; i < NWRITERS; i++)
-        if (atomic_load(&sh->writer_busy[i]) == 0)
+        if (atomic_load(&sh->writer_busy[i]) == 0
+            && atomic_load(&sh->writer_in[i]) == 0)
             return 0;
     return 1;
 }
@@ -853,7 +863,7 @@ static void rw_worker(int index, void *ud)
         atomic_fetch_add(&sh->acquisitions, 1);
         if (writer) {
             writer_enter();
-            atomic_fetch_add(&sh->writers_entered, 1);
+            atomic_fetch_add(&sh->writer_in[index - NREADERS], 1);
             sched_yield();
             atomic_fetch_sub(&sh->writers_in, 1);
         } else {
@@ -863,8 +873,9 @@ static void rw_worker(int index, void *ud)
             sched_yield();
             atomic_fetch_sub(&sh->readers_in, 1);
         }
-        if ((rc = tslock_release(l)) != TSLOCK_OK)
+        if ((rc = tslock_release(l)) != TSLOCK_OK) {
             failed("release", rc, c);
+        }
     }
     tslock_lock_free(l);
     tslock_client_free(c);

@@ -292,6 +292,30 @@ static void print_queue(tslock_lock *l)
         printf("fair queue: %" PRId64 " waiter%s\n", n, n == 1 ? "" : "s");
 }
 
+/*
+ * Shared or permit holders, when there are any (not with -q): the stamp
+ * printed above is then theirs, covering the latest lease.
+ */
+static void print_holders(tslock_lock *l)
+{
+    int64_t n = 0;
+
+    if (cli_verbosity < 0)
+        return;
+    if (tslock_lock_set_rw(l, TSLOCK_RW_SHARED) == TSLOCK_OK
+        && tslock_lock_holders(l, &n) == TSLOCK_OK && n > 0)
+        printf("shared holders: %" PRId64 " (the stamp covers the latest "
+               "lease)\n",
+               n);
+    (void)tslock_lock_set_rw(l, TSLOCK_RW_OFF);
+    if (tslock_lock_set_permits(l, 1) == TSLOCK_OK
+        && tslock_lock_holders(l, &n) == TSLOCK_OK && n > 0)
+        printf("permit holders: %" PRId64 " (the stamp covers the latest "
+               "lease)\n",
+               n);
+    (void)tslock_lock_set_permits(l, 0);
+}
+
 int cli_status(const struct cli_options *o, const char *key)
 {
     static char value[PEEK_SIZE];
@@ -311,8 +335,10 @@ int cli_status(const struct cli_options *o, const char *key)
             print_status(l, value, ttl_ms, now_ms);
         else
             status = cli_fail(c, rc, "cannot read the lock");
-        if (rc == TSLOCK_OK)
+        if (rc == TSLOCK_OK) {
             print_queue(l);
+            print_holders(l);
+        }
     }
     close_lock(c, l);
     return status;
