@@ -534,8 +534,9 @@ TSLOCK_EXTERN int tslock_lock_set_rw(tslock_lock *lock, tslock_rw mode);
  * permits holders at once, each with its own lease.
  *
  * The holders live in "{KEY}:permits", a sorted set scored by lease end
- * in the server's time (this host's clock corrected by the offset TIME
- * gave at connect, on Redis 2.6 and later); the count and the add are
+ * in the server's time (TIME read by the script on Redis 3.2 and later;
+ * this host's clock corrected by the offset TIME gave at connect on 2.6
+ * - 3.0; this host's clock before); the count and the add are
  * one script (2.6+) or one WATCH transaction (2.2 - 2.4), so lapsed
  * entries never let more than permits in.  KEY holds a stamp covering
  * the latest lease while any permit is held.  TSLOCK_EUNSUPPORTED at

@@ -776,9 +776,14 @@ static int await(int (*done)(void))
     return 1;
 }
 
+/*
+ * A latch: once every reader has been inside at once.  Polling the count
+ * itself could miss the moment (a reader that sleeps while the others
+ * leave would wait for a crowd that never comes back).
+ */
 static int all_readers_in(void)
 {
-    return atomic_load(&sh->readers_in) == NREADERS;
+    return atomic_load(&sh->max_in) == NREADERS;
 }
 
 /* Every writer has been turned away once, or got in (the control). */
