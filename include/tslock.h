@@ -68,7 +68,8 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(EUNSUPPORTED, -13, "not supported by this server")                       \
     X(ESTATE, -14, "operation does not fit the lock's state")                  \
     X(EHOOK, -15, "operation stopped by the step hook")                        \
-    X(ECLOCK, -16, "clock failed or gave an implausible time")
+    X(ECLOCK, -16, "clock failed or gave an implausible time")              \
+    X(ENOQUORUM, -18, "too few servers could be reached for a quorum")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
 /* The error codes.  TSLOCK_OK is 0; all others are negative. */
@@ -617,6 +618,174 @@ TSLOCK_EXTERN int64_t tslock_lock_expires_ms(const tslock_lock *lock);
  * fencing is off or the lock is not held.
  */
 TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
+
+/* ========================================================== redlock ==== */
+
+/*
+ * One lock over N independent Redis masters (N odd, at least 3): the
+ * Redlock algorithm of the Redis documentation.  It is held while a
+ * majority of the masters (N/2 + 1) hold the same random token under the
+ * same key, taken within the validity time.  Opaque.
+ */
+typedef struct tslock_redlock tslock_redlock;
+
+/*
+ * tslock_redlock_new - make a Redlock over n clients, one per master, for
+ * key.
+ *
+ * clients: n connected clients of independent masters (not replicas of
+ * one another), borrowed.  n: odd, from 3 to 63.  Each master takes the
+ * token scheme through the path its version allows (SET NX PX; one
+ * script on 2.6.0 - 2.6.11; WATCH on 2.2 - 2.4).  Defaults: ttl 30000
+ * ms, per-master timeout derived from the ttl, retry delay 50-100 ms.
+ * Nothing is sent to the servers.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL or empty argument, a NULL or
+ * repeated client, n even or out of range) or TSLOCK_ENOMEM.
+ * Ownership: key is copied, the clients stay the caller's and must
+ * outlive the Redlock; *out is new, freed by tslock_redlock_free().
+ * Threads: a Redlock and its clients are used by one thread at a time,
+ * except tslock_redlock_cancel().
+ */
+TSLOCK_EXTERN int tslock_redlock_new(tslock_redlock **out,
+                                     tslock_client *const *clients, size_t n,
+                                     const char *key);
+
+/*
+ * tslock_redlock_free - free a Redlock.  Does not release it: a held
+ * Redlock stays held on the masters until released or its lease runs
+ * out.  Accepts NULL.
+ */
+TSLOCK_EXTERN void tslock_redlock_free(tslock_redlock *rl);
+
+/*
+ * tslock_redlock_set_ttl - the lease in milliseconds (> 0, at most ten
+ * years), set on every master.  Applies to the next acquisition.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_set_ttl(tslock_redlock *rl, int64_t ttl_ms);
+
+/*
+ * tslock_redlock_set_server_timeout - how long one master may take to
+ * answer (connecting again included) before the attempt moves on to the
+ * next master.
+ *
+ * ms: 0 (the default) for a tenth of the ttl, at least 5 ms and at most
+ * 1000 ms, and never more than the client's own timeouts; > 0 exactly
+ * that.  Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
+ */
+TSLOCK_EXTERN int tslock_redlock_set_server_timeout(tslock_redlock *rl,
+                                                    int ms);
+
+/*
+ * tslock_redlock_set_retry - the randomized delay between attempts of a
+ * waiting tslock_redlock_acquire(), uniform in [min_ms, max_ms].
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (min_ms < 1 or max_ms < min_ms).
+ */
+TSLOCK_EXTERN int tslock_redlock_set_retry(tslock_redlock *rl, int min_ms,
+                                           int max_ms);
+
+/*
+ * tslock_redlock_acquire - take the Redlock, waiting up to wait_ms.
+ *
+ * Each attempt writes one new token to every master in turn, each with
+ * the per-master timeout.  It holds when a majority took it and the
+ * validity, ttl - elapsed - drift (drift = ttl / 100 + 2 ms), is still
+ * above 0; otherwise the token is deleted again from every master that
+ * took it or whose answer was lost.  wait_ms: 0 tries once; > 0 retries
+ * after a random delay until that many ms have passed;
+ * TSLOCK_WAIT_FOREVER retries until taken or canceled.
+ * Returns TSLOCK_OK (held), TSLOCK_EBUSY (not a failure: held by another
+ * owner on enough masters, or taken too slowly), TSLOCK_ENOQUORUM (too
+ * many masters failed for a majority), TSLOCK_EUNSUPPORTED (a master
+ * older than Redis 2.2), TSLOCK_ECANCELED, TSLOCK_ESTATE (already
+ * held), TSLOCK_EINVAL or TSLOCK_ECLOCK.  tslock_redlock_errstr() says
+ * what each master answered.
+ * Threads: as for the Redlock; tslock_redlock_cancel() may interrupt it.
+ */
+TSLOCK_EXTERN int tslock_redlock_acquire(tslock_redlock *rl, int64_t wait_ms);
+
+/*
+ * tslock_redlock_release - delete our token from every master that holds
+ * it (compare-and-delete, as tslock_release()).
+ *
+ * Returns TSLOCK_OK (deleted from a majority: the lock is free; masters
+ * that could not be reached let it run out by its TTL), TSLOCK_ELOST
+ * (gone from so many masters that it was no longer ours; not a failure),
+ * TSLOCK_ENOQUORUM (too few masters could be reached to tell: still held,
+ * try again), TSLOCK_ESTATE (not held) or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_release(tslock_redlock *rl);
+
+/*
+ * tslock_redlock_extend - set the lease to ttl_ms from now on every
+ * master that holds our token (compare-and-PEXPIRE, as tslock_extend()).
+ *
+ * ttl_ms: the new lease, or 0 for the Redlock's ttl.  Holds only when a
+ * majority extended within the new validity, which then counts from the
+ * start of this call.
+ * Returns TSLOCK_OK, TSLOCK_ELOST (our token is gone from too many
+ * masters: released everywhere, no longer held; not a failure),
+ * TSLOCK_ENOQUORUM (too few masters answered: still held with the
+ * validity it had), TSLOCK_ESTATE (not held) or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_extend(tslock_redlock *rl, int64_t ttl_ms);
+
+/*
+ * tslock_redlock_validity_ms - how long the hold is still valid by this
+ * host's monotonic clock: ttl - drift from the start of the acquire or
+ * extend that set it.  No round trip.
+ *
+ * Returns the ms left, 0 when not held or run out, -1 when unknown (an
+ * adopted handle, until the first extend).
+ */
+TSLOCK_EXTERN int64_t tslock_redlock_validity_ms(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_cancel - make a wait in tslock_redlock_acquire() return
+ * TSLOCK_ECANCELED.  Async-signal-safe.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_cancel(tslock_redlock *rl);
+
+/*
+ * tslock_redlock_is_held - whether this object holds the Redlock, as far
+ * as its own operations know.  0 for NULL.
+ */
+TSLOCK_EXTERN int tslock_redlock_is_held(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_taken - on how many masters the current hold (or the
+ * last attempt) has our token, as far as this object knows.
+ */
+TSLOCK_EXTERN int tslock_redlock_taken(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_handle - "redlock:TOKEN", the hold's token (the same on
+ * every master), which tslock_redlock_adopt() turns back into a held
+ * Redlock over the same masters in another process.
+ *
+ * Returns NULL when not held.
+ * Ownership: borrowed; valid until the next call on the Redlock.
+ */
+TSLOCK_EXTERN const char *tslock_redlock_handle(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_adopt - make rl hold what handle describes
+ * ("redlock:TOKEN" or "token:TOKEN"), on every master, so it can be
+ * released or extended.  Nothing is sent; a hold that is gone is found
+ * out by the next release or extend.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL, or a handle that does not
+ * parse; the detail names what was expected) or TSLOCK_ESTATE (held).
+ * Ownership: handle is copied.
+ */
+TSLOCK_EXTERN int tslock_redlock_adopt(tslock_redlock *rl, const char *handle);
+
+/*
+ * tslock_redlock_errstr - the detail of the last call: what each master
+ * answered.  "" when there is none, "" for NULL.
+ * Ownership: borrowed; valid until the next call on the Redlock.
+ */
+TSLOCK_EXTERN const char *tslock_redlock_errstr(const tslock_redlock *rl);
 
 /* =========================================== handles and inspection ==== */
 

@@ -102,6 +102,7 @@ struct tslock_lock {
     char pending[TSLOCK__VALUE_SIZE];
     int64_t pending_end;
     char orphan[33];   /* a token an interrupted acquire may have left */
+    char given[33];    /* redlock.c: the token to write, "" for a new one */
     int64_t orphan_at; /* wall ms before that acquire sent it */
     unsigned recoveries;
     int recovered_code;
