@@ -343,18 +343,19 @@ static int attempt(tslock_redlock *rl)
     elapsed = mono_now(rl) - start;
     validity = rl->ttl_ms - elapsed - drift_ms(rl->ttl_ms);
     rl->taken = taken;
-    if (taken >= quorum(rl) && validity > 0 && elapsed >= 0) {
+    if (unsupported > 0) {
+        /* A master set with one too old is a mistake to hear about. */
+        snprintf(head, sizeof(head),
+                 "Redlock needs every master to be Redis 2.2 or later");
+        rc = TSLOCK_EUNSUPPORTED;
+    } else if (taken >= quorum(rl) && validity > 0 && elapsed >= 0) {
         rl->held = 1;
         rl->valid_until = start + rl->ttl_ms - drift_ms(rl->ttl_ms);
         adopt_maybe(rl);
         snprintf(head, sizeof(head), "'%s' taken on %d of %zu masters", rl->key,
                  taken, rl->n);
         rc = TSLOCK_OK;
-    } else if (unsupported > 0) {
-        snprintf(head, sizeof(head),
-                 "Redlock needs every master to be Redis 2.2 or later");
-        rc = TSLOCK_EUNSUPPORTED;
-    } else if (errors + unsupported > (int)rl->n - quorum(rl)) {
+    } else if (errors > (int)rl->n - quorum(rl)) {
         snprintf(head, sizeof(head),
                  "'%s': %d of %zu masters failed, so no majority of %d is "
                  "possible",
