@@ -29,6 +29,10 @@ struct run_state {
     tslock_client *renew_client;
     tslock_lock *lock;
     tslock_watchdog *watchdog;
+    /* A Redlock (-u given N times) instead of client and lock. */
+    tslock_client **masters;
+    tslock_redlock *redlock;
+    struct cli_renewer *renewer;
     atomic_int child_pid;
     atomic_int renew_failed; /* the failing code, 0 while renewals work */
     atomic_int term_sent;    /* --kill-on-loss sends SIGTERM once */
@@ -113,6 +117,21 @@ static int start_renewal(struct run_state *s)
 
     if (!s->o->renew)
         return CLI_EXIT_OK;
+    if (s->redlock != NULL) {
+        /* Renewed on the same connections: the main thread only waits. */
+        cli_signals_block(&old);
+        rc = cli_quorum_renew_start(s->redlock, s->o->ttl_ms, on_renew_failure,
+                                    on_renew_warning, s, &s->renewer);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != TSLOCK_OK) {
+            cli_error("cannot start renewing the lease: %s",
+                      tslock_strerror(rc));
+            return cli_status_for(rc);
+        }
+        cli_verbose("renewing the lease every %" PRId64 " ms on every master",
+                    s->o->ttl_ms / 3 > 0 ? s->o->ttl_ms / 3 : 1);
+        return CLI_EXIT_OK;
+    }
     status = cli_connect(s->o, &s->renew_client);
     if (status != CLI_EXIT_OK)
         return status;
@@ -238,8 +257,32 @@ static void note_lost(struct run_state *s, const char *what)
 {
     if (!s->lost)
         snprintf(s->lost_why, sizeof(s->lost_why), "%s: %s", what,
-                 tslock_client_errstr(s->client));
+                 s->redlock != NULL ? tslock_redlock_errstr(s->redlock)
+                                    : tslock_client_errstr(s->client));
     s->lost = 1;
+}
+
+/* end_hold of a Redlock: stop renewing, release on every master. */
+static void end_redlock_hold(struct run_state *s)
+{
+    int rc = cli_quorum_renew_stop(s->renewer);
+
+    s->renewer = NULL;
+    if (rc != TSLOCK_OK)
+        note_lost(s, "renewal failed");
+    if (!tslock_redlock_is_held(s->redlock))
+        return;
+    rc = tslock_redlock_release(s->redlock);
+    if (rc == TSLOCK_OK)
+        cli_verbose("%s", tslock_redlock_errstr(s->redlock));
+    else if (rc == TSLOCK_ELOST)
+        note_lost(s, "release found it gone");
+    else {
+        cli_error("cannot release the lock (it stays held until its lease "
+                  "runs out): %s: %s",
+                  tslock_errname(rc), tslock_redlock_errstr(s->redlock));
+        s->release_status = cli_status_for(rc);
+    }
 }
 
 /* Stop renewing, then release: both can find the lease lost. */
@@ -247,6 +290,10 @@ static void end_hold(struct run_state *s)
 {
     int rc;
 
+    if (s->redlock != NULL) {
+        end_redlock_hold(s);
+        return;
+    }
     if (s->watchdog != NULL) {
         rc = tslock_watchdog_stop(s->watchdog);
         s->watchdog = NULL;
@@ -316,11 +363,17 @@ int cli_run(const struct cli_options *o, const char *key, char **command)
     s.key = key;
     note_inherited_fds(&s);
     cli_signals_install();
-    status = cli_connect(o, &s.client);
-    if (status == CLI_EXIT_OK)
-        status = cli_lock_new(o, s.client, key, &s.lock);
-    if (status == CLI_EXIT_OK)
-        status = cli_take(o, s.client, s.lock, key);
+    if (o->n_masters > 0) {
+        status = cli_quorum_open(o, key, &s.masters, &s.redlock);
+        if (status == CLI_EXIT_OK)
+            status = cli_quorum_take(o, s.redlock, key);
+    } else {
+        status = cli_connect(o, &s.client);
+        if (status == CLI_EXIT_OK)
+            status = cli_lock_new(o, s.client, key, &s.lock);
+        if (status == CLI_EXIT_OK)
+            status = cli_take(o, s.client, s.lock, key);
+    }
     if (status != CLI_EXIT_OK)
         goto out;
     status = export_fence(&s);
@@ -331,6 +384,8 @@ int cli_run(const struct cli_options *o, const char *key, char **command)
     end_hold(&s);
     status = choose_status(&s, status, child_status);
 out:
+    if (o->n_masters > 0)
+        cli_quorum_close(o, s.masters, s.redlock);
     tslock_lock_free(s.lock);
     tslock_client_free(s.renew_client);
     tslock_client_free(s.client);

@@ -103,6 +103,7 @@ int cli_status_for(int code)
     case TSLOCK_EIO:
     case TSLOCK_ETIMEDOUT:
     case TSLOCK_EAUTH:
+    case TSLOCK_ENOQUORUM:
         return CLI_EXIT_UNAVAILABLE;
     case TSLOCK_ENOMEM:
         return CLI_EXIT_OSERR;
@@ -147,9 +148,9 @@ static void report_server(tslock_client *c)
                 tslock_client_clock_offset(c));
 }
 
-int cli_connect(const struct cli_options *o, tslock_client **out)
+int cli_client_for(const struct cli_options *o, const struct cli_url *u,
+                   tslock_client **out)
 {
-    const struct cli_url *u = &o->url;
     tslock_client *c = NULL;
     char where[512];
     int rc;
@@ -158,7 +159,10 @@ int cli_connect(const struct cli_options *o, tslock_client **out)
     cli_url_describe(u, where, sizeof(where));
     cli_verbose("connecting to %s", where);
     rc = tslock_client_new(&c);
-    if (rc == TSLOCK_OK && u->password != NULL)
+    if (rc != TSLOCK_OK)
+        return rc;
+    *out = c;
+    if (u->password != NULL)
         rc = tslock_client_set_auth(c, u->user, u->password);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_db(c, u->db);
@@ -169,12 +173,23 @@ int cli_connect(const struct cli_options *o, tslock_client **out)
     if (rc == TSLOCK_OK)
         rc = u->is_unix ? tslock_client_connect_unix(c, u->host)
                         : tslock_client_connect_tcp(c, u->host, u->port);
+    if (rc == TSLOCK_OK)
+        report_server(c);
+    return rc;
+}
+
+int cli_connect(const struct cli_options *o, tslock_client **out)
+{
+    tslock_client *c = NULL;
+    int rc = cli_client_for(o, &o->url, &c);
+
+    *out = NULL;
     if (rc != TSLOCK_OK) {
-        int status = cli_fail(c, rc, "cannot use the server");
+        int status = c != NULL ? cli_fail(c, rc, "cannot use the server")
+                               : cli_status_for(rc);
         tslock_client_free(c);
         return status;
     }
-    report_server(c);
     *out = c;
     return CLI_EXIT_OK;
 }

@@ -22,6 +22,7 @@ static int pipe_ignored;
 static volatile sig_atomic_t received;
 static volatile sig_atomic_t child_pid;
 static tslock_lock *volatile wait_lock;
+static tslock_redlock *volatile wait_redlock;
 
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
@@ -39,6 +40,8 @@ static void on_signal(int sig, siginfo_t *info, void *context)
             kill((pid_t)child_pid, sig);
     } else if (wait_lock != NULL) {
         tslock_lock_cancel(wait_lock); /* async-signal-safe */
+    } else if (wait_redlock != NULL) {
+        tslock_redlock_cancel(wait_redlock); /* async-signal-safe too */
     }
     errno = saved_errno;
 }
@@ -109,4 +112,9 @@ void cli_signals_forward_to(int pid)
 int cli_signals_received(void)
 {
     return received;
+}
+
+void cli_signals_wait_on_redlock(tslock_redlock *rl)
+{
+    wait_redlock = rl;
 }

@@ -91,10 +91,14 @@ static const char help_text[] =
  * argv, but it was visible until then and stays in shell history.  A bad
  * URL gets only its own error line.
  */
-static int parse_url(const struct cli_request *r, struct cli_options *o)
+static int parse_url(const struct cli_request *r, struct cli_options *o,
+                     const char *form)
 {
     char err[256];
+    int status = cli_masters_parse(r, o, form);
 
+    if (status != 0)
+        return status;
     if (cli_url_parse(r->url_text, &o->url, err, sizeof(err)) != 0)
         return cli_usage_error("%s: %s", r->url_origin, err);
     if (r->password_in_argv && !r->no_auth_warning)
@@ -159,23 +163,33 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return CLI_EXIT_USAGE;
     if (f != FORM_SURVEY && f != FORM_WATCH && survey_options_elsewhere(o) != 0)
         return CLI_EXIT_USAGE;
+    if (f == FORM_DEMO || (f == FORM_REPLAY && o->replay_list))
+        if (cli_masters_parse(r, o, forms[f].name) != 0)
+            return CLI_EXIT_USAGE;
     if (f == FORM_DEMO)
         return cli_demo(o);
     if (f == FORM_SURVEY)
-        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE : cli_survey(o);
+        return parse_url(r, o, "survey") != 0 ? CLI_EXIT_USAGE : cli_survey(o);
     if (f == FORM_WATCH)
-        return parse_url(r, o) != 0
+        return parse_url(r, o, "watch") != 0
                    ? CLI_EXIT_USAGE
                    : cli_watch(o, r->words + 1, r->n_words - 1);
     if (f == FORM_REPLAY && o->replay_list)
         return cli_replay(o, NULL, 1);
     if (f == FORM_REPLAY)
-        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE
-                                    : cli_replay(o, r->words[1], 0);
+        return parse_url(r, o, "replay") != 0 ? CLI_EXIT_USAGE
+                                              : cli_replay(o, r->words[1], 0);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
-    if (parse_url(r, o) != 0)
+    if (parse_url(r, o, f == FORM_BREAK ? "break" : NULL) != 0)
         return CLI_EXIT_USAGE;
+    if (o->n_masters > 0)
+        return f == FORM_ACQUIRE ? cli_quorum_acquire(o, r->words[1])
+               : f == FORM_RELEASE
+                   ? cli_quorum_release(o, r->words[1], r->words[2])
+               : f == FORM_EXTEND
+                   ? cli_quorum_extend(o, r->words[1], r->words[2])
+                   : cli_quorum_status(o, r->words[1]);
     switch (f) {
     case FORM_ACQUIRE:
         return cli_acquire(o, r->words[1]);
@@ -279,7 +293,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
                                                       "the watch form only")
                                     : CLI_EXIT_USAGE;
-    if (parse_url(r, o) != 0)
+    if (parse_url(r, o, NULL) != 0)
         return CLI_EXIT_USAGE;
     return cli_run(o, r->words[0], r->command);
 }
@@ -303,6 +317,7 @@ int main(int argc, char **argv)
     else if (status == 0)
         status = dispatch(&r, &o);
     cli_url_free(&o.url);
+    cli_masters_free(&o);
     cli_request_free(&r);
     return status;
 }
