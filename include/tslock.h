@@ -68,7 +68,7 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(EUNSUPPORTED, -13, "not supported by this server")                       \
     X(ESTATE, -14, "operation does not fit the lock's state")                  \
     X(EHOOK, -15, "operation stopped by the step hook")                        \
-    X(ECLOCK, -16, "clock failed or gave an implausible time")              \
+    X(ECLOCK, -16, "clock failed or gave an implausible time")                 \
     X(ENOQUORUM, -18, "too few servers could be reached for a quorum")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
@@ -673,8 +673,7 @@ TSLOCK_EXTERN int tslock_redlock_set_ttl(tslock_redlock *rl, int64_t ttl_ms);
  * 1000 ms, and never more than the client's own timeouts; > 0 exactly
  * that.  Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
  */
-TSLOCK_EXTERN int tslock_redlock_set_server_timeout(tslock_redlock *rl,
-                                                    int ms);
+TSLOCK_EXTERN int tslock_redlock_set_server_timeout(tslock_redlock *rl, int ms);
 
 /*
  * tslock_redlock_set_retry - the randomized delay between attempts of a
