@@ -266,9 +266,14 @@ if [ -r /proc/$$/cmdline ]; then
     check "--url= password: not in tslock's cmdline" no_secret
     check "--url= password: cmdline shows --url=unix://***@" \
         has "--url=unix://\*\*\*@$psock" "$out"
-    t "two -u: both scrubbed" 0 $tool -u "redis://:SECRETPW@x" \
-        -u "unix://:SECRETPW@$psock" pk -- sh -c "$show_cmdline"
-    check "two -u: no password in cmdline" no_secret
+    # Three -u (a Redlock, here over three databases of one server).
+    t "three -u: all scrubbed" 0 $tool -u "unix://:SECRETPW@$psock?db=1" \
+        -u "unix://:SECRETPW@$psock?db=2" -u "unix://:SECRETPW@$psock?db=3" \
+        pk -- sh -c "$show_cmdline"
+    check "three -u: no password in cmdline" no_secret
+    t "two -u: a usage error, not the last one silently" 64 $tool \
+        -u "redis://:SECRETPW@x" -u "unix://:SECRETPW@$psock" pk -- true
+    check "two -u: the error names the odd count" has "odd number" "$err"
     if "$cli" -s "$sock" acl setuser carol on '>SECRETPW' '~*' '+@all' \
         >/dev/null 2>&1; then
         t "user:password@: job runs" 0 $tool -u "unix://carol:SECRETPW@$sock" \
