@@ -671,7 +671,9 @@ TSLOCK_EXTERN int tslock_redlock_set_ttl(tslock_redlock *rl, int64_t ttl_ms);
  *
  * ms: 0 (the default) for a tenth of the ttl, at least 5 ms and at most
  * 1000 ms, and never more than the client's own timeouts; > 0 exactly
- * that.  Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
+ * that.  From its first operation on, the Redlock lowers each client's
+ * connect and command timeouts to this; tslock_redlock_free() puts back
+ * what they were.  Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
  */
 TSLOCK_EXTERN int tslock_redlock_set_server_timeout(tslock_redlock *rl, int ms);
 

@@ -26,6 +26,9 @@ struct tslock_redlock {
     tslock_client **clients; /* borrowed */
     tslock_lock **locks;     /* one token lock per master */
     unsigned char *mark;     /* MARK_* of each master */
+    /* The clients' own timeouts, put back by tslock_redlock_free(). */
+    int *own_connect, *own_command;
+    int *applied; /* the per-master timeout applied, 0 before */
     char *key;
     int64_t ttl_ms;
     int server_ms; /* 0: derived from the ttl */
@@ -135,12 +138,18 @@ int tslock_redlock_new(tslock_redlock **out, tslock_client *const *clients,
     rl->clients = calloc(n, sizeof(*rl->clients));
     rl->locks = calloc(n, sizeof(*rl->locks));
     rl->mark = calloc(n, 1);
+    rl->own_connect = calloc(n, sizeof(int));
+    rl->own_command = calloc(n, sizeof(int));
+    rl->applied = calloc(n, sizeof(int));
     rl->key = strdup(key);
     if (rl->clients == NULL || rl->locks == NULL || rl->mark == NULL
-        || rl->key == NULL)
+        || rl->own_connect == NULL || rl->own_command == NULL
+        || rl->applied == NULL || rl->key == NULL)
         goto out;
     for (i = 0; i < n; i++) {
         rl->clients[i] = clients[i];
+        rl->own_connect[i] = clients[i]->connect_ms;
+        rl->own_command[i] = clients[i]->command_ms;
         rc = tslock_lock_new(&rl->locks[i], clients[i], key);
         if (rc != TSLOCK_OK)
             goto out;
@@ -167,6 +176,13 @@ void tslock_redlock_free(tslock_redlock *rl)
         return;
     for (i = 0; rl->locks != NULL && i < rl->n; i++)
         tslock_lock_free(rl->locks[i]);
+    for (i = 0; rl->applied != NULL && i < rl->n; i++)
+        if (rl->applied[i] != 0)
+            (void)tslock_client_set_timeouts(rl->clients[i], rl->own_connect[i],
+                                             rl->own_command[i]);
+    free(rl->own_connect);
+    free(rl->own_command);
+    free(rl->applied);
     free(rl->locks);
     free(rl->clients);
     free(rl->mark);
@@ -200,7 +216,7 @@ int tslock_redlock_set_retry(tslock_redlock *rl, int min_ms, int max_ms)
 }
 
 /* The per-master timeout: as set, or a tenth of the ttl in [5, 1000]. */
-static int server_timeout(const tslock_redlock *rl, const tslock_client *c)
+static int server_timeout(const tslock_redlock *rl, int own_command_ms)
 {
     int64_t ms = rl->server_ms;
 
@@ -208,8 +224,8 @@ static int server_timeout(const tslock_redlock *rl, const tslock_client *c)
         return (int)ms;
     ms = rl->ttl_ms / 10;
     ms = ms < 5 ? 5 : ms > 1000 ? 1000 : ms;
-    if (c->command_ms > 0 && c->command_ms < ms)
-        ms = c->command_ms;
+    if (own_command_ms > 0 && own_command_ms < ms)
+        ms = own_command_ms;
     return (int)ms;
 }
 
@@ -231,16 +247,23 @@ static int on_master(tslock_redlock *rl, size_t i, enum master_op op,
 {
     tslock_client *c = rl->clients[i];
     tslock_lock *l = rl->locks[i];
-    int ms = server_timeout(rl, c);
-    int connect_ms = c->connect_ms, command_ms = c->command_ms;
+    int ms = server_timeout(rl, rl->own_command[i]);
     int rc = TSLOCK_OK;
 
+    /*
+     * The client keeps the per-master timeout while the Redlock lives
+     * (set once, not around every command: each change is two system
+     * calls on the socket, which cost as much as a round trip).
+     */
+    if (rl->applied[i] != ms) {
+        (void)tslock_client_set_timeouts(c, cap_ms(rl->own_connect[i], ms),
+                                         cap_ms(rl->own_command[i], ms));
+        rl->applied[i] = ms;
+    }
     if (c->transport != TRANSPORT_NONE && (c->broken || c->ctx == NULL))
         rc = tslock__reconnect_within(c, ms);
     if (rc != TSLOCK_OK)
         return rc;
-    (void)tslock_client_set_timeouts(c, cap_ms(connect_ms, ms),
-                                     cap_ms(command_ms, ms));
     switch (op) {
     case OP_ACQUIRE:
         l->orphan[0] = '\0'; /* lost answers are settled here, not there */
@@ -258,7 +281,6 @@ static int on_master(tslock_redlock *rl, size_t i, enum master_op op,
         rc = tslock_extend(l, ttl_ms);
         break;
     }
-    (void)tslock_client_set_timeouts(c, connect_ms, command_ms);
     return rc;
 }
 
