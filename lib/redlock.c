@@ -238,9 +238,8 @@ enum master_op { OP_ACQUIRE, OP_RELEASE, OP_EXTEND };
 
 /*
  * One operation on master i within the per-master timeout: a client whose
- * connection failed earlier is reconnected first (so a master that comes
- * back takes part again), and the client's own timeouts are put back
- * afterwards.
+ * connection failed earlier is reconnected first, so a master that comes
+ * back takes part again.
  */
 static int on_master(tslock_redlock *rl, size_t i, enum master_op op,
                      int64_t ttl_ms)
