@@ -495,6 +495,103 @@ static void test_too_slow(void)
     free_clients(c);
 }
 
+/* ---- extend holds only with a majority; unreachable masters */
+
+static void del_on(int i, const char *key)
+{
+    redisContext *r = th_redis(&srv[i]);
+
+    freeReplyObject(redisCommand(r, "DEL %s", key));
+    redisFree(r);
+}
+
+static void test_extend_majority(void)
+{
+    tslock_client *c[N];
+    tslock_redlock *rl;
+
+    clients(c);
+    rl = redlock(c, "rl:ext");
+    /* Our token gone from two masters: the extension cannot hold. */
+    CU_ASSERT_EQUAL_FATAL(tslock_redlock_acquire(rl, 0), TSLOCK_OK);
+    del_on(0, "rl:ext");
+    del_on(1, "rl:ext");
+    CU_ASSERT_EQUAL(tslock_redlock_extend(rl, 20000), TSLOCK_ELOST);
+    CU_ASSERT_FALSE(tslock_redlock_is_held(rl));
+    CU_ASSERT_EQUAL(holders("rl:ext"), 0); /* the third one released */
+    /* Gone from one: a majority extended, the hold stands. */
+    CU_ASSERT_EQUAL_FATAL(tslock_redlock_acquire(rl, 0), TSLOCK_OK);
+    del_on(2, "rl:ext");
+    CU_ASSERT_EQUAL(tslock_redlock_extend(rl, 20000), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_redlock_taken(rl), 2);
+    CU_ASSERT_TRUE(server_pttl(0, "rl:ext") > 10000);
+    CU_ASSERT_EQUAL(tslock_redlock_release(rl), TSLOCK_OK);
+    CU_ASSERT_EQUAL(holders("rl:ext"), 0);
+    /*
+     * Two masters down: the extension reaches too few, but the validity
+     * the hold had is not over, so it stands; so does a release that
+     * cannot reach a majority.  The killed masters come back empty (no
+     * persistence): the token is gone there, and the release says so.
+     */
+    CU_ASSERT_EQUAL_FATAL(tslock_redlock_acquire(rl, 0), TSLOCK_OK);
+    th_server_kill(&srv[0]);
+    th_server_kill(&srv[2]);
+    CU_ASSERT_EQUAL(tslock_redlock_extend(rl, 0), TSLOCK_ENOQUORUM);
+    CU_ASSERT_TRUE(tslock_redlock_is_held(rl));
+    CU_ASSERT_TRUE(tslock_redlock_validity_ms(rl) > 0);
+    CU_ASSERT_EQUAL(tslock_redlock_release(rl), TSLOCK_ENOQUORUM);
+    CU_ASSERT_TRUE(tslock_redlock_is_held(rl));
+    CU_ASSERT_FALSE(server_get(1, "rl:ext", NULL, 0));
+    CU_ASSERT_FATAL(th_server_restart(&srv[0]) == 0);
+    CU_ASSERT_FATAL(th_server_restart(&srv[2]) == 0);
+    CU_ASSERT_EQUAL(tslock_redlock_release(rl), TSLOCK_ELOST);
+    CU_ASSERT_FALSE(tslock_redlock_is_held(rl));
+    tslock_redlock_free(rl);
+    free_clients(c);
+}
+
+/* ---- cancel: the step hook cancels the wait during an attempt */
+
+static tslock_redlock *to_cancel;
+
+static int cancel_hook(tslock_client *c, tslock_step step, const char *key,
+                       void *userdata)
+{
+    (void)c;
+    (void)step;
+    (void)key;
+    (void)userdata;
+    tslock_redlock_cancel(to_cancel);
+    return 0;
+}
+
+static void test_cancel(void)
+{
+    tslock_client *c[N], *o[N];
+    tslock_lock *f0, *f1;
+
+    clients(c);
+    clients(o);
+    to_cancel = redlock(c, "rl:cancel");
+    f0 = foreign_hold(o[0], "rl:cancel");
+    f1 = foreign_hold(o[1], "rl:cancel");
+    tslock_client_set_step_hook(c[2], cancel_hook, NULL);
+    CU_ASSERT_EQUAL(tslock_redlock_acquire(to_cancel, TSLOCK_WAIT_FOREVER),
+                    TSLOCK_ECANCELED);
+    CU_ASSERT_FALSE(tslock_redlock_is_held(to_cancel));
+    CU_ASSERT_FALSE(server_get(2, "rl:cancel", NULL, 0));
+    /* The cancel was used up: the next try runs. */
+    tslock_client_set_step_hook(c[2], NULL, NULL);
+    CU_ASSERT_EQUAL(tslock_redlock_acquire(to_cancel, 0), TSLOCK_EBUSY);
+    tslock_release(f0);
+    tslock_release(f1);
+    tslock_lock_free(f0);
+    tslock_lock_free(f1);
+    tslock_redlock_free(to_cancel);
+    free_clients(o);
+    free_clients(c);
+}
+
 /* ---- handles */
 
 static void test_handle(void)
@@ -579,6 +676,8 @@ int main(void)
     CU_add_test(s, "two masters down: ENOQUORUM, nothing left", test_two_down);
     CU_add_test(s, "a late answer is released too", test_late_answer);
     CU_add_test(s, "majority taken or extended too slowly", test_too_slow);
+    CU_add_test(s, "extend holds only with a majority", test_extend_majority);
+    CU_add_test(s, "a waiting acquire is canceled", test_cancel);
     CU_add_test(s, "handle round trip", test_handle);
     CU_add_test(s, "Redis 2.0 refused", test_redis20_refused);
     rc = th_run_all();
