@@ -427,7 +427,7 @@ static void test_late_answer(void)
 
     clients(c);
     rl = redlock(c, "rl:late");
-    tslock_redlock_set_server_timeout(rl, 200);
+    tslock_redlock_set_server_timeout(rl, 1000);
     th_server_pause(&srv[0]);
     CU_ASSERT_EQUAL(tslock_redlock_acquire(rl, 0), TSLOCK_OK);
     th_server_resume(&srv[0]);
