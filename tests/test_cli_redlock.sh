@@ -164,6 +164,31 @@ check "bad handle: says what a handle looks like" \
 t "status of a free key" 0 $rl status k2
 check "status: not held" has "not held by a majority" "$out"
 
+# ----------------------------------------------------------- waiting
+t "a holder for the waits" 0 $rl acquire k8
+h8=$(cat "$out")
+$rl -v -w -1 k8 -- true >"$dir/outW" 2>"$dir/errW" &
+w=$!
+n=0
+until grep -q "waiting until it is" "$dir/errW" 2>/dev/null; do
+    n=$((n + 1))
+    [ $n -gt 1000 ] && break
+    sleep 0.01
+done
+kill -TERM $w
+wait $w
+rc=$?
+check "SIGTERM ends a Redlock wait: 143" [ $rc -eq 143 ]
+check "SIGTERM: the holder still holds it" \
+    eval '[ "$(get 1 k8)" = "${h8#redlock:}" ]'
+$rl -w 30000 k8 -- sh -c "echo ran >'$dir/v8'" >"$dir/outW" 2>"$dir/errW" &
+w=$!
+t "release lets the waiter in" 0 $rl release k8 "$h8"
+wait $w
+rc=$?
+check "the waiter ran after the release" \
+    eval '[ $rc -eq 0 ] && [ "$(cat "$dir/v8")" = ran ]'
+
 # ----------------------------------------------------------- renewal
 # A 1200 ms lease: each master gets 120 ms to answer, room on a busy host.
 t "--renew keeps the Redlock past its lease" 0 $rl -r -t 1200 k3 -- sh -c \

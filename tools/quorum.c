@@ -149,8 +149,18 @@ int cli_quorum_take(const struct cli_options *o, tslock_redlock *rl,
 {
     int rc, sig;
 
+    /*
+     * A signal before the wait is registered is seen by the check after
+     * the first try; one after it cancels the wait, or the next one.
+     */
     cli_signals_wait_on_redlock(rl);
-    rc = tslock_redlock_acquire(rl, o->wait_ms);
+    rc = tslock_redlock_acquire(rl, 0);
+    if ((rc == TSLOCK_EBUSY || rc == TSLOCK_ENOQUORUM) && o->wait_ms != 0
+        && cli_signals_received() == 0) {
+        cli_verbose("'%s' is not free on a majority; waiting%s", key,
+                    o->wait_ms < 0 ? " until it is" : "");
+        rc = tslock_redlock_acquire(rl, o->wait_ms);
+    }
     cli_signals_wait_on_redlock(NULL);
     sig = cli_signals_received();
     if (sig != 0) {
