@@ -288,7 +288,8 @@ static int maybe_written(int rc)
 {
     return rc != TSLOCK_OK && rc != TSLOCK_EBUSY && rc != TSLOCK_EUNREADABLE
            && rc != TSLOCK_EUNSUPPORTED && rc != TSLOCK_EHOOK
-           && rc != TSLOCK_EWRONGTYPE && rc != TSLOCK_EINVAL;
+           && rc != TSLOCK_EWRONGTYPE && rc != TSLOCK_EINVAL
+           && rc != TSLOCK_ESTATE;
 }
 
 /*
