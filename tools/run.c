@@ -110,6 +110,17 @@ static void on_renew_warning(int code, const char *detail, void *userdata)
               s->key, tslock_errname(code), detail);
 }
 
+/* From the Redlock renewal thread: a renewal reached too few masters. */
+static void on_quorum_warning(int code, const char *detail, void *userdata)
+{
+    struct run_state *s = userdata;
+
+    cli_error("warning: renewing the lease on '%s' reached too few masters "
+              "(%s: %s); the hold stays valid as long as it was, and the next "
+              "renewal tries again",
+              s->key, tslock_errname(code), detail);
+}
+
 static int start_renewal(struct run_state *s)
 {
     sigset_t old;
@@ -121,7 +132,7 @@ static int start_renewal(struct run_state *s)
         /* Renewed on the same connections: the main thread only waits. */
         cli_signals_block(&old);
         rc = cli_quorum_renew_start(s->redlock, s->o->ttl_ms, on_renew_failure,
-                                    on_renew_warning, s, &s->renewer);
+                                    on_quorum_warning, s, &s->renewer);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc != TSLOCK_OK) {
             cli_error("cannot start renewing the lease: %s",
