@@ -225,6 +225,12 @@ t "one of three down: still works" 0 $rl -v k6 -- sh -c \
     "'$cli' -s '$dir/r2.sock' get k6 >'$dir/v6'"
 check "one down: held on the other two" eval '[ -n "$(cat "$dir/v6")" ]'
 check "one down: says which master failed" has "master 1" "$err"
+# The second master of three dies while COMMAND runs: renewals reach too
+# few masters (a warning while the validity lasts), then the hold is lost.
+t "--renew, a second master lost mid-run: 75" 75 $rl -r -t 1200 k9 -- \
+    sh -c "kill -9 $pid3; sleep 3"
+check "--renew: warned of too few masters" has "reached too few masters" "$err"
+check "--renew: then the loss" has "WARNING: renewing the lease" "$err"
 stop 3
 t "two of three down: unavailable (69)" 69 $rl k7 -- true
 check "two down: TSLOCK_ENOQUORUM" has "TSLOCK_ENOQUORUM" "$err"
