@@ -89,11 +89,17 @@ static void note(tslock_redlock *rl, size_t i, int rc)
     else
         snprintf(where, sizeof(where), "%s",
                  c->transport == TRANSPORT_NONE ? "not connected" : "wrapped");
+    /* The one-server advice (take the timestamp scheme) does not apply. */
+    const char *why = rc == TSLOCK_EUNSUPPORTED
+                          ? "neither WATCH nor Lua (Redis 2.0), so a token "
+                            "with a TTL cannot be written atomically"
+                          : c->errstr;
+
     snprintf(rl->errstr + len, sizeof(rl->errstr) - len,
              "; master %zu (%s): %s%s%.160s", i + 1, where,
              rc == TSLOCK_OK ? "ok" : tslock_errname(rc),
-             rc != TSLOCK_OK && c->errstr[0] != '\0' ? ": " : "",
-             rc != TSLOCK_OK ? c->errstr : "");
+             rc != TSLOCK_OK && why[0] != '\0' ? ": " : "",
+             rc != TSLOCK_OK ? why : "");
 }
 
 /* "HEAD" before the per-master notes already in errstr. */
