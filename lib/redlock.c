@@ -340,71 +340,82 @@ static void adopt_maybe(tslock_redlock *rl)
         }
 }
 
+/* What one attempt's masters answered. */
+struct tally {
+    int taken, errors, unsupported;
+    int64_t start, elapsed;
+};
+
+/* The attempt's outcome from its tally, with its headline in head. */
+static int verdict(tslock_redlock *rl, const struct tally *t, char *head,
+                   size_t size)
+{
+    int64_t validity = rl->ttl_ms - t->elapsed - drift_ms(rl->ttl_ms);
+
+    if (t->unsupported > 0) {
+        /* A master set with one too old is a mistake to hear about. */
+        snprintf(head, size,
+                 "Redlock needs every master to be Redis 2.2 or later");
+        return TSLOCK_EUNSUPPORTED;
+    }
+    if (t->taken >= quorum(rl) && validity > 0 && t->elapsed >= 0) {
+        snprintf(head, size, "'%s' taken on %d of %zu masters", rl->key,
+                 t->taken, rl->n);
+        return TSLOCK_OK;
+    }
+    if (t->errors > (int)rl->n - quorum(rl)) {
+        snprintf(head, size,
+                 "'%s': %d of %zu masters failed, so no majority of %d is "
+                 "possible",
+                 rl->key, t->errors, rl->n, quorum(rl));
+        return TSLOCK_ENOQUORUM;
+    }
+    if (t->taken >= quorum(rl))
+        snprintf(head, size,
+                 "'%s' taken on %d of %zu masters but too slowly: %lld ms of "
+                 "a %lld ms lease left no validity",
+                 rl->key, t->taken, rl->n, (long long)t->elapsed,
+                 (long long)rl->ttl_ms);
+    else
+        snprintf(head, size, "'%s' taken on %d of %zu masters, %d needed",
+                 rl->key, t->taken, rl->n, quorum(rl));
+    return TSLOCK_EBUSY;
+}
+
 /* One attempt over every master, in order, as the algorithm says. */
 static int attempt(tslock_redlock *rl)
 {
-    int64_t start, elapsed, validity;
-    int taken = 0, busy = 0, errors = 0, unsupported = 0, rc;
-    size_t i;
+    struct tally t = {0, 0, 0, 0, 0};
     char head[160];
+    size_t i;
+    int rc = tslock__make_token(rl->clients[0], rl->token);
 
-    rc = tslock__make_token(rl->clients[0], rl->token);
     if (rc != TSLOCK_OK)
         return fail(rl, rc, "%s", rl->clients[0]->errstr);
-    start = mono_now(rl);
-    if (start < 0)
+    t.start = mono_now(rl);
+    if (t.start < 0)
         return fail(rl, TSLOCK_ECLOCK, "monotonic clock failed");
     rl->errstr[0] = '\0';
     for (i = 0; i < rl->n; i++) {
         rc = on_master(rl, i, OP_ACQUIRE, 0);
         rl->mark[i] = maybe_written(rc) ? MARK_MAYBE : MARK_NONE;
-        if (rc == TSLOCK_OK)
-            taken++;
-        else if (rc == TSLOCK_EBUSY || rc == TSLOCK_EUNREADABLE)
-            busy++;
-        else if (rc == TSLOCK_EUNSUPPORTED)
-            unsupported++;
-        else
-            errors++;
+        t.taken += rc == TSLOCK_OK;
+        t.unsupported += rc == TSLOCK_EUNSUPPORTED;
+        t.errors += rc != TSLOCK_OK && rc != TSLOCK_EBUSY
+                    && rc != TSLOCK_EUNREADABLE && rc != TSLOCK_EUNSUPPORTED;
         note(rl, i, rc);
     }
-    elapsed = mono_now(rl) - start;
-    validity = rl->ttl_ms - elapsed - drift_ms(rl->ttl_ms);
-    rl->taken = taken;
-    if (unsupported > 0) {
-        /* A master set with one too old is a mistake to hear about. */
-        snprintf(head, sizeof(head),
-                 "Redlock needs every master to be Redis 2.2 or later");
-        rc = TSLOCK_EUNSUPPORTED;
-    } else if (taken >= quorum(rl) && validity > 0 && elapsed >= 0) {
-        rl->held = 1;
-        rl->valid_until = start + rl->ttl_ms - drift_ms(rl->ttl_ms);
-        adopt_maybe(rl);
-        snprintf(head, sizeof(head), "'%s' taken on %d of %zu masters", rl->key,
-                 taken, rl->n);
-        rc = TSLOCK_OK;
-    } else if (errors > (int)rl->n - quorum(rl)) {
-        snprintf(head, sizeof(head),
-                 "'%s': %d of %zu masters failed, so no majority of %d is "
-                 "possible",
-                 rl->key, errors, rl->n, quorum(rl));
-        rc = TSLOCK_ENOQUORUM;
-    } else if (taken >= quorum(rl)) {
-        snprintf(head, sizeof(head),
-                 "'%s' taken on %d of %zu masters but too slowly: %lld ms of "
-                 "a %lld ms lease left no validity",
-                 rl->key, taken, rl->n, (long long)elapsed,
-                 (long long)rl->ttl_ms);
-        rc = TSLOCK_EBUSY;
-    } else {
-        snprintf(head, sizeof(head),
-                 "'%s' taken on %d of %zu masters, %d needed", rl->key, taken,
-                 rl->n, quorum(rl));
-        rc = TSLOCK_EBUSY;
-    }
+    t.elapsed = mono_now(rl) - t.start;
+    rl->taken = t.taken;
+    rc = verdict(rl, &t, head, sizeof(head));
     headline(rl, head);
-    if (rc != TSLOCK_OK)
+    if (rc == TSLOCK_OK) {
+        rl->held = 1;
+        rl->valid_until = t.start + rl->ttl_ms - drift_ms(rl->ttl_ms);
+        adopt_maybe(rl);
+    } else {
         release_everywhere(rl);
+    }
     return rc;
 }
 
