@@ -362,6 +362,33 @@ int cli_quorum_extend(const struct cli_options *o, const char *key,
     return with_handle(o, key, handle, 1);
 }
 
+/* One master's line of status: 1 when read (value "" when free). */
+static int status_line(const struct cli_options *o, tslock_client *c, int i,
+                       const char *key, char *value, size_t size)
+{
+    tslock_lock *l = NULL;
+    int64_t ttl = -2;
+    char where[512];
+    int rc = tslock_lock_new(&l, c, key);
+
+    value[0] = '\0';
+    cli_url_describe(&o->masters[i], where, sizeof(where));
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_peek(l, value, size, &ttl);
+    if (rc != TSLOCK_OK) {
+        printf("master %d (%s): cannot read: %s: %s\n", i + 1, where,
+               tslock_errname(rc), tslock_client_errstr(c));
+        value[0] = '\0';
+    } else if (value[0] == '\0') {
+        printf("master %d (%s): free\n", i + 1, where);
+    } else {
+        printf("master %d (%s): %s, server TTL %" PRId64 " ms\n", i + 1, where,
+               value, ttl);
+    }
+    tslock_lock_free(l);
+    return rc == TSLOCK_OK;
+}
+
 /*
  * status: what each master holds under KEY, and whether one value holds
  * a majority.  Exit 0 when read from a majority of the masters.
@@ -372,31 +399,11 @@ int cli_quorum_status(const struct cli_options *o, const char *key)
     tslock_client **c;
     tslock_redlock *rl;
     int status = cli_quorum_open(o, key, &c, &rl);
-    int i, j, read = 0, best = 0, rc;
+    int i, j, read = 0, best = 0, majority = o->n_masters / 2 + 1;
     const char *winner = NULL;
-    char where[512];
 
-    for (i = 0; status == CLI_EXIT_OK && i < o->n_masters; i++) {
-        tslock_lock *l = NULL;
-        int64_t ttl = -2;
-        value[i][0] = '\0';
-        cli_url_describe(&o->masters[i], where, sizeof(where));
-        rc = tslock_lock_new(&l, c[i], key);
-        if (rc == TSLOCK_OK)
-            rc = tslock_lock_peek(l, value[i], sizeof(value[i]), &ttl);
-        if (rc != TSLOCK_OK)
-            printf("master %d (%s): cannot read: %s: %s\n", i + 1, where,
-                   tslock_errname(rc), tslock_client_errstr(c[i]));
-        else if (value[i][0] == '\0')
-            printf("master %d (%s): free\n", i + 1, where);
-        else
-            printf("master %d (%s): %s, server TTL %" PRId64 " ms\n", i + 1,
-                   where, value[i], ttl);
-        read += rc == TSLOCK_OK;
-        if (rc != TSLOCK_OK)
-            value[i][0] = '\0';
-        tslock_lock_free(l);
-    }
+    for (i = 0; status == CLI_EXIT_OK && i < o->n_masters; i++)
+        read += status_line(o, c[i], i, key, value[i], sizeof(value[i]));
     for (i = 0; status == CLI_EXIT_OK && i < o->n_masters; i++) {
         int same = 0;
         for (j = 0; value[i][0] != '\0' && j < o->n_masters; j++)
@@ -406,16 +413,14 @@ int cli_quorum_status(const struct cli_options *o, const char *key)
             winner = value[i];
         }
     }
-    if (status == CLI_EXIT_OK) {
-        if (best >= o->n_masters / 2 + 1)
-            printf("held: \"%s\" on %d of %d masters (a majority)\n", winner,
-                   best, o->n_masters);
-        else
-            printf("not held by a majority (%d of %d masters read)\n", read,
-                   o->n_masters);
-        if (read < o->n_masters / 2 + 1)
-            status = CLI_EXIT_UNAVAILABLE;
-    }
+    if (status == CLI_EXIT_OK && best >= majority)
+        printf("held: \"%s\" on %d of %d masters (a majority)\n", winner, best,
+               o->n_masters);
+    else if (status == CLI_EXIT_OK)
+        printf("not held by a majority (%d of %d masters read)\n", read,
+               o->n_masters);
+    if (status == CLI_EXIT_OK && read < majority)
+        status = CLI_EXIT_UNAVAILABLE;
     cli_quorum_close(o, c, rl);
     return status;
 }
