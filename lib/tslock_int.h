@@ -69,7 +69,8 @@ struct tslock_lock {
     int retry_min_ms;
     int retry_max_ms;
     int fencing;
-    int held;
+    int reentrant;       /* tslock_lock_set_reentrant() */
+    int held;            /* holds: 0 none; more than 1 re-entered (reentrant) */
     int waiting;         /* inside a waiting acquire */
     int wakeup;          /* waits listen for releases (the default) */
     int listening;       /* this wait listens on the client's subscriber */
@@ -173,6 +174,10 @@ int tslock__io_failure(tslock_client *c, const char *what);
 
 /* ---- client.c */
 int tslock__probe(tslock_client *c);
+
+/* ---- lock.c */
+/* Empty the lock's cancel pipe and clear its cancel flag. */
+void tslock__drain_cancel(tslock_lock *l);
 
 /* ---- names.c: companions of a lock key, in its Cluster hash slot */
 /*
