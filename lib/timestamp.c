@@ -193,7 +193,7 @@ static int ts_extend(tslock_lock *l, int64_t ttl_ms)
     }
     if (rc == TSLOCK_OK) {
         memcpy(l->value, stamp, sizeof(stamp));
-        hold(l, lease_end);
+        l->expires_ms = lease_end; /* the hold's count stays */
     }
     return rc;
 }
