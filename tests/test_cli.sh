@@ -418,6 +418,19 @@ t "two KEYs, lease lost: 75" 75 $ts -t 200 l1 l2 -- sleep 0.5
 # {x,y} and {y,x} at once, ten times each: never both inside (mkdir is
 # the checker), and no deadlock (every run ends within its wait).
 cs='mkdir "$0/cs" 2>/dev/null || echo OVERLAP >>"$0/overlaps"; sleep 0.01; rmdir "$0/cs"'
+# The checker first catches a broken control: one holds x, the other y,
+# and the second goes in while the first is inside.
+wait_for='n=0; until [ -e "$1" ] || [ $n -gt 1000 ]; do n=$((n+1)); sleep 0.01; done'
+$ts -q x -- sh -c "mkdir '$dir/cs'; touch '$dir/a-in'; set -- '$dir/b-done';
+    $wait_for; rmdir '$dir/cs'" &
+ctl=$!
+await_file "$dir/a-in"
+$ts -q y -- sh -c "$cs; touch \"\$0/b-done\"" "$dir"
+wait $ctl
+check "control {x} and {y}: the checker sees both inside" \
+    [ -s "$dir/overlaps" ]
+rm -f "$dir/overlaps"
+rmdir "$dir/cs" 2>/dev/null
 (for i in 1 2 3 4 5 6 7 8 9 10; do
     $ts -q -w 30000 x y -- sh -c "$cs" "$dir" || echo "fail $?" >>"$dir/setfail"
 done) &
