@@ -544,7 +544,9 @@ TSLOCK_EXTERN int tslock_lock_set_reentrant(tslock_lock *lock, int enabled);
  * monotonic clock; TSLOCK_WAIT_FOREVER waits until taken or canceled.
  * Returns TSLOCK_OK (held), TSLOCK_EBUSY (not a failure),
  * TSLOCK_EUNREADABLE (held by a value this scheme cannot read; not a
- * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held), TSLOCK_EINVAL,
+ * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held, and not
+ * reentrant), TSLOCK_ELOST (reentrant and held, but the lease ran out by
+ * our clock: not taken again), TSLOCK_EINVAL,
  * TSLOCK_EWRONGTYPE, TSLOCK_EUNSUPPORTED, TSLOCK_EHOOK, TSLOCK_ECLOCK, or
  * a connection code (TSLOCK_EIO, TSLOCK_ETIMEDOUT, TSLOCK_EPROTO,
  * TSLOCK_ESERVER).
@@ -562,7 +564,8 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
  * TSLOCK_EUNSUPPORTED (a forced release form the server lacks),
  * TSLOCK_EHOOK, or a connection code.  The lock object stays held after
  * anything but TSLOCK_OK, TSLOCK_ELOST and TSLOCK_EWRONGTYPE: the key may
- * still be ours, and the release can be tried again.
+ * still be ours, and the release can be tried again.  A reentrant lock
+ * held more than once only drops one hold (TSLOCK_OK, no round trip).
  */
 TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
 
