@@ -7,7 +7,8 @@
  * taken until the last release; a re-acquire after the lease ran out by
  * our clock is refused.  Sets: a busy key makes the set give back what it
  * took, shown command by command by the step hook; a failed give-back is
- * reported and its lock stays held; processes taking {a,b} and {b,a}
+ * reported and its lock stays held; a held lock, a cancel and a set
+ * across two clients behave as documented; processes taking {a,b} and {b,a}
  * never overlap (a shared-memory checker, shown to count overlaps on a
  * broken control that takes one key of the two) and never deadlock.
  * tslock_with: the result comes back; a lease run out inside is reported
@@ -379,6 +380,64 @@ static void test_set_refusals(void)
     tslock_client_free(c);
 }
 
+/*
+ * A lock of the set that is held already (not reentrant) fails the set
+ * with ESTATE, nothing else kept.  Cancels on every lock end a wait with
+ * ECANCELED, and are used up: the next wait is not canceled.
+ */
+static void test_set_held_and_cancel(void)
+{
+    tslock_client *c = client(0), *c2 = client(0);
+    tslock_lock *set[2], *b2 = lock_on(c2, "set:b", 0, 10000);
+
+    set[0] = lock_on(c, "set:b", 0, 10000);
+    set[1] = lock_on(c, "set:a", 0, 10000);
+    CU_ASSERT_EQUAL(tslock_acquire(set[0], 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire_all(set, 2, 0), TSLOCK_ESTATE);
+    CU_ASSERT_FALSE(tslock_lock_is_held(set[1]));
+    CU_ASSERT_FALSE(key_exists("set:a"));
+    CU_ASSERT_EQUAL(tslock_release(set[0]), TSLOCK_OK);
+
+    CU_ASSERT_EQUAL(tslock_acquire(b2, 0), TSLOCK_OK);
+    tslock_lock_cancel(set[0]);
+    tslock_lock_cancel(set[1]);
+    CU_ASSERT_EQUAL(tslock_acquire_all(set, 2, TSLOCK_WAIT_FOREVER),
+                    TSLOCK_ECANCELED);
+    CU_ASSERT_FALSE(tslock_lock_is_held(set[0]) || tslock_lock_is_held(set[1]));
+    CU_ASSERT_FALSE(key_exists("set:a"));
+    CU_ASSERT_EQUAL(tslock_acquire_all(set, 2, 100), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_release(b2), TSLOCK_OK);
+    tslock_lock_free(set[0]);
+    tslock_lock_free(set[1]);
+    tslock_lock_free(b2);
+    tslock_client_free(c2);
+    tslock_client_free(c);
+}
+
+/* A set may span clients (and so servers): one set, two connections. */
+static void test_set_two_clients(void)
+{
+    tslock_client *c1 = client(0), *c2 = client(0), *c3 = client(0);
+    tslock_lock *set[2], *probe = lock_on(c3, "set:b", 0, 10000);
+
+    set[0] = lock_on(c1, "set:a", 0, 10000);
+    set[1] = lock_on(c2, "set:b", 0, 10000);
+    CU_ASSERT_EQUAL(tslock_acquire_all(set, 2, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(probe, 0), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_release_all(set, 2), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(probe, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire_all(set, 2, 0), TSLOCK_EBUSY);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c2), "set:b"));
+    CU_ASSERT_FALSE(key_exists("set:a"));
+    CU_ASSERT_EQUAL(tslock_release(probe), TSLOCK_OK);
+    tslock_lock_free(set[0]);
+    tslock_lock_free(set[1]);
+    tslock_lock_free(probe);
+    tslock_client_free(c3);
+    tslock_client_free(c2);
+    tslock_client_free(c1);
+}
+
 /* A set waits for its busy key, then takes the whole set. */
 static void test_set_waits(void)
 {
@@ -640,6 +699,8 @@ int main(void)
         CU_add_test(s, "set: a failed give-back is told",
                     test_set_give_back_fails);
         CU_add_test(s, "set: refusals", test_set_refusals);
+        CU_add_test(s, "set: a held lock, a cancel", test_set_held_and_cancel);
+        CU_add_test(s, "set: across two clients", test_set_two_clients);
         CU_add_test(s, "set: waits for its busy key", test_set_waits);
         CU_add_test(s, "set: {a,b} and {b,a} under load", test_set_load);
         CU_add_test(s, "with: the result, busy, misuse", test_with_result);
