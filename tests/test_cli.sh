@@ -390,6 +390,88 @@ check "-w -1: waited until released" [ $rc -eq 0 ]
 check "-w -1: ran after the release" \
     [ "$(tr -d '\n' <"$dir/order8")" = RW ]
 
+# ------------------------------------------------------ several KEYs
+t "two KEYs: both held while COMMAND runs" 0 $ts m1 m2 -- \
+    sh -c "'$cli' -s '$sock' exists m1 m2"
+check "two KEYs: both held" has "^2$" "$out"
+check "two KEYs: both released" eval '! key_exists m1 && ! key_exists m2'
+t "a KEY twice" 64 $ts m1 m2 m1 -- true
+check "a KEY twice: one line" one_line "KEY 'm1' is given twice"
+t "an empty KEY among KEYs" 64 $ts m1 "" -- true
+t "hold m2" 0 $ts acquire m2
+h2=$(cat "$out")
+rm -f "$dir/ran"
+t "one KEY busy: none taken" 1 $ts m1 m2 m3 -- touch "$dir/ran"
+check "one KEY busy: COMMAND not run" [ ! -e "$dir/ran" ]
+check "one KEY busy: says none is held" has "none of the keys is held" "$err"
+check "one KEY busy: m1 and m3 not kept" \
+    eval '! key_exists m1 && ! key_exists m3'
+$ts -v -w 10000 m3 m2 -- sh -c "echo W >>'$dir/orderm'" 2>"$dir/errm" &
+bg=$!
+await waiting "$dir/errm"
+echo R >>"$dir/orderm"
+t "release m2 while the set waits" 0 $ts release m2 "$h2"
+wait $bg
+rc=$?
+check "set -w: waited, then ran" [ $rc -eq 0 ]
+check "set -w: ran after the release" [ "$(tr -d '\n' <"$dir/orderm")" = RW ]
+t "two KEYs --fence" 0 $ts --fence f1 f2 -- sh -c 'echo "$TSLOCK_FENCE"'
+check "two KEYs --fence: two numbers" has "^[0-9][0-9]* [0-9][0-9]*$" "$out"
+t "two KEYs renewed past their leases" 0 $ts -r -t 300 r1 r2 -- sleep 1
+check "two KEYs renewed: released" eval '! key_exists r1 && ! key_exists r2'
+t "two KEYs, lease lost: 75" 75 $ts -t 200 l1 l2 -- sleep 0.5
+# {x,y} and {y,x} at once, ten times each: never both inside (mkdir is
+# the checker), and no deadlock (every run ends within its wait).
+cs='mkdir "$0/cs" 2>/dev/null || echo OVERLAP >>"$0/overlaps"; sleep 0.01; rmdir "$0/cs"'
+# The checker first catches a broken control: one holds x, the other y,
+# and the second goes in while the first is inside.
+wait_for='n=0; until [ -e "$1" ] || [ $n -gt 1000 ]; do n=$((n+1)); sleep 0.01; done'
+$ts -q x -- sh -c "mkdir '$dir/cs'; touch '$dir/a-in'; set -- '$dir/b-done';
+    $wait_for; rmdir '$dir/cs'" &
+ctl=$!
+await_file "$dir/a-in"
+$ts -q y -- sh -c "$cs; touch \"\$0/b-done\"" "$dir"
+wait $ctl
+check "control {x} and {y}: the checker sees both inside" \
+    [ -s "$dir/overlaps" ]
+rm -f "$dir/overlaps"
+rmdir "$dir/cs" 2>/dev/null
+(for i in 1 2 3 4 5 6 7 8 9 10; do
+    $ts -q -w 30000 x y -- sh -c "$cs" "$dir" || echo "fail $?" >>"$dir/setfail"
+done) &
+p1=$!
+(for i in 1 2 3 4 5 6 7 8 9 10; do
+    $ts -q -w 30000 y x -- sh -c "$cs" "$dir" || echo "fail $?" >>"$dir/setfail"
+done) &
+p2=$!
+wait $p1 $p2
+check "{x,y} and {y,x}: every run held both" [ ! -e "$dir/setfail" ]
+check "{x,y} and {y,x}: never both inside" [ ! -e "$dir/overlaps" ]
+# The same on old servers, played by the proxy.
+for v in 2.2.15 2.0.5; do
+    oldp="${top_builddir:-.}/tests/oldredis"
+    if [ ! -x "$oldp" ]; then
+        echo "ok - several KEYs on $v: skipped (no tests/oldredis)"
+        break
+    fi
+    osock="$dir/oldm-$v.sock"
+    "$oldp" --emulate $v --listen "$osock" --upstream "$sock" &
+    old_pid=$!
+    await_file "$osock"
+    to="$tool -u unix://$osock"
+    t "several KEYs on $v: both held" 0 $to o1 o2 -- \
+        sh -c "'$cli' -s '$sock' exists o1 o2"
+    check "several KEYs on $v: both held" has "^2$" "$out"
+    check "several KEYs on $v: released" eval '! key_exists o1 && ! key_exists o2'
+    t "several KEYs on $v: hold o2" 0 $to acquire o2
+    ho=$(cat "$out")
+    t "several KEYs on $v: one busy, none taken" 1 $to o1 o2 -- true
+    check "several KEYs on $v: o1 not kept" eval '! key_exists o1'
+    t "several KEYs on $v: release o2" 0 $to release o2 "$ho"
+    kill "$old_pid" && wait "$old_pid" 2>/dev/null
+    old_pid=
+done
+
 # ----------------------------------------------------------- renewal
 # A holds k9 with a 300 ms lease for 1.2 s, renewed; B waits for it.
 order="$dir/order9"
