@@ -216,6 +216,9 @@ t "--fair with several -u: usage (64)" 64 $rl --fair k -- true
 t "break with several -u: usage (64)" 64 $rl break k
 check "break: one server only" one_line "break works on one server"
 t "survey with several -u: usage (64)" 64 $rl survey
+t "several KEYs with several -u: usage (64)" 64 $rl ka kb -- true
+check "several KEYs: one line saying a Redlock takes one KEY" \
+    one_line "takes one KEY"
 check "no key k anywhere" eval '[ -z "$(get 1 k)$(get 2 k)$(get 3 k)" ]'
 t "one -u still works as before" 0 $tool -u "$U2" k5 -- true
 

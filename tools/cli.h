@@ -194,6 +194,12 @@ int64_t cli_mono_ms(void);
  */
 int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
              const char *key);
+/*
+ * cli_take for the n locks of keys[] as one set (tslock_acquire_all()):
+ * every one held, or none.  n == 1 is cli_take.
+ */
+int cli_take_set(const struct cli_options *o, tslock_client *c,
+                 tslock_lock **locks, char **keys, int n);
 
 /* ---- quorum.c: the forms over several masters (Redlock) */
 
@@ -240,7 +246,8 @@ int cli_quorum_extend(const struct cli_options *o, const char *key,
 int cli_quorum_status(const struct cli_options *o, const char *key);
 
 /* ---- the forms */
-int cli_run(const struct cli_options *o, const char *key, char **command);
+int cli_run(const struct cli_options *o, char **keys, int n_keys,
+            char **command);
 int cli_acquire(const struct cli_options *o, const char *key);
 int cli_release(const struct cli_options *o, const char *key,
                 const char *handle);
@@ -302,7 +309,9 @@ void cli_signals_block(sigset_t *old);
 void cli_signals_restore(void);
 void cli_signals_wait_on(tslock_lock *l);             /* NULL to stop */
 void cli_signals_wait_on_redlock(tslock_redlock *rl); /* NULL to stop */
-void cli_signals_forward_to(int pid);                 /* 0 to stop */
+/* A signal cancels the wait of every lock of the set (NULL to stop). */
+void cli_signals_wait_on_set(tslock_lock **locks, int n);
+void cli_signals_forward_to(int pid); /* 0 to stop */
 /* The last of INT, TERM, HUP received, or 0. */
 int cli_signals_received(void);
 

@@ -23,6 +23,8 @@ static volatile sig_atomic_t received;
 static volatile sig_atomic_t child_pid;
 static tslock_lock *volatile wait_lock;
 static tslock_redlock *volatile wait_redlock;
+static tslock_lock **volatile wait_set;
+static volatile sig_atomic_t wait_set_n;
 
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
@@ -40,6 +42,10 @@ static void on_signal(int sig, siginfo_t *info, void *context)
             kill((pid_t)child_pid, sig);
     } else if (wait_lock != NULL) {
         tslock_lock_cancel(wait_lock); /* async-signal-safe */
+    } else if (wait_set != NULL) {
+        int i;
+        for (i = 0; i < wait_set_n; i++)
+            tslock_lock_cancel(wait_set[i]);
     } else if (wait_redlock != NULL) {
         tslock_redlock_cancel(wait_redlock); /* async-signal-safe too */
     }
@@ -102,6 +108,13 @@ void cli_signals_block(sigset_t *old)
 void cli_signals_wait_on(tslock_lock *l)
 {
     wait_lock = l;
+}
+
+void cli_signals_wait_on_set(tslock_lock **locks, int n)
+{
+    wait_set = NULL; /* never a set with the wrong count */
+    wait_set_n = locks != NULL ? n : 0;
+    wait_set = locks;
 }
 
 void cli_signals_forward_to(int pid)
