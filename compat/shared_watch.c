@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 #define N_READS      5 /* WATCH, GET key, ZRANGE holders, GET intent, TTL key */
 #define TRIES        4 /* refused transactions made again at once */

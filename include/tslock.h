@@ -68,7 +68,8 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(EUNSUPPORTED, -13, "not supported by this server")                       \
     X(ESTATE, -14, "operation does not fit the lock's state")                  \
     X(EHOOK, -15, "operation stopped by the step hook")                        \
-    X(ECLOCK, -16, "clock failed or gave an implausible time")
+    X(ECLOCK, -16, "clock failed or gave an implausible time")                 \
+    X(ENOQUORUM, -18, "too few servers could be reached for a quorum")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
 /* The error codes.  TSLOCK_OK is 0; all others are negative. */
@@ -575,13 +576,32 @@ TSLOCK_EXTERN int tslock_lock_queue_length(tslock_lock *lock, int64_t *length);
 TSLOCK_EXTERN int tslock_lock_set_fencing(tslock_lock *lock, int enabled);
 
 /*
+ * tslock_lock_set_reentrant - let the holder take the lock again.
+ *
+ * enabled: non-zero to turn on, 0 to turn off (the default).  While on,
+ * tslock_acquire() on this object when it already holds the lock adds
+ * one hold without a round trip, and the lock stays held until
+ * tslock_release() has been called as many times; only the last release
+ * asks the server.  A re-acquire checks that our lease, less the release
+ * margin, still runs by our clock; if not it returns TSLOCK_ELOST and
+ * changes nothing.  Extend and the watchdog act on the one hold, whatever
+ * its count.  The count lives in this object only: to pass a hold to
+ * another object or process, use tslock_lock_handle().
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (turning it off while
+ * held more than once).
+ */
+TSLOCK_EXTERN int tslock_lock_set_reentrant(tslock_lock *lock, int enabled);
+
+/*
  * tslock_acquire - take the lock, waiting up to wait_ms.
  *
  * wait_ms: 0 tries once; > 0 waits up to that many milliseconds on the
  * monotonic clock; TSLOCK_WAIT_FOREVER waits until taken or canceled.
  * Returns TSLOCK_OK (held), TSLOCK_EBUSY (not a failure),
  * TSLOCK_EUNREADABLE (held by a value this scheme cannot read; not a
- * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held), TSLOCK_EINVAL,
+ * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held, and not
+ * reentrant), TSLOCK_ELOST (reentrant and held, but the lease ran out by
+ * our clock: not taken again), TSLOCK_EINVAL,
  * TSLOCK_EWRONGTYPE, TSLOCK_EUNSUPPORTED, TSLOCK_EHOOK, TSLOCK_ECLOCK, or
  * a connection code (TSLOCK_EIO, TSLOCK_ETIMEDOUT, TSLOCK_EPROTO,
  * TSLOCK_ESERVER).
@@ -599,7 +619,8 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
  * TSLOCK_EUNSUPPORTED (a forced release form the server lacks),
  * TSLOCK_EHOOK, or a connection code.  The lock object stays held after
  * anything but TSLOCK_OK, TSLOCK_ELOST and TSLOCK_EWRONGTYPE: the key may
- * still be ours, and the release can be tried again.
+ * still be ours, and the release can be tried again.  A reentrant lock
+ * held more than once only drops one hold (TSLOCK_OK, no round trip).
  */
 TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
 
@@ -671,6 +692,236 @@ TSLOCK_EXTERN int64_t tslock_lock_expires_ms(const tslock_lock *lock);
  * fencing is off or the lock is not held.
  */
 TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
+
+/* ========================================================== redlock ==== */
+
+/*
+ * One lock over N independent Redis masters (N odd, at least 3): the
+ * Redlock algorithm of the Redis documentation.  It is held while a
+ * majority of the masters (N/2 + 1) hold the same random token under the
+ * same key, taken within the validity time.  Opaque.
+ */
+typedef struct tslock_redlock tslock_redlock;
+
+/*
+ * tslock_redlock_new - make a Redlock over n clients, one per master, for
+ * key.
+ *
+ * clients: n connected clients of independent masters (not replicas of
+ * one another), borrowed.  n: odd, from 3 to 63.  Each master takes the
+ * token scheme through the path its version allows (SET NX PX; one
+ * script on 2.6.0 - 2.6.11; WATCH on 2.2 - 2.4).  Defaults: ttl 30000
+ * ms, per-master timeout derived from the ttl, retry delay 50-100 ms.
+ * Nothing is sent to the servers.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL or empty argument, a NULL or
+ * repeated client, n even or out of range) or TSLOCK_ENOMEM.
+ * Ownership: key is copied, the clients stay the caller's and must
+ * outlive the Redlock; *out is new, freed by tslock_redlock_free().
+ * Threads: a Redlock and its clients are used by one thread at a time,
+ * except tslock_redlock_cancel().
+ */
+TSLOCK_EXTERN int tslock_redlock_new(tslock_redlock **out,
+                                     tslock_client *const *clients, size_t n,
+                                     const char *key);
+
+/*
+ * tslock_redlock_free - free a Redlock.  Does not release it: a held
+ * Redlock stays held on the masters until released or its lease runs
+ * out.  Accepts NULL.
+ */
+TSLOCK_EXTERN void tslock_redlock_free(tslock_redlock *rl);
+
+/*
+ * tslock_redlock_set_ttl - the lease in milliseconds (> 0, at most ten
+ * years), set on every master.  Applies to the next acquisition.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_set_ttl(tslock_redlock *rl, int64_t ttl_ms);
+
+/*
+ * tslock_redlock_set_server_timeout - how long one master may take to
+ * answer (connecting again included) before the attempt moves on to the
+ * next master.
+ *
+ * ms: 0 (the default) for a tenth of the ttl, at least 5 ms and at most
+ * 1000 ms, and never more than the client's own timeouts; > 0 exactly
+ * that.  From its first operation on, the Redlock lowers each client's
+ * connect and command timeouts to this; tslock_redlock_free() puts back
+ * what they were.  Returns TSLOCK_OK or TSLOCK_EINVAL (negative).
+ */
+TSLOCK_EXTERN int tslock_redlock_set_server_timeout(tslock_redlock *rl, int ms);
+
+/*
+ * tslock_redlock_set_retry - the randomized delay between attempts of a
+ * waiting tslock_redlock_acquire(), uniform in [min_ms, max_ms].
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (min_ms < 1 or max_ms < min_ms).
+ */
+TSLOCK_EXTERN int tslock_redlock_set_retry(tslock_redlock *rl, int min_ms,
+                                           int max_ms);
+
+/*
+ * tslock_redlock_acquire - take the Redlock, waiting up to wait_ms.
+ *
+ * Each attempt writes one new token to every master in turn, each with
+ * the per-master timeout.  It holds when a majority took it and the
+ * validity, ttl - elapsed - drift (drift = ttl / 100 + 2 ms), is still
+ * above 0; otherwise the token is deleted again from every master that
+ * took it or whose answer was lost.  wait_ms: 0 tries once; > 0 retries
+ * after a random delay until that many ms have passed;
+ * TSLOCK_WAIT_FOREVER retries until taken or canceled.
+ * Returns TSLOCK_OK (held), TSLOCK_EBUSY (not a failure: held by another
+ * owner on enough masters, or taken too slowly), TSLOCK_ENOQUORUM (too
+ * many masters failed for a majority), TSLOCK_EUNSUPPORTED (a master
+ * older than Redis 2.2), TSLOCK_ECANCELED, TSLOCK_ESTATE (already
+ * held), TSLOCK_EINVAL or TSLOCK_ECLOCK.  tslock_redlock_errstr() says
+ * what each master answered.
+ * Threads: as for the Redlock; tslock_redlock_cancel() may interrupt it.
+ */
+TSLOCK_EXTERN int tslock_redlock_acquire(tslock_redlock *rl, int64_t wait_ms);
+
+/*
+ * tslock_redlock_release - delete our token from every master that holds
+ * it (compare-and-delete, as tslock_release()).
+ *
+ * Returns TSLOCK_OK (deleted from a majority: the lock is free; masters
+ * that could not be reached let it run out by its TTL), TSLOCK_ELOST
+ * (gone from so many masters that it was no longer ours; not a failure),
+ * TSLOCK_ENOQUORUM (too few masters could be reached to tell: still held,
+ * try again), TSLOCK_ESTATE (not held) or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_release(tslock_redlock *rl);
+
+/*
+ * tslock_redlock_extend - set the lease to ttl_ms from now on every
+ * master that holds our token (compare-and-PEXPIRE, as tslock_extend()).
+ *
+ * ttl_ms: the new lease, or 0 for the Redlock's ttl.  Holds only when a
+ * majority extended within the new validity, which then counts from the
+ * start of this call.
+ * Returns TSLOCK_OK, TSLOCK_ELOST (our token is gone from too many
+ * masters: released everywhere, no longer held; not a failure),
+ * TSLOCK_ENOQUORUM (too few masters answered: still held with the
+ * validity it had), TSLOCK_ESTATE (not held) or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_extend(tslock_redlock *rl, int64_t ttl_ms);
+
+/*
+ * tslock_redlock_validity_ms - how long the hold is still valid by this
+ * host's monotonic clock: ttl - drift from the start of the acquire or
+ * extend that set it.  No round trip.
+ *
+ * Returns the ms left, 0 when not held or run out, -1 when unknown (an
+ * adopted handle, until the first extend).
+ */
+TSLOCK_EXTERN int64_t tslock_redlock_validity_ms(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_cancel - make a wait in tslock_redlock_acquire() return
+ * TSLOCK_ECANCELED.  Async-signal-safe.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ */
+TSLOCK_EXTERN int tslock_redlock_cancel(tslock_redlock *rl);
+
+/*
+ * tslock_redlock_is_held - whether this object holds the Redlock, as far
+ * as its own operations know.  0 for NULL.
+ */
+TSLOCK_EXTERN int tslock_redlock_is_held(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_taken - on how many masters the current hold (or the
+ * last attempt) has our token, as far as this object knows.
+ */
+TSLOCK_EXTERN int tslock_redlock_taken(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_handle - "redlock:TOKEN", the hold's token (the same on
+ * every master), which tslock_redlock_adopt() turns back into a held
+ * Redlock over the same masters in another process.
+ *
+ * Returns NULL when not held.
+ * Ownership: borrowed; valid until the next call on the Redlock.
+ */
+TSLOCK_EXTERN const char *tslock_redlock_handle(const tslock_redlock *rl);
+
+/*
+ * tslock_redlock_adopt - make rl hold what handle describes
+ * ("redlock:TOKEN" or "token:TOKEN"), on every master, so it can be
+ * released or extended.  Nothing is sent; a hold that is gone is found
+ * out by the next release or extend.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL, or a handle that does not
+ * parse; the detail names what was expected) or TSLOCK_ESTATE (held).
+ * Ownership: handle is copied.
+ */
+TSLOCK_EXTERN int tslock_redlock_adopt(tslock_redlock *rl, const char *handle);
+
+/*
+ * tslock_redlock_errstr - the detail of the last call: what each master
+ * answered.  "" when there is none, "" for NULL.
+ * Ownership: borrowed; valid until the next call on the Redlock.
+ */
+TSLOCK_EXTERN const char *tslock_redlock_errstr(const tslock_redlock *rl);
+
+/* ======================================== several locks, scoped use ==== */
+
+/*
+ * tslock_acquire_all - take every lock of a set, or none.
+ *
+ * locks: n lock objects (n >= 1), on one client or several, with distinct
+ * keys.  The keys are taken in one fixed order (their bytes, as memcmp
+ * sorts them), each with a single try; at the first busy one, the locks
+ * taken so far are given back and only that key is waited for (within
+ * wait_ms, as tslock_acquire()), holding nothing else; then the pass
+ * starts again.  No tslock client ever waits while holding part of a
+ * set, so sets cannot deadlock one another.
+ * Returns TSLOCK_OK (every lock held), or with none of them held: the
+ * code of the busy or failed key (TSLOCK_EBUSY, TSLOCK_EUNREADABLE,
+ * TSLOCK_ECANCELED, a connection code ...), TSLOCK_EINVAL (NULL, n == 0,
+ * a key twice).  If giving back a partly taken set fails, that release's
+ * code is returned and the locks it could not give back stay held
+ * (tslock_lock_is_held()): release them, or the set, again.  The message
+ * is on the client of the lock it names.  To cancel a wait, call
+ * tslock_lock_cancel() on every lock of the set.
+ */
+TSLOCK_EXTERN int tslock_acquire_all(tslock_lock *const *locks, size_t n,
+                                     int64_t wait_ms);
+
+/*
+ * tslock_release_all - release every held lock of a set.
+ *
+ * Each held lock is released (in the reverse of the acquire order), even
+ * after another's release failed.  Returns TSLOCK_OK (all released),
+ * TSLOCK_ESTATE (none was held), TSLOCK_EINVAL, or the first failure
+ * (TSLOCK_ELOST, a connection code ...), its message on that lock's
+ * client; as after tslock_release(), a lock whose release failed but was
+ * not lost stays held.
+ */
+TSLOCK_EXTERN int tslock_release_all(tslock_lock *const *locks, size_t n);
+
+/* The work done under tslock_with(): its int result is handed back. */
+typedef int (*tslock_with_fn)(tslock_lock *lock, void *userdata);
+
+/*
+ * tslock_with - take the lock, run fn, release the lock.
+ *
+ * wait_ms: as tslock_acquire().  renew_client: NULL for no renewal, or a
+ * connected client for a watchdog that keeps the lease renewed while fn
+ * runs (tslock_watchdog_start()).  fn(lock, userdata) runs only once the
+ * lock is held; *result (result may be NULL) gets its return value, and
+ * is left untouched when fn did not run.
+ * Returns TSLOCK_OK (held from before fn started until released after it
+ * ended), TSLOCK_ELOST (fn ran, but the hold was lost: the lease ran out
+ * or a renewal found the key taken; mutual exclusion may have been
+ * broken while fn ran), the acquire's code (fn did not run), the
+ * watchdog's start code (fn did not run; the lock was released),
+ * TSLOCK_ESTATE (fn released the lock itself), or the release's code (fn
+ * ran; the lock stays held, as after tslock_release()).
+ * Threads: with renew_client, fn must not use renew_client, nor change
+ * the lock (extend, release); reading it is safe.
+ */
+TSLOCK_EXTERN int tslock_with(tslock_lock *lock, int64_t wait_ms,
+                              tslock_client *renew_client, tslock_with_fn fn,
+                              void *userdata, int *result);
 
 /* =========================================== handles and inspection ==== */
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 int tslock_lock_set_rw(tslock_lock *l, tslock_rw mode)
 {

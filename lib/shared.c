@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 int64_t tslock__server_now(tslock_client *c)
 {

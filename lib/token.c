@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 /* 16 bytes from the kernel, as 32 hex digits. */
 int tslock__make_token(tslock_client *c, char *buf)
@@ -119,6 +119,8 @@ static int token_try_acquire(tslock_lock *l)
 
     if (reclaim)
         memcpy(l->value, l->orphan, sizeof(l->orphan));
+    else if (l->given[0] != '\0') /* one token on every Redlock master */
+        memcpy(l->value, l->given, sizeof(l->given));
     else
         rc = tslock__make_token(c, l->value);
     if (rc != TSLOCK_OK)

@@ -41,9 +41,15 @@ struct cli_url {
     char *password; /* NULL for none */
 };
 
+/* The most -u a Redlock takes (the library's limit). */
+#define CLI_MAX_MASTERS 63
+
 /* Everything the options set; filled by main() before any form runs. */
 struct cli_options {
     struct cli_url url;
+    /* -u given N times (N odd, >= 3): a Redlock over these masters. */
+    struct cli_url *masters;
+    int n_masters; /* 0 for one server */
     tslock_scheme scheme;
     tslock_unit unit;
     int64_t ttl_ms;
@@ -82,7 +88,9 @@ struct cli_request {
     const char *url_text;
     const char *url_origin; /* "--url", "$REDIS_URL" or "the default URL" */
     char *url_copy;         /* -u's value, owned: argv's copy is scrubbed */
-    int password_in_argv;   /* a -u carried a password */
+    char *url_copies[CLI_MAX_MASTERS]; /* every -u, owned, in order */
+    int n_urls;                        /* how many -u (may exceed the max) */
+    int password_in_argv;              /* a -u carried a password */
     int no_auth_warning;
     int help, version;
     char **words; /* KEY, or a form's name and its arguments */
@@ -161,6 +169,13 @@ int cli_url_scrub(char *text);
 int cli_status_for(int code);
 /* Connect a new client to url; on failure prints why, returns status. */
 int cli_connect(const struct cli_options *o, tslock_client **out);
+/*
+ * A new client for url with the options' settings, connected if it can
+ * be: *out is set whenever the client exists, and the connect's code is
+ * returned (the client stays usable for a reconnect later).
+ */
+int cli_client_for(const struct cli_options *o, const struct cli_url *url,
+                   tslock_client **out);
 /* A lock on key with the options' scheme, ttl and unit. */
 int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
                  tslock_lock **out);
@@ -181,9 +196,60 @@ int64_t cli_mono_ms(void);
  */
 int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
              const char *key);
+/*
+ * cli_take for the n locks of keys[] as one set (tslock_acquire_all()):
+ * every one held, or none.  n == 1 is cli_take.
+ */
+int cli_take_set(const struct cli_options *o, tslock_client *c,
+                 tslock_lock **locks, char **keys, int n);
+
+/* ---- quorum.c: the forms over several masters (Redlock) */
+
+/*
+ * Check that several -u fit the form and the options, and parse each URL
+ * into o->masters.  form: the form's name, or NULL for KEY -- COMMAND.
+ * Returns 0 (also for one -u, which changes nothing), or an exit status
+ * with one line printed.
+ */
+int cli_masters_parse(const struct cli_request *r, struct cli_options *o,
+                      const char *form);
+void cli_masters_free(struct cli_options *o);
+/*
+ * Connect to every master (a master that cannot be reached now is only
+ * reported: the Redlock reconnects it later) and make the Redlock with
+ * the options' ttl.  *clients is new, freed with cli_quorum_close().
+ */
+int cli_quorum_open(const struct cli_options *o, const char *key,
+                    tslock_client ***clients, tslock_redlock **rl);
+void cli_quorum_close(const struct cli_options *o, tslock_client **clients,
+                      tslock_redlock *rl);
+/* Take it as -w says; as cli_take(). */
+int cli_quorum_take(const struct cli_options *o, tslock_redlock *rl,
+                    const char *key);
+/*
+ * --renew: extend every ttl/3 from a thread of its own until stopped.
+ * on_failure(code, detail, userdata) is called once, from that thread,
+ * when the hold is lost or its validity ran out before a majority
+ * renewed it; on_warning when a renewal reached too few masters but the
+ * validity left still covers the hold.
+ */
+struct cli_renewer;
+int cli_quorum_renew_start(tslock_redlock *rl, int64_t ttl_ms,
+                           tslock_watchdog_fn on_failure,
+                           tslock_watchdog_fn on_warning, void *userdata,
+                           struct cli_renewer **out);
+/* Stop and join: TSLOCK_OK, or the code the renewals ended with. */
+int cli_quorum_renew_stop(struct cli_renewer *w);
+int cli_quorum_acquire(const struct cli_options *o, const char *key);
+int cli_quorum_release(const struct cli_options *o, const char *key,
+                       const char *handle);
+int cli_quorum_extend(const struct cli_options *o, const char *key,
+                      const char *handle);
+int cli_quorum_status(const struct cli_options *o, const char *key);
 
 /* ---- the forms */
-int cli_run(const struct cli_options *o, const char *key, char **command);
+int cli_run(const struct cli_options *o, char **keys, int n_keys,
+            char **command);
 int cli_acquire(const struct cli_options *o, const char *key);
 int cli_release(const struct cli_options *o, const char *key,
                 const char *handle);
@@ -243,8 +309,11 @@ void cli_signals_ignore_pipe(void);
 void cli_signals_block(sigset_t *old);
 /* Put back the dispositions tslock started with (in a child). */
 void cli_signals_restore(void);
-void cli_signals_wait_on(tslock_lock *l); /* NULL to stop */
-void cli_signals_forward_to(int pid);     /* 0 to stop */
+void cli_signals_wait_on(tslock_lock *l);             /* NULL to stop */
+void cli_signals_wait_on_redlock(tslock_redlock *rl); /* NULL to stop */
+/* A signal cancels the wait of every lock of the set (NULL to stop). */
+void cli_signals_wait_on_set(tslock_lock **locks, int n);
+void cli_signals_forward_to(int pid); /* 0 to stop */
 /* The last of INT, TERM, HUP received, or 0. */
 int cli_signals_received(void);
 

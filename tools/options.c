@@ -230,9 +230,18 @@ static int take_url(char *arg, struct cli_request *r)
         cli_error("out of memory");
         return CLI_EXIT_OSERR;
     }
-    free(r->url_copy);
-    r->url_copy = copy;
-    r->url_text = copy;
+    /* Several -u make a Redlock; each is kept, the first is the URL. */
+    if (r->n_urls < CLI_MAX_MASTERS) {
+        r->url_copies[r->n_urls] = copy;
+        if (r->n_urls == 0) {
+            r->url_copy = copy;
+            r->url_text = copy;
+        }
+    } else {
+        memset(copy, 0, strlen(copy));
+        free(copy);
+    }
+    r->n_urls++;
     r->url_origin = "--url";
     if (cli_url_scrub(arg))
         r->password_in_argv = 1;
@@ -386,11 +395,15 @@ int cli_parse_args(int argc, char **argv, struct cli_request *r,
 
 void cli_request_free(struct cli_request *r)
 {
-    if (r->url_copy != NULL) {
-        /* The copy may hold a password: do not leave it in freed memory. */
-        memset(r->url_copy, 0, strlen(r->url_copy));
-        free(r->url_copy);
+    int i;
+
+    /* The copies may hold a password: do not leave it in freed memory. */
+    for (i = 0; i < r->n_urls && i < CLI_MAX_MASTERS; i++) {
+        memset(r->url_copies[i], 0, strlen(r->url_copies[i]));
+        free(r->url_copies[i]);
+        r->url_copies[i] = NULL;
     }
+    r->n_urls = 0;
     r->url_copy = NULL;
     r->url_text = NULL;
 }

@@ -22,6 +22,9 @@ static int pipe_ignored;
 static volatile sig_atomic_t received;
 static volatile sig_atomic_t child_pid;
 static tslock_lock *volatile wait_lock;
+static tslock_redlock *volatile wait_redlock;
+static tslock_lock **volatile wait_set;
+static volatile sig_atomic_t wait_set_n;
 
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
@@ -39,6 +42,12 @@ static void on_signal(int sig, siginfo_t *info, void *context)
             kill((pid_t)child_pid, sig);
     } else if (wait_lock != NULL) {
         tslock_lock_cancel(wait_lock); /* async-signal-safe */
+    } else if (wait_set != NULL) {
+        int i;
+        for (i = 0; i < wait_set_n; i++)
+            tslock_lock_cancel(wait_set[i]);
+    } else if (wait_redlock != NULL) {
+        tslock_redlock_cancel(wait_redlock); /* async-signal-safe too */
     }
     errno = saved_errno;
 }
@@ -101,6 +110,13 @@ void cli_signals_wait_on(tslock_lock *l)
     wait_lock = l;
 }
 
+void cli_signals_wait_on_set(tslock_lock **locks, int n)
+{
+    wait_set = NULL; /* never a set with the wrong count */
+    wait_set_n = locks != NULL ? n : 0;
+    wait_set = locks;
+}
+
 void cli_signals_forward_to(int pid)
 {
     child_pid = pid;
@@ -109,4 +125,9 @@ void cli_signals_forward_to(int pid)
 int cli_signals_received(void)
 {
     return received;
+}
+
+void cli_signals_wait_on_redlock(tslock_redlock *rl)
+{
+    wait_redlock = rl;
 }

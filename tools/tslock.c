@@ -12,10 +12,11 @@
 #include "cli.h"
 
 static const char usage_line[] =
-    "expected tslock [options] KEY -- COMMAND [ARG...]";
+    "expected tslock [options] KEY [KEY...] -- COMMAND [ARG...]";
 
 static const char help_text[] =
-    "usage: tslock [options] KEY -- COMMAND [ARG...]  run COMMAND holding KEY\n"
+    "usage: tslock [options] KEY [KEY...] -- COMMAND [ARG...]\n"
+    "                                          run COMMAND holding every KEY\n"
     "       tslock [options] acquire KEY             print a handle\n"
     "       tslock [options] release KEY HANDLE      release it\n"
     "       tslock [options] extend KEY HANDLE       extend it to --ttl\n"
@@ -40,6 +41,9 @@ static const char help_text[] =
     "$REDIS_URL,\n"
     "                       else " CLI_DEFAULT_URL "; password also from\n"
     "                       $REDISCLI_AUTH (safer: ps never shows it)\n"
+    "                       given N times (N odd, >= 3): a Redlock over\n"
+    "                       those independent masters"
+    "\n"
     "      --no-auth-warning  no warning about a password in -u\n"
     "  -m, --mode MODE      auto, token, timestamp or bridge (default auto)\n"
     "      --stamp UNIT     ms, s or float: timestamp stamps (default ms)\n"
@@ -96,10 +100,14 @@ static const char help_text[] =
  * argv, but it was visible until then and stays in shell history.  A bad
  * URL gets only its own error line.
  */
-static int parse_url(const struct cli_request *r, struct cli_options *o)
+static int parse_url(const struct cli_request *r, struct cli_options *o,
+                     const char *form)
 {
     char err[256];
+    int status = cli_masters_parse(r, o, form);
 
+    if (status != 0)
+        return status;
     if (cli_url_parse(r->url_text, &o->url, err, sizeof(err)) != 0)
         return cli_usage_error("%s: %s", r->url_origin, err);
     if (r->password_in_argv && !r->no_auth_warning)
@@ -164,23 +172,33 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return CLI_EXIT_USAGE;
     if (f != FORM_SURVEY && f != FORM_WATCH && survey_options_elsewhere(o) != 0)
         return CLI_EXIT_USAGE;
+    if (f == FORM_DEMO || (f == FORM_REPLAY && o->replay_list))
+        if (cli_masters_parse(r, o, forms[f].name) != 0)
+            return CLI_EXIT_USAGE;
     if (f == FORM_DEMO)
         return cli_demo(o);
     if (f == FORM_SURVEY)
-        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE : cli_survey(o);
+        return parse_url(r, o, "survey") != 0 ? CLI_EXIT_USAGE : cli_survey(o);
     if (f == FORM_WATCH)
-        return parse_url(r, o) != 0
+        return parse_url(r, o, "watch") != 0
                    ? CLI_EXIT_USAGE
                    : cli_watch(o, r->words + 1, r->n_words - 1);
     if (f == FORM_REPLAY && o->replay_list)
         return cli_replay(o, NULL, 1);
     if (f == FORM_REPLAY)
-        return parse_url(r, o) != 0 ? CLI_EXIT_USAGE
-                                    : cli_replay(o, r->words[1], 0);
+        return parse_url(r, o, "replay") != 0 ? CLI_EXIT_USAGE
+                                              : cli_replay(o, r->words[1], 0);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
-    if (parse_url(r, o) != 0)
+    if (parse_url(r, o, f == FORM_BREAK ? "break" : NULL) != 0)
         return CLI_EXIT_USAGE;
+    if (o->n_masters > 0)
+        return f == FORM_ACQUIRE ? cli_quorum_acquire(o, r->words[1])
+               : f == FORM_RELEASE
+                   ? cli_quorum_release(o, r->words[1], r->words[2])
+               : f == FORM_EXTEND
+                   ? cli_quorum_extend(o, r->words[1], r->words[2])
+                   : cli_quorum_status(o, r->words[1]);
     switch (f) {
     case FORM_ACQUIRE:
         return cli_acquire(o, r->words[1]);
@@ -205,7 +223,7 @@ static char *shown(const char *word)
     return copy;
 }
 
-/* KEY without "-- COMMAND", COMMAND without "--", or two KEYs. */
+/* KEY without "-- COMMAND", or COMMAND without "--". */
 static int misplaced_words(const struct cli_request *r)
 {
     char *a = shown(r->words[0]);
@@ -213,12 +231,7 @@ static int misplaced_words(const struct cli_request *r)
     const char *sa = a != NULL ? a : "?", *sb = b != NULL ? b : "?";
     int status;
 
-    if (r->command != NULL)
-        status =
-            cli_usage_error("expected one KEY before '--', got %d words "
-                            "('%s', '%s'%s)",
-                            r->n_words, sa, sb, r->n_words > 2 ? ", ..." : "");
-    else if (r->n_words == 1)
+    if (r->n_words == 1)
         status = cli_usage_error("missing '-- COMMAND' after KEY '%s' (%s)", sa,
                                  usage_line);
     else
@@ -255,8 +268,37 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
     return run_form((enum form)i, r, o);
 }
 
+/* The KEYs before "--": none empty, none twice, none a URL. */
+static int check_keys(const struct cli_request *r)
+{
+    int i, j, status = 0;
+
+    for (i = 0; i < r->n_words && status == 0; i++) {
+        if (r->words[i][0] == '\0')
+            return cli_usage_error("KEY must not be empty");
+        /* A URL typed without -u is a mistake, not one more KEY. */
+        if (r->n_words > 1 && strstr(r->words[i], "://") != NULL) {
+            char *k = shown(r->words[i]);
+            status = cli_usage_error("KEY '%s' looks like a URL: expected it "
+                                     "after -u (%s)",
+                                     k != NULL ? k : "?", usage_line);
+            free(k);
+        }
+        for (j = 0; j < i && status == 0; j++)
+            if (strcmp(r->words[i], r->words[j]) == 0) {
+                char *k = shown(r->words[i]);
+                status = cli_usage_error("KEY '%s' is given twice before '--'",
+                                         k != NULL ? k : "?");
+                free(k);
+            }
+    }
+    return status;
+}
+
 static int dispatch(struct cli_request *r, struct cli_options *o)
 {
+    int status;
+
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
@@ -268,10 +310,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return dispatch_form(r, o);
     if (r->n_words == 0)
         return cli_usage_error("missing KEY before '--' (%s)", usage_line);
-    if (r->n_words > 1)
-        return misplaced_words(r);
-    if (r->words[0][0] == '\0')
-        return cli_usage_error("KEY must not be empty");
+    if ((status = check_keys(r)) != 0)
+        return status;
     if (r->command[0] == NULL)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
@@ -284,9 +324,13 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
                                                       "the watch form only")
                                     : CLI_EXIT_USAGE;
-    if (parse_url(r, o) != 0)
+    if (parse_url(r, o, NULL) != 0)
         return CLI_EXIT_USAGE;
-    return cli_run(o, r->words[0], r->command);
+    if (o->n_masters > 0 && r->n_words > 1)
+        return cli_usage_error("several KEYs take one server: a Redlock "
+                               "(-u given %d times) takes one KEY",
+                               o->n_masters);
+    return cli_run(o, r->words, r->n_words, r->command);
 }
 
 int main(int argc, char **argv)
@@ -308,6 +352,7 @@ int main(int argc, char **argv)
     else if (status == 0)
         status = dispatch(&r, &o);
     cli_url_free(&o.url);
+    cli_masters_free(&o);
     cli_request_free(&r);
     return status;
 }
