@@ -619,6 +619,15 @@ t "--permits x" 64 $ts --permits x sem1 -- true
 t "--shared with --permits" 64 $ts --shared --permits 2 sem1 -- true
 check "--shared with --permits: one line" one_line "exclude each other"
 t "--exclusive with --shared" 64 $ts --exclusive --shared rw1 -- true
+t "--shared with several servers" 64 $tool -u "$U" -u "$U" -u "$U" --shared rw1 -- true
+check "--shared with several servers: one line" one_line "one server only"
+t "--shared over several keys" 0 $ts --shared rw4 rw5 -- \
+    $ts --shared rw4 rw5 -- true
+t "--exclusive over several keys while one is shared: busy" 1 \
+    $ts --shared rw5 -- $ts --exclusive rw4 rw5 -- true
+check "several keys: rw4 and rw5 released" \
+    eval '! key_exists rw4 && ! key_exists rw5'
+
 t "acquire --shared" 0 $ts --shared acquire rw2
 h=$(cat "$out")
 check "acquire --shared: shared-ms handle" \

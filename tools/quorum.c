@@ -34,6 +34,9 @@ static const char *misfit(const struct cli_options *o, char *buf, size_t size)
     if (o->fair)
         return "--fair works on one server only: each master would keep "
                "a queue of its own";
+    if (o->rw != TSLOCK_RW_OFF || o->permits > 0)
+        return "--shared, --exclusive and --permits work on one server "
+               "only: a Redlock is an exclusive lock held by a majority";
     if (o->fence)
         return "--fence works on one server only: each master keeps its "
                "own counter, and numbers from several masters do not form "
