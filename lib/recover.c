@@ -190,10 +190,17 @@ static int attempt(struct recovery *r, int64_t room)
     if (rc == TSLOCK_OK) {
         if (r->server[0] != '\0' && strcmp(r->server, c->run_id) != 0)
             r->restarted = 1;
-        now = holds_now(r->l);
-        rc = now < 0                    ? now
-             : r->op == RECOVER_RELEASE ? settle_release(r, now)
-                                        : settle_extend(r, now);
+        if (tslock__is_shared_hold(r->l)) {
+            /* The key holds the latest lease's stamp, not our entry. */
+            rc = tslock__shared_settle(r->l, r->op == RECOVER_RELEASE,
+                                       !r->restarted && r->server[0] != '\0',
+                                       r->ttl_ms);
+        } else {
+            now = holds_now(r->l);
+            rc = now < 0                    ? now
+                 : r->op == RECOVER_RELEASE ? settle_release(r, now)
+                                            : settle_extend(r, now);
+        }
     }
     (void)tslock_client_set_timeouts(c, saved[0], saved[1]);
     return rc;

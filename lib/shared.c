@@ -217,7 +217,8 @@ static int integer_outcome(tslock_lock *l, redisReply *r, int *outcome)
     return rc;
 }
 
-static int shared_release(tslock_lock *l)
+/* The release; *outcome as shared_outcome() reads it. */
+static int release_outcome(tslock_lock *l, int *outcome)
 {
     tslock_client *c = l->client;
     int64_t srv = tslock__server_now(c);
@@ -225,17 +226,25 @@ static int shared_release(tslock_lock *l)
     const char *keys[2] = {l->key, l->holders_key};
     const char *args[3] = {l->value, now_s, l->channel};
     redisReply *r = NULL;
-    int outcome = 0, rc;
+    int rc;
 
+    *outcome = 0;
     tslock__script_now(c, now_s, sizeof(now_s));
     if (c->caps & TSLOCK_CAP_LUA) {
         rc = tslock__script_run_keys(c, SCRIPT_SHARED_RELEASE, 2, keys, 3, args,
                                      &r);
         if (rc == TSLOCK_OK)
-            rc = integer_outcome(l, r, &outcome);
+            rc = integer_outcome(l, r, outcome);
     } else {
-        rc = tslock__shared_release_watch(l, l->value, srv, &outcome);
+        rc = tslock__shared_release_watch(l, l->value, srv, outcome);
     }
+    return rc;
+}
+
+static int shared_release(tslock_lock *l)
+{
+    int outcome, rc = release_outcome(l, &outcome);
+
     return rc == TSLOCK_OK ? shared_outcome(l, outcome, "released") : rc;
 }
 
@@ -400,4 +409,36 @@ int tslock__shared_adopt(tslock_lock *l, const char *handle)
     l->held = 1;
     l->fence = 0;
     return 1;
+}
+
+int tslock__is_shared_hold(const tslock_lock *l)
+{
+    return l->ops == &tslock__shared_ops;
+}
+
+/*
+ * After a lost reply, on a new connection: an extension is sent again
+ * with the same new entry (taken as done if it landed).  A release is
+ * sent again; finding our entry gone on the same server within our
+ * lease means the lost one removed it (no one drops a live entry).
+ */
+int tslock__shared_settle(tslock_lock *l, int release, int same_server,
+                          int64_t ttl_ms)
+{
+    int outcome, rc;
+
+    if (!release)
+        return shared_extend(l, ttl_ms);
+    rc = release_outcome(l, &outcome);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (outcome == 0 && same_server && tslock__lease_runs(l)) {
+        tslock__fail(l->client, TSLOCK_OK,
+                     "released '%s': the reply to the release was lost, and "
+                     "on reconnecting our entry was gone from its holders on "
+                     "the same server within our lease",
+                     l->key);
+        return TSLOCK_OK;
+    }
+    return shared_outcome(l, outcome, "released");
 }

@@ -219,6 +219,11 @@ void tslock__script_now(tslock_client *c, char *buf, size_t size);
 /* The holders set and the intent key, named once. */
 int tslock__kind_names(tslock_lock *l);
 extern const struct tslock__scheme_ops tslock__shared_ops;
+/* recover.c: whether l holds a shared or permit hold. */
+int tslock__is_shared_hold(const tslock_lock *l);
+/* recover.c: finish a release or extension of one after a lost reply. */
+int tslock__shared_settle(tslock_lock *l, int release, int same_server,
+                          int64_t ttl_ms);
 /* handle.c: a shared or permit hold's handle into buf: 1, else 0. */
 int tslock__shared_handle(const tslock_lock *l, char *buf, size_t size);
 /* handle.c: 1 when handle is a shared or permit hold's, now adopted. */

@@ -536,6 +536,57 @@ static void test_readers_share(void)
     tslock_client_free(b);
 }
 
+/*
+ * An extension whose reply is lost (the proxy closes the connection
+ * after the server ran it): the library reconnects and sends the same
+ * new entry again, which the script or transaction takes as done; the
+ * holders set keeps one entry for us, not two.  Then a release whose
+ * reply is lost: on reconnecting, our entry is gone on the same server
+ * within our lease, so it is reported released.
+ */
+static void test_extend_reply_lost(void)
+{
+    tslock_client *a;
+    tslock_lock *r;
+    redisContext *ctl;
+    int64_t n = 0;
+    int lua, rc;
+
+    if (cur->emulate == NULL)
+        return; /* the fault mode is the proxy's: 2.x generations only */
+    a = client();
+    r = kind_lock(a, K("rw:lostext"), TSLOCK_RW_SHARED, 0, 60000);
+    ctl = th_redis(&cur->proxy);
+    lua = (tslock_client_caps(a) & TSLOCK_CAP_LUA) != 0;
+    CU_ASSERT_FATAL(tslock_acquire(r, 0) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_extend(r, 0) == TSLOCK_OK); /* scripts loaded */
+    th_clock_advance(&clk, 1000);
+    /* The script, or the EXEC: 5 reads, MULTI, 6 writes, EXEC. */
+    CU_ASSERT_FATAL(th_fault_arm(ctl, "drop-after", lua ? 1 : 13, 0) == 0);
+    rc = tslock_extend(r, 30000);
+    if (rc != TSLOCK_OK)
+        printf("\n    extend: %s (%s)", tslock_errname(rc),
+               tslock_client_errstr(a));
+    CU_ASSERT_EQUAL(rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(th_fault_fired(ctl), 1);
+    CU_ASSERT_EQUAL(tslock_lock_holders(r, &n), TSLOCK_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    /* The release's reply lost too: our entry gone means released. */
+    CU_ASSERT_FATAL(th_fault_arm(ctl, "drop-after", lua ? 1 : 12, 0) == 0);
+    rc = tslock_release(r);
+    if (rc != TSLOCK_OK)
+        printf("\n    release: %s (%s)", tslock_errname(rc),
+               tslock_client_errstr(a));
+    CU_ASSERT_EQUAL(rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(th_fault_fired(ctl), 1);
+    CU_ASSERT_FALSE(tslock_lock_is_held(r));
+    CU_ASSERT_EQUAL(tslock_lock_holders(r, &n), TSLOCK_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    redisFree(ctl);
+    tslock_lock_free(r);
+    tslock_client_free(a);
+}
+
 /* ------------------------------------------------------- semaphores */
 
 /*
@@ -1140,6 +1191,8 @@ int main(void)
                     test_others_see_held);
         CU_add_test(s, "legacy clients: held, then taken over after the lease",
                     test_legacy_clients_see_held);
+        CU_add_test(s, "lost replies of a shared extend and release: settled",
+                    test_extend_reply_lost);
         CU_add_test(s, "semaphore: N permits, leases, extend",
                     test_semaphore_basics);
         CU_add_test(s, "control: naive Redis in Action semaphore over-admits",
