@@ -341,8 +341,7 @@ int tslock_client_reconnect(tslock_client *c)
     }
 }
 
-int tslock_client_address(const tslock_client *c, const char **host,
-                          int *port)
+int tslock_client_address(const tslock_client *c, const char **host, int *port)
 {
     if (c == NULL)
         return TSLOCK_EINVAL;

@@ -14,7 +14,8 @@
 #include "tslock_int.h"
 
 #define SENTINEL_RETRY_MS   100  /* between passes over the sentinels */
-#define SENTINEL_DEFAULT_MS 5000 /* passes go on this long without a timeout */
+#define SENTINEL_DEFAULT_MS 5000 /* passes go on this long without a timeout   \
+                                  */
 
 void tslock__sentinel_free(tslock_client *c)
 {
@@ -139,9 +140,8 @@ static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
         } else if (a->type != REDIS_REPLY_ARRAY || a->elements != 2
                    || a->element[0]->type != REDIS_REPLY_STRING
                    || a->element[1]->type != REDIS_REPLY_STRING
-                   || (*port = atoi(a->element[1]->str)) <= 0
-                   || *port > 65535 || a->element[0]->len == 0
-                   || a->element[0]->len >= size) {
+                   || (*port = atoi(a->element[1]->str)) <= 0 || *port > 65535
+                   || a->element[0]->len == 0 || a->element[0]->len >= size) {
             snprintf(why, why_size,
                      "expected [host, port] from SENTINEL "
                      "get-master-addr-by-name, got %s",
@@ -320,8 +320,7 @@ int tslock__sentinel_check_role(tslock_client *c, const redisReply *role,
         && role->element[0]->type == REDIS_REPLY_STRING)
         snprintf(found, sizeof(found), "%.30s", role->element[0]->str);
     else if (role != NULL && role->type != REDIS_REPLY_ERROR)
-        return tslock__fail(c, TSLOCK_EPROTO,
-                            "ROLE: expected an array, got %s",
+        return tslock__fail(c, TSLOCK_EPROTO, "ROLE: expected an array, got %s",
                             tslock__reply_describe(role, desc, sizeof(desc)));
     else if (how = "INFO", !info_role(info, found, sizeof(found)))
         return tslock__fail(c, TSLOCK_EPROTO,

@@ -63,7 +63,7 @@ struct tslock_client {
     char *master_name;
     char *sentinel_user;
     char *sentinel_password;
-    uint64_t rng;      /* xorshift state for retry jitter */
+    uint64_t rng; /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
