@@ -188,7 +188,7 @@ bad_url() {
 }
 bad_url "redis://:s3cret@localhost:99999" "port"
 bad_url "redis://:s3cret@localhost:http" "port"
-bad_url "http://localhost:6379" "redis:// or unix://"
+bad_url "http://localhost:6379" "redis://, unix:// or redis+sentinel://"
 bad_url "rediss://localhost" "TLS"
 bad_url "redis://:s3cret@localhost:6379/x" "database"
 bad_url "redis://localhost:6379/-1" "database"
