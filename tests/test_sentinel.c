@@ -7,9 +7,14 @@
  * an emulated Redis 2.6.  Failovers are awaited by polling the sentinels
  * with a deadline; nothing assumes how long one takes.
  */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness_sentinel.h"
 
@@ -196,6 +201,174 @@ static void test_wait_two_replicas(void)
     tslock_client_free(c);
 }
 
+/* ------------------------------------------------------ the tslock CLI */
+
+static char cli_dir[256]; /* stdout, stderr and flag files of the CLI */
+
+static int make_cli_dir(void)
+{
+    snprintf(cli_dir, sizeof(cli_dir), "/tmp/tslock-sentinel-cli.XXXXXX");
+    return mkdtemp(cli_dir) != NULL ? 0 : -1;
+}
+
+static void remove_cli_dir(void)
+{
+    char cmd[300];
+
+    if (cli_dir[0] != '\0' && strncmp(cli_dir, "/tmp/tslock-", 12) == 0) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cli_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot remove %s\n", cli_dir);
+    }
+}
+
+static void cli_path(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", cli_dir, name);
+}
+
+/* The redis+sentinel:// URL of the topology. */
+static void sentinel_url(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size,
+             "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/%s",
+             topo.sentinel[0].port, topo.sentinel[1].port,
+             topo.sentinel[2].port, name);
+}
+
+/* Start tools/tslock with args; its stdout and stderr go to files. */
+static pid_t spawn_cli(const char *const *args, const char *tag)
+{
+    const char *top = getenv("top_builddir");
+    char prog[512], out[300], err[300];
+    const char *argv[32];
+    pid_t pid;
+    int i;
+
+    snprintf(prog, sizeof(prog), "%s/tools/tslock",
+             top != NULL && top[0] != '\0' ? top : ".");
+    argv[0] = prog;
+    for (i = 0; args[i] != NULL && i < 30; i++)
+        argv[i + 1] = args[i];
+    argv[i + 1] = NULL;
+    snprintf(out, sizeof(out), "%s/%s.out", cli_dir, tag);
+    snprintf(err, sizeof(err), "%s/%s.err", cli_dir, tag);
+    pid = fork();
+    if (pid == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+            _exit(120);
+        execv(prog, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_cli(pid_t pid)
+{
+    int st = 0;
+
+    if (pid <= 0 || waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run tslock to the end: its exit status. */
+static int run_cli(const char *const *args, const char *tag)
+{
+    return wait_cli(spawn_cli(args, tag));
+}
+
+/* The first line of a file the CLI wrote, into buf ("" when none). */
+static const char *cli_output(const char *tag, const char *ext, char *buf,
+                              size_t size)
+{
+    char path[300];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s.%s", cli_dir, tag, ext);
+    buf[0] = '\0';
+    f = fopen(path, "r");
+    if (f == NULL)
+        return buf;
+    if (fgets(buf, (int)size, f) == NULL)
+        buf[0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0;
+}
+
+static void test_cli_steady(void)
+{
+    char url[256], handle[256], line[1024], buf[64], bad[256];
+    const char *token;
+    int rc;
+
+    sentinel_url(url, sizeof(url), topo.name);
+    {
+        const char *args[] = {"-u", url, "acquire", "s:cli", NULL};
+        CU_ASSERT_EQUAL(run_cli(args, "acquire"), 0);
+    }
+    cli_output("acquire", "out", handle, sizeof(handle));
+    token = strchr(handle, ':');
+    CU_ASSERT_FATAL(token != NULL);
+    CU_ASSERT_EQUAL(
+        th_node_get(&topo, topo.node[0].port, "s:cli", buf, sizeof(buf)), 1);
+    CU_ASSERT_STRING_EQUAL(buf, token + 1);
+    {
+        const char *args[] = {"-u", url, "release", "s:cli", handle, NULL};
+        CU_ASSERT_EQUAL(run_cli(args, "release"), 0);
+    }
+    CU_ASSERT_EQUAL(
+        th_node_get(&topo, topo.node[0].port, "s:cli", buf, sizeof(buf)), 0);
+
+    /* --replicas: one acknowledges; two asked for fail with 69. */
+    {
+        const char *args[] = {"-u",     url,  "--replicas", "1",
+                              "s:cli1", "--", "true",       NULL};
+        CU_ASSERT_EQUAL(run_cli(args, "replicas1"), 0);
+    }
+    {
+        const char *args[] = {
+            "-u",  url,      "--replicas", "2",    "--replicas-timeout",
+            "200", "s:cli2", "--",         "true", NULL};
+        rc = run_cli(args, "replicas2");
+        CU_ASSERT_EQUAL(rc, 69);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(cli_output("replicas2", "err", line, sizeof(line)),
+                   "TSLOCK_EREPLICAS"));
+        CU_ASSERT_EQUAL(
+            th_node_get(&topo, topo.node[0].port, "s:cli2", buf, sizeof(buf)),
+            0);
+    }
+
+    /* An unknown name: one line, the server's refusal (70). */
+    sentinel_url(bad, sizeof(bad), "nosuch");
+    {
+        const char *args[] = {"-u", bad, "status", "k", NULL};
+        CU_ASSERT_EQUAL(run_cli(args, "nosuch"), 70);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(cli_output("nosuch", "err", line, sizeof(line)),
+                   "knows no master named 'nosuch'"));
+    }
+
+    /* A sentinel that is not there is passed over. */
+    snprintf(bad, sizeof(bad), "redis+sentinel://127.0.0.1:1,127.0.0.1:%d/%s",
+             topo.sentinel[1].port, topo.name);
+    {
+        const char *args[] = {"-u", bad, "s:cli3", "--", "true", NULL};
+        CU_ASSERT_EQUAL(run_cli(args, "passover"), 0);
+    }
+}
+
 /* Last in its suite: it kills the first sentinel. */
 static void test_first_sentinel_down(void)
 {
@@ -234,9 +407,11 @@ static void test_master_killed(void)
     tslock_lock *held, *renewed, *waited;
     tslock_watchdog *dog = NULL;
     struct renew_log log = {0, 0};
-    char token[64], buf[64];
+    char token[64], buf[64], url[256], started[300], finish[300], script[700],
+        cli_token[64];
     int old = topo.node[0].port, now, rc, found;
-    int64_t end;
+    int64_t end, failed_over;
+    pid_t holder = 0;
 
     if (a == NULL || w == NULL || r == NULL || b == NULL)
         goto out;
@@ -252,9 +427,29 @@ static void test_master_killed(void)
         tslock_watchdog_start(&dog, renewed, r, 300, on_renew_failure, &log),
         TSLOCK_OK);
 
+    /* A tslock --renew holder, its COMMAND running until told to end. */
+    sentinel_url(url, sizeof(url), topo.name);
+    cli_path(started, sizeof(started), "started");
+    cli_path(finish, sizeof(finish), "finish");
+    snprintf(script, sizeof(script),
+             "touch '%s'; while [ ! -e '%s' ]; do sleep 0.05; done", started,
+             finish);
+    {
+        const char *args[] = {"-u", url,  "-r", "-t",   "6000", "s:clirenew",
+                              "--", "sh", "-c", script, NULL};
+        holder = spawn_cli(args, "holder");
+    }
+    end = th_mono_ms() + DEADLINE_MS;
+    while (!file_exists(started) && th_mono_ms() < end)
+        th_sleep_us(20000);
+    CU_ASSERT_FATAL(file_exists(started));
+    CU_ASSERT_EQUAL(
+        th_node_get(&topo, old, "s:clirenew", cli_token, sizeof(cli_token)), 1);
+
     th_server_kill(&topo.node[0]);
     now = th_topology_wait_master(&topo, old, DEADLINE_MS);
     CU_ASSERT_FATAL(now > 0 && now == topo.node[1].port);
+    failed_over = th_mono_ms();
 
     /* A waiting acquire on a connection to the dead master follows. */
     CU_ASSERT_EQUAL(tslock_acquire(waited, DEADLINE_MS), TSLOCK_OK);
@@ -294,10 +489,43 @@ static void test_master_killed(void)
         CU_ASSERT_EQUAL(log.code, TSLOCK_ELOST);
         CU_ASSERT_TRUE(found == 0 || strcmp(buf, token) != 0);
     }
+
+    /* A tslock started now finds the new master. */
+    {
+        const char *args[] = {"-u", url, "s:cliafter", "--", "true", NULL};
+        CU_ASSERT_EQUAL(run_cli(args, "after"), 0);
+    }
+
+    /*
+     * The --renew holder: 6.5 s after the failover, the lease it had
+     * before has run out, so its token on the new master means it renewed
+     * there; otherwise it must report the loss (exit 75).
+     */
+    while (th_mono_ms() < failed_over + 6500)
+        th_sleep_us(50000);
+    found = th_node_get(&topo, now, "s:clirenew", buf, sizeof(buf));
+    close(open(finish, O_WRONLY | O_CREAT, 0600));
+    rc = wait_cli(holder);
+    holder = 0;
+    fprintf(stderr, "(tslock --renew: exit %d) ", rc);
+    if (found == 1 && strcmp(buf, cli_token) == 0) {
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_EQUAL(th_node_get(&topo, now, "s:clirenew", buf, sizeof(buf)),
+                        0);
+    } else {
+        char line[1024];
+        CU_ASSERT_EQUAL(rc, 75);
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(cli_output("holder", "err", line, sizeof(line)), "lost"));
+    }
     tslock_lock_free(held);
     tslock_lock_free(renewed);
     tslock_lock_free(waited);
 out:
+    if (holder > 0) {
+        kill(holder, SIGTERM);
+        wait_cli(holder);
+    }
     tslock_watchdog_stop(dog);
     tslock_client_free(a);
     tslock_client_free(w);
@@ -512,8 +740,9 @@ static void test_old_wait_refused(void)
 int main(void)
 {
     CU_pSuite s;
+    int rc;
 
-    if (CU_initialize_registry() != CUE_SUCCESS)
+    if (make_cli_dir() != 0 || CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     s = CU_add_suite("sentinel: steady", start_topology, stop_topology);
     CU_add_test(s, "connect through the sentinels", test_connect);
@@ -522,6 +751,7 @@ int main(void)
     CU_add_test(s, "sentinel AUTH refused", test_sentinel_auth_refused);
     CU_add_test(s, "WAIT: one replica acknowledges", test_wait_one_replica);
     CU_add_test(s, "WAIT: two asked, one there", test_wait_two_replicas);
+    CU_add_test(s, "tslock -u redis+sentinel://", test_cli_steady);
     CU_add_test(s, "the first sentinel down", test_first_sentinel_down);
     s = CU_add_suite("sentinel: SIGKILL the master", start_topology,
                      stop_topology);
@@ -535,5 +765,7 @@ int main(void)
     CU_add_test(s, "no ROLE: INFO's role line", test_old_role_from_info);
     CU_add_test(s, "a replica named: ROLE says so", test_replica_named);
     CU_add_test(s, "no WAIT: refused, nothing left", test_old_wait_refused);
-    return th_run_all();
+    rc = th_run_all();
+    remove_cli_dir();
+    return rc;
 }
