@@ -13,9 +13,10 @@
 
 #include "tslock_int.h"
 
-#define SENTINEL_RETRY_MS   100  /* between passes over the sentinels */
-#define SENTINEL_DEFAULT_MS 5000 /* passes go on this long without a timeout   \
-                                  */
+#define SENTINEL_RETRY_MS 100 /* between passes over the sentinels */
+#define SENTINEL_DEFAULT_MS                                                    \
+    5000 /* passes go on this long without a timeout                           \
+          */
 
 void tslock__sentinel_free(tslock_client *c)
 {
