@@ -245,6 +245,8 @@ int tslock__connect_side(tslock_client *c, redisContext **out)
     int flags;
 
     *out = NULL;
+    if (c->host == NULL) /* a Sentinel client that never found a master */
+        return TSLOCK_EIO;
     if (c->transport == TRANSPORT_TCP)
         ctx = c->connect_ms > 0 ? redisConnectWithTimeout(c->host, c->port, tv)
                                 : redisConnect(c->host, c->port);
