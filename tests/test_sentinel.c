@@ -404,7 +404,9 @@ static void test_master_killed(void)
     tslock_client *w = th_topology_client(&topo);
     tslock_client *r = th_topology_client(&topo);
     tslock_client *b = th_topology_client(&topo);
-    tslock_lock *held, *renewed, *waited;
+    tslock_lock *held, *renewed, *waited, *lost;
+    redisContext *raw;
+    redisReply *reply;
     tslock_watchdog *dog = NULL;
     struct renew_log log = {0, 0};
     char token[64], buf[64], url[256], started[300], finish[300], script[700],
@@ -446,6 +448,18 @@ static void test_master_killed(void)
     CU_ASSERT_EQUAL(
         th_node_get(&topo, old, "s:clirenew", cli_token, sizeof(cli_token)), 1);
 
+    /*
+     * Cut the replication link (the replica reconnects within about a
+     * second), write a lock only the master has, and kill the master.
+     */
+    raw = th_redis(&topo.node[0]);
+    reply = redisCommand(raw, "CLIENT KILL TYPE replica");
+    CU_ASSERT_TRUE(reply != NULL && reply->type == REDIS_REPLY_INTEGER
+                   && reply->integer == 1);
+    freeReplyObject(reply);
+    redisFree(raw);
+    lost = new_lock(a, "s:lost", 20000);
+    CU_ASSERT_EQUAL(tslock_acquire(lost, 0), TSLOCK_OK);
     th_server_kill(&topo.node[0]);
     now = th_topology_wait_master(&topo, old, DEADLINE_MS);
     CU_ASSERT_FATAL(now > 0 && now == topo.node[1].port);
@@ -455,6 +469,14 @@ static void test_master_killed(void)
     CU_ASSERT_EQUAL(tslock_acquire(waited, DEADLINE_MS), TSLOCK_OK);
     CU_ASSERT_EQUAL(address_port(b), now);
     CU_ASSERT_EQUAL(th_node_get(&topo, now, "s:waited", buf, sizeof(buf)), 1);
+
+    /* The unreplicated one is gone, and its release says so. */
+    CU_ASSERT_EQUAL(th_node_get(&topo, now, "s:lost", buf, sizeof(buf)), 0);
+    CU_ASSERT_EQUAL(tslock_release(lost), TSLOCK_ELOST);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(tslock_client_errstr(a), "the sentinels named another master"));
+    CU_ASSERT_FALSE(tslock_lock_is_held(lost));
+    tslock_lock_free(lost);
 
     /* The acknowledged hold is released on the new master. */
     rc = tslock_release(held);
