@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
                                int64_t ttl_ms)

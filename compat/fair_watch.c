@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 #define MAX_DROPS 8                   /* lapsed waiters dropped per attempt */
 #define MAX_CMDS  (2 * MAX_DROPS + 6) /* within TSLOCK__MAX_QUEUED */

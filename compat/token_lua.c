@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl)
 {

@@ -603,13 +603,32 @@ TSLOCK_EXTERN int tslock_lock_set_replicas(tslock_lock *lock, int n,
                                            int timeout_ms);
 
 /*
+ * tslock_lock_set_reentrant - let the holder take the lock again.
+ *
+ * enabled: non-zero to turn on, 0 to turn off (the default).  While on,
+ * tslock_acquire() on this object when it already holds the lock adds
+ * one hold without a round trip, and the lock stays held until
+ * tslock_release() has been called as many times; only the last release
+ * asks the server.  A re-acquire checks that our lease, less the release
+ * margin, still runs by our clock; if not it returns TSLOCK_ELOST and
+ * changes nothing.  Extend and the watchdog act on the one hold, whatever
+ * its count.  The count lives in this object only: to pass a hold to
+ * another object or process, use tslock_lock_handle().
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (turning it off while
+ * held more than once).
+ */
+TSLOCK_EXTERN int tslock_lock_set_reentrant(tslock_lock *lock, int enabled);
+
+/*
  * tslock_acquire - take the lock, waiting up to wait_ms.
  *
  * wait_ms: 0 tries once; > 0 waits up to that many milliseconds on the
  * monotonic clock; TSLOCK_WAIT_FOREVER waits until taken or canceled.
  * Returns TSLOCK_OK (held), TSLOCK_EBUSY (not a failure),
  * TSLOCK_EUNREADABLE (held by a value this scheme cannot read; not a
- * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held), TSLOCK_EINVAL,
+ * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held, and not
+ * reentrant), TSLOCK_ELOST (reentrant and held, but the lease ran out by
+ * our clock: not taken again), TSLOCK_EINVAL,
  * TSLOCK_EWRONGTYPE, TSLOCK_EUNSUPPORTED, TSLOCK_EHOOK, TSLOCK_ECLOCK,
  * TSLOCK_EREPLICAS (tslock_lock_set_replicas(); nothing held), or
  * a connection code (TSLOCK_EIO, TSLOCK_ETIMEDOUT, TSLOCK_EPROTO,
@@ -628,7 +647,8 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
  * TSLOCK_EUNSUPPORTED (a forced release form the server lacks),
  * TSLOCK_EHOOK, or a connection code.  The lock object stays held after
  * anything but TSLOCK_OK, TSLOCK_ELOST and TSLOCK_EWRONGTYPE: the key may
- * still be ours, and the release can be tried again.
+ * still be ours, and the release can be tried again.  A reentrant lock
+ * held more than once only drops one hold (TSLOCK_OK, no round trip).
  */
 TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
 
@@ -700,6 +720,67 @@ TSLOCK_EXTERN int64_t tslock_lock_expires_ms(const tslock_lock *lock);
  * fencing is off or the lock is not held.
  */
 TSLOCK_EXTERN int64_t tslock_lock_fence(const tslock_lock *lock);
+
+/* ======================================== several locks, scoped use ==== */
+
+/*
+ * tslock_acquire_all - take every lock of a set, or none.
+ *
+ * locks: n lock objects (n >= 1), on one client or several, with distinct
+ * keys.  The keys are taken in one fixed order (their bytes, as memcmp
+ * sorts them), each with a single try; at the first busy one, the locks
+ * taken so far are given back and only that key is waited for (within
+ * wait_ms, as tslock_acquire()), holding nothing else; then the pass
+ * starts again.  No tslock client ever waits while holding part of a
+ * set, so sets cannot deadlock one another.
+ * Returns TSLOCK_OK (every lock held), or with none of them held: the
+ * code of the busy or failed key (TSLOCK_EBUSY, TSLOCK_EUNREADABLE,
+ * TSLOCK_ECANCELED, a connection code ...), TSLOCK_EINVAL (NULL, n == 0,
+ * a key twice).  If giving back a partly taken set fails, that release's
+ * code is returned and the locks it could not give back stay held
+ * (tslock_lock_is_held()): release them, or the set, again.  The message
+ * is on the client of the lock it names.  To cancel a wait, call
+ * tslock_lock_cancel() on every lock of the set.
+ */
+TSLOCK_EXTERN int tslock_acquire_all(tslock_lock *const *locks, size_t n,
+                                     int64_t wait_ms);
+
+/*
+ * tslock_release_all - release every held lock of a set.
+ *
+ * Each held lock is released (in the reverse of the acquire order), even
+ * after another's release failed.  Returns TSLOCK_OK (all released),
+ * TSLOCK_ESTATE (none was held), TSLOCK_EINVAL, or the first failure
+ * (TSLOCK_ELOST, a connection code ...), its message on that lock's
+ * client; as after tslock_release(), a lock whose release failed but was
+ * not lost stays held.
+ */
+TSLOCK_EXTERN int tslock_release_all(tslock_lock *const *locks, size_t n);
+
+/* The work done under tslock_with(): its int result is handed back. */
+typedef int (*tslock_with_fn)(tslock_lock *lock, void *userdata);
+
+/*
+ * tslock_with - take the lock, run fn, release the lock.
+ *
+ * wait_ms: as tslock_acquire().  renew_client: NULL for no renewal, or a
+ * connected client for a watchdog that keeps the lease renewed while fn
+ * runs (tslock_watchdog_start()).  fn(lock, userdata) runs only once the
+ * lock is held; *result (result may be NULL) gets its return value, and
+ * is left untouched when fn did not run.
+ * Returns TSLOCK_OK (held from before fn started until released after it
+ * ended), TSLOCK_ELOST (fn ran, but the hold was lost: the lease ran out
+ * or a renewal found the key taken; mutual exclusion may have been
+ * broken while fn ran), the acquire's code (fn did not run), the
+ * watchdog's start code (fn did not run; the lock was released),
+ * TSLOCK_ESTATE (fn released the lock itself), or the release's code (fn
+ * ran; the lock stays held, as after tslock_release()).
+ * Threads: with renew_client, fn must not use renew_client, nor change
+ * the lock (extend, release); reading it is safe.
+ */
+TSLOCK_EXTERN int tslock_with(tslock_lock *lock, int64_t wait_ms,
+                              tslock_client *renew_client, tslock_with_fn fn,
+                              void *userdata, int *result);
 
 /* =========================================== handles and inspection ==== */
 

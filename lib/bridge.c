@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 /* Claims that find the key changed under them: tries before giving up. */
 #define CLAIM_RETRIES 4
@@ -95,18 +95,6 @@ static int64_t safety_ms(tslock_lock *l, const char *stamp)
         stamp_ms = 0;
     ms = stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000;
     return ms > 1000 ? ms : 1000;
-}
-
-int tslock__bridge_may_take(tslock_lock *l, const redisReply *found)
-{
-    int64_t exp = 0;
-    int rc = tslock__ts_read_stamp(l, found, &exp);
-
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (exp >= tslock__now(l->client, TSLOCK_CLOCK_WALL))
-        return tslock__ts_busy(l, exp);
-    return TSLOCK_OK;
 }
 
 /*
@@ -196,64 +184,6 @@ static int br_try_acquire(tslock_lock *l)
 
 /* ------------------------------------------------------- the proof */
 
-/*
- * ELOST for a failed proof, by the guard script's code: -1 the stamp is
- * not ours, -2 it has no TTL, -3 the owner key names another holder.
- */
-static int proof_lost(tslock_lock *l, const char *verb, int code)
-{
-    static const char *const why[] = {
-        "it no longer holds our stamp",
-        "it holds our stamp but no TTL, so a client that sets none wrote "
-        "it again after our hold was deleted",
-        "it holds our stamp, but its owner key names another holder that "
-        "wrote the same stamp"};
-
-    return tslock__guard_lost(l, verb, why[-code - 1]);
-}
-
-int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
-                         const char *verb)
-{
-    const redisReply *value = replies[0], *ttl = replies[1],
-                     *owner = replies[2];
-    int rc = tslock__guard_compare(l, value, l->value, verb);
-
-    if (rc != TSLOCK_OK)
-        return rc;
-    if (ttl->type != REDIS_REPLY_INTEGER)
-        return tslock__unexpected(l->client, "TTL", "an integer", ttl);
-    if (ttl->integer < 0)
-        return proof_lost(l, verb, -2);
-    if (owner->type != REDIS_REPLY_NIL && owner->type != REDIS_REPLY_STRING)
-        return tslock__unexpected(l->client, "GET of the owner key",
-                                  "a bulk string or nil", owner);
-    if (owner->type == REDIS_REPLY_NIL || strcmp(owner->str, l->owner_token))
-        return proof_lost(l, verb, -3);
-    return TSLOCK_OK;
-}
-
-void tslock__bridge_proof_reads(tslock_lock *l, struct tslock__proof_reads *b)
-{
-    int lua = (l->client->caps & TSLOCK_CAP_LUA) != 0;
-
-    b->get_key[0] = "GET";
-    b->get_key[1] = l->key;
-    b->ttl_key[0] = lua ? "PTTL" : "TTL";
-    b->ttl_key[1] = l->key;
-    b->get_owner[0] = "GET";
-    b->get_owner[1] = l->owner_key;
-    b->q[0].step = TSLOCK_STEP_GET;
-    b->q[0].argc = 2;
-    b->q[0].argv = b->get_key;
-    b->q[1].step = lua ? TSLOCK_STEP_PTTL : TSLOCK_STEP_TTL;
-    b->q[1].argc = 2;
-    b->q[1].argv = b->ttl_key;
-    b->q[2].step = TSLOCK_STEP_GET;
-    b->q[2].argc = 2;
-    b->q[2].argv = b->get_owner;
-}
-
 /* The classic form: the three reads in one round trip, then a verdict. */
 static int check_classic(tslock_lock *l, const char *verb)
 {
@@ -309,7 +239,7 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
         if (r->type != REDIS_REPLY_INTEGER)
             rc = tslock__unexpected(c, "bridge proof script", "an integer", r);
         else if (r->integer >= -3 && r->integer <= -1)
-            rc = proof_lost(l, verb, (int)r->integer);
+            rc = tslock__bridge_proof_lost(l, verb, (int)r->integer);
         freeReplyObject(r);
         return rc;
     }

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 int tslock_lock_set_fair(tslock_lock *l, int enabled)
 {

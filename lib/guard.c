@@ -4,55 +4,15 @@
  * server has scripts; the WATCH form lives in compat/; the classic form
  * (GET, compare, then act) is for servers with neither and has a gap.
  */
-#include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 tslock_release_form tslock__best_form(const tslock_client *c)
 {
     return c->caps & TSLOCK_CAP_LUA     ? TSLOCK_RELEASE_LUA
            : c->caps & TSLOCK_CAP_WATCH ? TSLOCK_RELEASE_WATCH
                                         : TSLOCK_RELEASE_CLASSIC;
-}
-
-int tslock__lease_runs(tslock_lock *l)
-{
-    return tslock__now(l->client, TSLOCK_CLOCK_WALL) + l->margin_ms
-           <= l->expires_ms;
-}
-
-int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why)
-{
-    return tslock__fail(l->client, TSLOCK_ELOST,
-                        "lock '%s' was not %s: %s; nothing changed", l->key,
-                        verb, why);
-}
-
-int tslock__guard_compare(tslock_lock *l, const redisReply *r,
-                          const char *expect, const char *verb)
-{
-    char why[200];
-
-    if (r->type == REDIS_REPLY_NIL)
-        return tslock__guard_lost(l, verb, "the key is gone");
-    if (r->type != REDIS_REPLY_STRING)
-        return tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
-    if (r->len != strlen(expect) || memcmp(r->str, expect, r->len) != 0) {
-        snprintf(why, sizeof(why), "it now holds \"%.*s\", not our \"%s\"",
-                 r->len > 64 ? 64 : (int)r->len, r->str, expect);
-        return tslock__guard_lost(l, verb, why);
-    }
-    return TSLOCK_OK;
-}
-
-int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
-                        redisReply **r)
-{
-    const char *argv[3] = {tslock_step_name(step), l->key, arg};
-
-    return tslock__command(l->client, step, l->key, arg == NULL ? 2 : 3, argv,
-                           r);
 }
 
 static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -142,6 +143,44 @@ int tslock_lock_set_fencing(tslock_lock *l, int enabled)
     return TSLOCK_OK;
 }
 
+int tslock_lock_set_reentrant(tslock_lock *l, int enabled)
+{
+    if (l == NULL)
+        return TSLOCK_EINVAL;
+    if (!enabled && l->held > 1)
+        return tslock__fail(l->client, TSLOCK_ESTATE,
+                            "lock '%s' is held %d times: release it down to "
+                            "one hold before turning reentrancy off",
+                            l->key, l->held);
+    l->reentrant = enabled != 0;
+    return TSLOCK_OK;
+}
+
+/*
+ * A reentrant lock taken again by its holder: one more hold, counted in
+ * the object, with no round trip.  It needs what release and extend check
+ * before they ask the server: our lease, less the margin, still runs by
+ * our clock.  If it does not, the hold may be lost already; the object
+ * is left as it is, for release (or extend) to ask the server.
+ */
+static int reenter(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+
+    tslock__clear_error(c);
+    if (!tslock__lease_runs(l))
+        return tslock__fail(c, TSLOCK_ELOST,
+                            "lock '%s' was not taken again: our lease ran "
+                            "out by our clock, so another owner may hold it; "
+                            "it is still counted %d time%s until released",
+                            l->key, l->held, l->held == 1 ? "" : "s");
+    if (l->held == INT_MAX)
+        return tslock__fail(c, TSLOCK_ESTATE, "lock '%s' is held %d times",
+                            l->key, l->held);
+    l->held++;
+    return TSLOCK_OK;
+}
+
 /*
  * The scheme this acquisition uses.  Auto takes the token scheme wherever
  * it can be had atomically (SET NX PX, a Lua script, or WATCH), and the
@@ -214,7 +253,7 @@ static int take_fence(tslock_lock *l)
     return rc;
 }
 
-static void drain_cancel(tslock_lock *l)
+void tslock__drain_cancel(tslock_lock *l)
 {
     char buf[64];
 
@@ -225,7 +264,7 @@ static void drain_cancel(tslock_lock *l)
 
 static int canceled(tslock_lock *l)
 {
-    drain_cancel(l);
+    tslock__drain_cancel(l);
     return tslock__fail(l->client, TSLOCK_ECANCELED,
                         "wait for lock '%s' was canceled", l->key);
 }
@@ -354,6 +393,8 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
     if (l == NULL || wait_ms < TSLOCK_WAIT_FOREVER)
         return TSLOCK_EINVAL;
     c = l->client;
+    if (l->held && l->reentrant)
+        return reenter(l);
     if (l->held)
         return tslock__fail(c, TSLOCK_ESTATE, "lock '%s' is already held",
                             l->key);
@@ -386,6 +427,10 @@ int tslock_release(tslock_lock *l)
         return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
                             l->key);
     tslock__clear_error(l->client);
+    if (l->held > 1) { /* an inner hold of a reentrant lock */
+        l->held--;
+        return TSLOCK_OK;
+    }
     rc = tslock__settle_pending(l);
     if (rc == TSLOCK_OK)
         rc = l->ops->release(l);

@@ -67,28 +67,6 @@ static int hold(tslock_lock *l, int64_t lease_end)
     return TSLOCK_OK;
 }
 
-int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp)
-{
-    const char *why = "";
-    int rc = tslock__stamp_parse(r->str, r->len, l->unit, exp, &why);
-
-    if (rc != TSLOCK_OK)
-        tslock__fail(l->client, rc,
-                     "lock '%s' holds \"%.*s\", which %s for a stamp in %s; "
-                     "it is treated as held and never taken over",
-                     l->key, r->len > 64 ? 64 : (int)r->len, r->str, why,
-                     tslock__unit_name(l->unit));
-    return rc;
-}
-
-int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms)
-{
-    l->expires_ms = holder_expires_ms;
-    return tslock__fail(l->client, TSLOCK_EBUSY,
-                        "lock '%s' is held until %" PRId64 " (Unix ms)", l->key,
-                        holder_expires_ms);
-}
-
 /*
  * Where the server can compare and set atomically, put the winner's stamp
  * back after losing a GETSET race, so the winner's release still finds
@@ -215,7 +193,7 @@ static int ts_extend(tslock_lock *l, int64_t ttl_ms)
     }
     if (rc == TSLOCK_OK) {
         memcpy(l->value, stamp, sizeof(stamp));
-        hold(l, lease_end);
+        l->expires_ms = lease_end; /* the hold's count stays */
     }
     return rc;
 }

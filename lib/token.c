@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "compat.h"
 
 /* 16 bytes from the kernel, as 32 hex digits. */
 int tslock__make_token(tslock_client *c, char *buf)

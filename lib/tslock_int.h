@@ -80,11 +80,12 @@ struct tslock_lock {
     int retry_min_ms;
     int retry_max_ms;
     int fencing;
-    int replicas;      /* tslock_lock_set_replicas(): 0 waits for none */
-    int replicas_ms;   /* its WAIT timeout */
-    int replicas_seen; /* a pipelined WAIT was judged this attempt */
-    int replicas_rc;   /* and its verdict */
-    int held;
+    int replicas;        /* tslock_lock_set_replicas(): 0 waits for none */
+    int replicas_ms;     /* its WAIT timeout */
+    int replicas_seen;   /* a pipelined WAIT was judged this attempt */
+    int replicas_rc;     /* and its verdict */
+    int reentrant;       /* tslock_lock_set_reentrant() */
+    int held;            /* holds: 0 none; more than 1 re-entered (reentrant) */
     int waiting;         /* inside a waiting acquire */
     int wakeup;          /* waits listen for releases (the default) */
     int listening;       /* this wait listens on the client's subscriber */
@@ -211,6 +212,10 @@ int tslock__replicas_judge(tslock_lock *l, const redisReply *r);
 /* Send WAIT for l's replicas and judge the reply. */
 int tslock__replicas_wait(tslock_lock *l);
 
+/* ---- lock.c */
+/* Empty the lock's cancel pipe and clear its cancel flag. */
+void tslock__drain_cancel(tslock_lock *l);
+
 /* ---- names.c: companions of a lock key, in its Cluster hash slot */
 /*
  * Name key's companion "<key><suffix>" into *slot (once; freed with the
@@ -231,9 +236,6 @@ int tslock__publish_refused(tslock_client *c, const redisReply *r);
 
 /* ---- fair.c: waiters served in the order they asked */
 int tslock__fair_try(tslock_lock *l);
-/* compat/fair_watch.c: one attempt with WATCH (2.2 - 2.4). */
-int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
-                           int64_t idle_ms, int64_t *holder_ttl_ms);
 void tslock__fair_leave(tslock_lock *l);
 
 /* ---- wakeup.c: waiters woken by the release */
@@ -323,7 +325,11 @@ int tslock__guarded(tslock_lock *l, tslock_release_form form,
 tslock_release_form tslock__best_form(const tslock_client *c);
 /* EUNSUPPORTED for a forced Lua or WATCH form the server lacks. */
 int tslock__form_missing(tslock_client *c, tslock_release_form form);
+
+/* ---- proof.c: what a hold is judged by (lib/ and compat/ share it) */
+/* Whether our lease, less the margin, still runs by our wall clock. */
 int tslock__lease_runs(tslock_lock *l);
+/* ELOST: "lock 'K' was not <verb>: <why>; nothing changed". */
 int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why);
 /* TSLOCK_OK when the GET reply r is exactly expect, else ELOST/EPROTO. */
 int tslock__guard_compare(tslock_lock *l, const redisReply *r,
@@ -331,14 +337,34 @@ int tslock__guard_compare(tslock_lock *l, const redisReply *r,
 /* Send "STEP key [arg]", the shape of most lock commands. */
 int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
                         redisReply **r);
+/* A stored value read back: EUNREADABLE with the reason, or its expiry. */
+int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp);
+/* EBUSY, remembering when the holder's lease ends. */
+int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms);
+/*
+ * The bridge proof: the reads that show it (GET key, PTTL key -- TTL
+ * before 2.6 -- and GET of the owner key), and the verdict on their
+ * replies: OK, or ELOST saying which part failed.
+ */
+struct tslock__proof_reads {
+    const char *get_key[2], *ttl_key[2], *get_owner[2];
+    struct tslock__queued q[3];
+};
+void tslock__bridge_proof_reads(tslock_lock *l, struct tslock__proof_reads *b);
+int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
+                         const char *verb);
+/*
+ * ELOST for a failed proof, by the guard script's code: -1 the stamp is
+ * not ours, -2 it has no TTL, -3 the owner key names another holder.
+ */
+int tslock__bridge_proof_lost(tslock_lock *l, const char *verb, int code);
+/*
+ * Whether the value found by a claim may be taken over: OK (an expired
+ * stamp), EBUSY (unexpired) or EUNREADABLE.
+ */
+int tslock__bridge_may_take(tslock_lock *l, const redisReply *found);
 
-/* ---- compat/: servers without SET NX PX, Lua or WATCH */
-int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
-                          const char *expect, const char *arg, int check_lease,
-                          const char *verb);
-int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl);
-int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl);
-void tslock__seconds_up(char *buf, size_t size, int64_t ms);
+/* ---- transaction.c: WATCH, MULTI and EXEC */
 #define TSLOCK__MAX_READS  3  /* commands read after WATCH */
 #define TSLOCK__MAX_QUEUED 24 /* commands queued inside MULTI */
 /*
@@ -358,15 +384,10 @@ void tslock__unwatch(tslock_lock *l);
  */
 int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
                         redisReply **out);
-/* The bridge scheme's claim and proof on 2.2 - 2.4 (bridge_watch.c). */
-/* 0 claimed, 1 the key changed under WATCH (try again), else a code. */
-int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
-                               int64_t ttl_ms);
-int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
-                               const char *stamp, int64_t ttl_ms,
-                               int check_lease, const char *verb);
+/* ms as whole seconds, rounded up: EXPIRE and SETEX before 2.6. */
+void tslock__seconds_up(char *buf, size_t size, int64_t ms);
 
-/* ---- the schemes: timestamp.c, token.c */
+/* ---- the schemes: timestamp.c, token.c, bridge.c */
 struct tslock__scheme_ops {
     int (*try_acquire)(tslock_lock *l); /* one attempt, no waiting */
     int (*release)(tslock_lock *l);
@@ -377,33 +398,12 @@ extern const struct tslock__scheme_ops tslock__timestamp_ops;
 extern const struct tslock__scheme_ops tslock__token_ops;
 extern const struct tslock__scheme_ops tslock__bridge_ops;
 
-/* ---- shared by timestamp.c and bridge.c */
+/* ---- timestamp.c, shared with bridge.c */
 int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
                           int64_t ttl_ms, int64_t *lease_end);
-/* A stored value read back: EUNREADABLE with the reason, or its expiry. */
-int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp);
-/* EBUSY, remembering when the holder's lease ends. */
-int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms);
 /* Exactly 32 lowercase hex digits: a token (handle.c). */
 int tslock__is_token(const char *v, size_t len);
 /* 16 random bytes as 32 hex digits and a NUL, into buf[33]. */
 int tslock__make_token(tslock_client *c, char *buf);
-/*
- * The bridge proof: the reads that show it (GET key, PTTL key -- TTL
- * before 2.6 -- and GET of the owner key), and the verdict on their
- * replies: OK, or ELOST saying which part failed.
- */
-struct tslock__proof_reads {
-    const char *get_key[2], *ttl_key[2], *get_owner[2];
-    struct tslock__queued q[3];
-};
-void tslock__bridge_proof_reads(tslock_lock *l, struct tslock__proof_reads *b);
-int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
-                         const char *verb);
-/*
- * Whether the value found by a claim may be taken over: OK (an expired
- * stamp), EBUSY (unexpired) or EUNREADABLE.
- */
-int tslock__bridge_may_take(tslock_lock *l, const redisReply *found);
 
 #endif /* TSLOCK_INT_H */

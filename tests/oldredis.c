@@ -27,10 +27,11 @@
  *    (call to f_<sha>): ...", and SHAs are the client's.
  *  - Replies: TTL/PTTL of a missing key -1, INFO with the emulated
  *    redis_version (flat before 2.6), old AUTH/NOAUTH/WRONGTYPE/SELECT
- *    wordings, CLIENT subcommands of 2.4 and 2.6.9.
+ *    wordings, CLIENT subcommands of 2.4 and 2.6.9, MONITOR lines without
+ *    the "[db address]" of 2.6 (and with 2.0's leading '+').
  *
  * Not emulated: BLPOP/BRPOP deleting a volatile list on 2.0, 2.0's
- * de-authentication after a failed AUTH, MONITOR's old line format,
+ * de-authentication after a failed AUTH,
  * SYNC/PSYNC (unknown), OBJECT ENCODING names, options that later
  * versions added to commands of variable arity (ZADD NX, ZRANGE BYSCORE).
  *
@@ -701,7 +702,8 @@ enum xform_kind {
     XF_EXECABORT,   /* 2.6.5+: a command was refused while queuing */
     XF_SCRIPT,      /* Lua errors worded as 2.6, with the client's SHA */
     XF_SCRIPT_LOAD, /* answer the client's SHA, not the wrapped one */
-    XF_SUBSCRIBE    /* track the subscription count */
+    XF_SUBSCRIBE,   /* track the subscription count */
+    XF_MONITOR      /* MONITOR lines in the emulated version's format */
 };
 
 typedef struct xform {
@@ -1098,7 +1100,30 @@ static void h_subscribe(conn *c, const request *r, const cmd_def *d)
 static void h_monitor(conn *c, const request *r, const cmd_def *d)
 {
     (void)d;
-    forward_as_is(c, r, XF_PLAIN)->expect = EXPECT_FOREVER;
+    forward_as_is(c, r, XF_MONITOR)->expect = EXPECT_FOREVER;
+}
+
+/*
+ * A MONITOR line as the emulated version wrote it.  2.6 added "[db
+ * address]" after the time; 2.2 - 2.4 have none; 2.0 puts a '+' in front
+ * as well (REDIS-VERSIONS.md).  The "OK" that starts the feed stays.
+ */
+static void put_reply(bytes *o, const redisReply *r);
+
+static void put_monitor_line(bytes *o, const redisReply *r)
+{
+    const char *open, *close;
+
+    if (r->type != REDIS_REPLY_STATUS || emu >= V(2, 6, 0)
+        || (open = memchr(r->str, '[', r->len)) == NULL
+        || (close = memchr(open, ']', r->len - (size_t)(open - r->str))) == NULL
+        || close + 2 > r->str + r->len) {
+        put_reply(o, r);
+        return;
+    }
+    bytes_fmt(o, "+%s%.*s%.*s\r\n", emu < V(2, 2, 0) ? "+" : "",
+              (int)(open - r->str), r->str,
+              (int)(r->len - (size_t)(close + 2 - r->str)), close + 2);
 }
 
 /* Wraps a client script for 2.6; returns the SHAs of both bodies. */
@@ -1672,6 +1697,9 @@ static void put_xform(conn *c, const xform *xf, const redisReply *r)
             resp_bulk(&c->out, xf->sha, 40);
         else
             put_reply(&c->out, r);
+        break;
+    case XF_MONITOR:
+        put_monitor_line(&c->out, r);
         break;
     default:
         put_reply(&c->out, r);

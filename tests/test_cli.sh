@@ -7,6 +7,7 @@
 set -u
 
 tool="${top_builddir:-.}/tools/tslock"
+legacy="${top_builddir:-.}/tests/legacy_cli"
 server="${REDIS_SERVER:-}"
 [ -n "$server" ] || server=redis-server
 if ! command -v "$server" >/dev/null 2>&1; then
@@ -21,6 +22,10 @@ if [ ! -x "$cli" ]; then
 fi
 if [ ! -x "$tool" ]; then
     echo "no tool at $tool"
+    exit 1
+fi
+if [ ! -x "$legacy" ]; then
+    echo "no legacy clients at $legacy"
     exit 1
 fi
 
@@ -385,6 +390,88 @@ check "-w -1: waited until released" [ $rc -eq 0 ]
 check "-w -1: ran after the release" \
     [ "$(tr -d '\n' <"$dir/order8")" = RW ]
 
+# ------------------------------------------------------ several KEYs
+t "two KEYs: both held while COMMAND runs" 0 $ts m1 m2 -- \
+    sh -c "'$cli' -s '$sock' exists m1 m2"
+check "two KEYs: both held" has "^2$" "$out"
+check "two KEYs: both released" eval '! key_exists m1 && ! key_exists m2'
+t "a KEY twice" 64 $ts m1 m2 m1 -- true
+check "a KEY twice: one line" one_line "KEY 'm1' is given twice"
+t "an empty KEY among KEYs" 64 $ts m1 "" -- true
+t "hold m2" 0 $ts acquire m2
+h2=$(cat "$out")
+rm -f "$dir/ran"
+t "one KEY busy: none taken" 1 $ts m1 m2 m3 -- touch "$dir/ran"
+check "one KEY busy: COMMAND not run" [ ! -e "$dir/ran" ]
+check "one KEY busy: says none is held" has "none of the keys is held" "$err"
+check "one KEY busy: m1 and m3 not kept" \
+    eval '! key_exists m1 && ! key_exists m3'
+$ts -v -w 10000 m3 m2 -- sh -c "echo W >>'$dir/orderm'" 2>"$dir/errm" &
+bg=$!
+await waiting "$dir/errm"
+echo R >>"$dir/orderm"
+t "release m2 while the set waits" 0 $ts release m2 "$h2"
+wait $bg
+rc=$?
+check "set -w: waited, then ran" [ $rc -eq 0 ]
+check "set -w: ran after the release" [ "$(tr -d '\n' <"$dir/orderm")" = RW ]
+t "two KEYs --fence" 0 $ts --fence f1 f2 -- sh -c 'echo "$TSLOCK_FENCE"'
+check "two KEYs --fence: two numbers" has "^[0-9][0-9]* [0-9][0-9]*$" "$out"
+t "two KEYs renewed past their leases" 0 $ts -r -t 300 r1 r2 -- sleep 1
+check "two KEYs renewed: released" eval '! key_exists r1 && ! key_exists r2'
+t "two KEYs, lease lost: 75" 75 $ts -t 200 l1 l2 -- sleep 0.5
+# {x,y} and {y,x} at once, ten times each: never both inside (mkdir is
+# the checker), and no deadlock (every run ends within its wait).
+cs='mkdir "$0/cs" 2>/dev/null || echo OVERLAP >>"$0/overlaps"; sleep 0.01; rmdir "$0/cs"'
+# The checker first catches a broken control: one holds x, the other y,
+# and the second goes in while the first is inside.
+wait_for='n=0; until [ -e "$1" ] || [ $n -gt 1000 ]; do n=$((n+1)); sleep 0.01; done'
+$ts -q x -- sh -c "mkdir '$dir/cs'; touch '$dir/a-in'; set -- '$dir/b-done';
+    $wait_for; rmdir '$dir/cs'" &
+ctl=$!
+await_file "$dir/a-in"
+$ts -q y -- sh -c "$cs; touch \"\$0/b-done\"" "$dir"
+wait $ctl
+check "control {x} and {y}: the checker sees both inside" \
+    [ -s "$dir/overlaps" ]
+rm -f "$dir/overlaps"
+rmdir "$dir/cs" 2>/dev/null
+(for i in 1 2 3 4 5 6 7 8 9 10; do
+    $ts -q -w 30000 x y -- sh -c "$cs" "$dir" || echo "fail $?" >>"$dir/setfail"
+done) &
+p1=$!
+(for i in 1 2 3 4 5 6 7 8 9 10; do
+    $ts -q -w 30000 y x -- sh -c "$cs" "$dir" || echo "fail $?" >>"$dir/setfail"
+done) &
+p2=$!
+wait $p1 $p2
+check "{x,y} and {y,x}: every run held both" [ ! -e "$dir/setfail" ]
+check "{x,y} and {y,x}: never both inside" [ ! -e "$dir/overlaps" ]
+# The same on old servers, played by the proxy.
+for v in 2.2.15 2.0.5; do
+    oldp="${top_builddir:-.}/tests/oldredis"
+    if [ ! -x "$oldp" ]; then
+        echo "ok - several KEYs on $v: skipped (no tests/oldredis)"
+        break
+    fi
+    osock="$dir/oldm-$v.sock"
+    "$oldp" --emulate $v --listen "$osock" --upstream "$sock" &
+    old_pid=$!
+    await_file "$osock"
+    to="$tool -u unix://$osock"
+    t "several KEYs on $v: both held" 0 $to o1 o2 -- \
+        sh -c "'$cli' -s '$sock' exists o1 o2"
+    check "several KEYs on $v: both held" has "^2$" "$out"
+    check "several KEYs on $v: released" eval '! key_exists o1 && ! key_exists o2'
+    t "several KEYs on $v: hold o2" 0 $to acquire o2
+    ho=$(cat "$out")
+    t "several KEYs on $v: one busy, none taken" 1 $to o1 o2 -- true
+    check "several KEYs on $v: o1 not kept" eval '! key_exists o1'
+    t "several KEYs on $v: release o2" 0 $to release o2 "$ho"
+    kill "$old_pid" && wait "$old_pid" 2>/dev/null
+    old_pid=
+done
+
 # ----------------------------------------------------------- renewal
 # A holds k9 with a 300 ms lease for 1.2 s, renewed; B waits for it.
 order="$dir/order9"
@@ -593,11 +680,18 @@ check "fence: TSLOCK_FENCE unset without --fence" [ "$(cat "$out")" = unset ]
 # Every lock is written as its legacy client writes it.
 SU="unix://$sock?db=5"
 sv() { "$cli" -s "$sock" -n 5 "$@" >/dev/null; }
-now=$(now_ms)
-sv setnx sv:ms $((now + 60000))
-sv setnx sv:s $((now / 1000 + 60))
-sv setnx sv:float "$((now / 1000 + 60)).5"
-sv setnx sv:old $((now - 60000))
+# The stamps come from the legacy clients of tests/legacy.c: the Java
+# RedisLock (ms), the Redis documentation's pattern (s), redis-py 2.x
+# (float s), and a Java client whose clock runs two minutes behind (a
+# stamp already expired for everyone else).
+lg() { "$legacy" -s "$sock" -n 5 "$@"; }
+lg client j java 60000 client d redisdoc 60000 client p redispy2 60000 \
+    client late java 60000 -120000 \
+    lock j sv:ms lock d sv:s lock p sv:float lock late sv:old >"$dir/lg"
+check "survey: the legacy clients took their locks" \
+    eval '[ "$(grep -c " held " "$dir/lg")" -eq 4 ]'
+ms_stamp=$(awk '$1 == "j" { print $3 }' "$dir/lg")
+old_stamp=$(awk '$1 == "late" { print $3 }' "$dir/lg")
 sv set sv:tok 0123456789abcdef0123456789abcdef nx px 60000
 sv set sv:stuck fedcba9876543210fedcba9876543210 nx
 sv set 'sv:q"uo\te' 00112233445566778899aabbccddeeff nx px 60000
@@ -645,7 +739,7 @@ check "survey json: key escaped" json 'sv:q\"uo\\te' token '"live"'
 check "survey json: no TTL is null" \
     has '"key":"sv:stuck".*"expires_ms":null,"ttl_ms":null}$' "$out"
 check "survey json: stamp's expiry" \
-    has "\"key\":\"sv:ms\".*\"expires_ms\":$((now + 60000))," "$out"
+    has "\"key\":\"sv:ms\".*\"expires_ms\":$ms_stamp," "$out"
 check "survey json: summary last" eval \
     'tail -n 1 "$out" | grep -q "^{\"summary\":{\"keys\":11,\"locks\":8,"'
 check "survey json: 9 lines" eval '[ "$(wc -l <"$out")" -eq 9 ]'
@@ -671,7 +765,7 @@ check "survey --match: only the matching keys" eval \
 
 after=$("$cli" -s "$sock" -n 5 --scan | sort | tr '\n' ' ')
 check "survey: wrote nothing" eval \
-    '[ "$before" = "$after" ] && [ "$("$cli" -s "$sock" -n 5 ttl sv:stuck)" = -1 ] && [ "$("$cli" -s "$sock" -n 5 get sv:old)" = $((now - 60000)) ]'
+    '[ "$before" = "$after" ] && [ "$("$cli" -s "$sock" -n 5 ttl sv:stuck)" = -1 ] && [ "$("$cli" -s "$sock" -n 5 get sv:old)" = "$old_stamp" ]'
 
 # Servers before 2.8, played by the proxy: no SCAN, so --keys is needed.
 old="${top_builddir:-.}/tests/oldredis"
@@ -733,10 +827,17 @@ watcher=$!
 # The handshake: the line comes once MONITOR has answered OK.  SIGTERM,
 # not SIGINT, ends it: a background job of a script ignores SIGINT.
 await "^tslock: watching 1 key on" "$dir/werr"
-stamp=$((($(date +%s) + 60) * 1000 + 1))
-wcli setnx wk $stamp
-wcli getset wk $((stamp + 5))
-wcli del wk
+# The legacy clients of tests/legacy.c, each on its own connection: Java
+# RedisLock x holds; y, whose clock runs two minutes ahead, sees x's stamp
+# expired and takes it over with GETSET; x's unlock0 then deletes y's
+# stamp.  A redisdoc and a redis-py 2.x client lock and release after.
+"$legacy" -p $wport client x java 60000 client y java 60000 120000 \
+    client d redisdoc 60000 client p redispy2 60000 \
+    lock x wk lock y wk unlock x wk lock d wk unlock d wk \
+    lock p wk unlock p wk >"$dir/lg"
+check "watch: the legacy clients ran as planned" eval \
+    '[ "$(cut -d" " -f1,2 "$dir/lg" | tr "\n" " ")" = "x held y held x deleted d held d deleted p held p deleted " ]'
+stamp=$(awk '$1 == "x" && $2 == "held" { print $3 }' "$dir/lg")
 wcli set wk 0123456789abcdef0123456789abcdef NX PX 30000
 wcli del wk
 t "watch: a tslock hold meanwhile" 0 $tool -u "$WU" -m token wk -- true
@@ -758,8 +859,14 @@ check "watch: token SET NX PX" \
 check "watch: tslock's own release by script is not flagged" \
     eval '[ $(grep -c "^DANGER" "$out") -eq 3 ]'
 check "watch: other keys ignored" eval '! grep -q other-key "$out"'
-check "watch: summary counts a legacy host" \
-    has "^summary: 127.0.0.1:[0-9]* timestamp-ms=1 danger=0$" "$out"
+check "watch: summary names the Java host that deleted another's stamp" \
+    has "^summary: 127.0.0.1:[0-9]* timestamp-ms=1 danger=1$" "$out"
+check "watch: summary names the Java host with the fast clock" \
+    has "^summary: 127.0.0.1:[0-9]* timestamp-ms=2 danger=1$" "$out"
+check "watch: summary names the seconds-stamp host" \
+    has "^summary: 127.0.0.1:[0-9]* timestamp-s=1 danger=0$" "$out"
+check "watch: summary names the float-stamp host" \
+    has "^summary: 127.0.0.1:[0-9]* timestamp-float=1 danger=0$" "$out"
 $tool -u "$WU" watch --for 1500 --json wk >"$dir/wout" 2>"$dir/werr" &
 watcher=$!
 await "^tslock: watching" "$dir/werr"
@@ -775,6 +882,41 @@ check "watch --json: summary" \
 t "watch: survey's --match is refused" 64 $tool -u "$WU" watch --match x wk
 t "watch: --for elsewhere is refused" 64 $tool -u "$WU" --for 5 status wk
 t "watch: needs a KEY" 64 $tool -u "$WU" watch
+# Old MONITOR formats, played by the proxy: 2.2 - 2.4 give no client
+# address, 2.0 also puts a '+' in front.  The proxy's own upstream
+# commands (the PTTL with which it plays 2.0's SETNX, say) show too.
+for v in 2.4.18 2.0.5; do
+    if [ ! -x "$old" ]; then
+        echo "ok - watch on $v: skipped (no tests/oldredis)"
+        break
+    fi
+    wcli del wk
+    osock="$dir/wold-$v.sock"
+    "$old" --emulate $v --listen "$osock" --upstream-port $wport &
+    old_pid=$!
+    await_file "$osock"
+    : >"$dir/werr"
+    $tool -u "unix://$osock" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
+    watcher=$!
+    await "^tslock: watching 1 key on" "$dir/werr"
+    "$legacy" -s "$osock" client x java 60000 client y java 60000 120000 \
+        lock x wk lock y wk unlock x wk >"$dir/lg"
+    kill -TERM $watcher
+    wait $watcher
+    rc=$?
+    cp "$dir/wout" "$out"
+    cp "$dir/werr" "$err"
+    check "watch on $v: ends 0" eval '[ $rc -eq 0 ]'
+    check "watch on $v: the server's version" has "(Redis ${v%.*})$" "$err"
+    check "watch on $v: a SETNX of an ms stamp, client unknown" \
+        has "^[0-9.]* ? timestamp-ms setnx \"wk\" \"[0-9]*\"$" "$out"
+    check "watch on $v: GETSET over a live stamp flagged" \
+        has "^DANGER: GETSET over a live stamp: .* getset \"wk\"" "$out"
+    check "watch on $v: a DEL by an unknown client is not flagged" \
+        eval '[ $(grep -c "^DANGER" "$out") -eq 1 ]'
+    kill "$old_pid" && wait "$old_pid" 2>/dev/null
+    old_pid=
+done
 kill "$w_pid" && wait "$w_pid" 2>/dev/null
 w_pid=
 # ------------------------------------------------------------ replay

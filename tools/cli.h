@@ -193,9 +193,16 @@ int64_t cli_mono_ms(void);
  */
 int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
              const char *key);
+/*
+ * cli_take for the n locks of keys[] as one set (tslock_acquire_all()):
+ * every one held, or none.  n == 1 is cli_take.
+ */
+int cli_take_set(const struct cli_options *o, tslock_client *c,
+                 tslock_lock **locks, char **keys, int n);
 
 /* ---- the forms */
-int cli_run(const struct cli_options *o, const char *key, char **command);
+int cli_run(const struct cli_options *o, char **keys, int n_keys,
+            char **command);
 int cli_acquire(const struct cli_options *o, const char *key);
 int cli_release(const struct cli_options *o, const char *key,
                 const char *handle);
@@ -256,7 +263,9 @@ void cli_signals_block(sigset_t *old);
 /* Put back the dispositions tslock started with (in a child). */
 void cli_signals_restore(void);
 void cli_signals_wait_on(tslock_lock *l); /* NULL to stop */
-void cli_signals_forward_to(int pid);     /* 0 to stop */
+/* A signal cancels the wait of every lock of the set (NULL to stop). */
+void cli_signals_wait_on_set(tslock_lock **locks, int n);
+void cli_signals_forward_to(int pid); /* 0 to stop */
 /* The last of INT, TERM, HUP received, or 0. */
 int cli_signals_received(void);
 

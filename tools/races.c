@@ -506,6 +506,145 @@ static int race_e_tslock(race_env *env, const char *key, race_result *out)
     return out->error[0] != '\0' ? -1 : 0;
 }
 
+/* ------------------------------- f and g: the same races with tokens */
+
+/* A token lock on a new client, hooked to a; its lease is the key's TTL. */
+static tslock_lock *token_lock_as(replay *rp, actor *a, tslock_client **cp)
+{
+    tslock_lock *l = lock_as(rp, a, 10000, cp);
+
+    if (l != NULL
+        && tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN) != TSLOCK_OK) {
+        tslock_lock_free(l);
+        l = NULL;
+    }
+    return l;
+}
+
+/*
+ * A token lease ends on the server, not on the replay clock: the key's
+ * TTL runs out while A is paused.  PEXPIRE 0 is that moment, made now.
+ */
+static void lease_runs_out(replay *rp, const char *whose)
+{
+    char what[64];
+
+    freeReplyObject(redisCommand(rp->observer, "PEXPIRE %s 0", rp->key));
+    snprintf(what, sizeof(what), "%s's lease runs out (PEXPIRE 0)", whose);
+    observe(rp, "server", what);
+}
+
+/*
+ * f: A holds a token lock and stalls past its TTL; B takes the free key;
+ * then A releases, with a plain DEL or with tslock's compare-and-delete.
+ */
+static int race_f(int broken, race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
+          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
+    tslock_client *ca = NULL, *cb = NULL;
+    tslock_lock *la, *lb;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    la = token_lock_as(&rp, &a, &ca);
+    lb = token_lock_as(&rp, &b, &cb);
+    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
+        flush_pending(&rp);
+        lease_runs_out(&rp, "A");
+        tslock_acquire(lb, 0);
+        out->trace[0] = '\0'; /* the race is A's release */
+        if (broken) {
+            naive_client na = naive_as(&rp, &a);
+
+            if (na.redis != NULL)
+                naive_unconditional_release(&na, key);
+            redisFree(na.redis);
+        } else
+            tslock_release(la);
+        flush_pending(&rp);
+        out->believes[1] = tslock_lock_is_held(lb);
+        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+static int race_f_broken(race_env *env, const char *key, race_result *out)
+{
+    return race_f(1, env, key, out);
+}
+
+static int race_f_tslock(race_env *env, const char *key, race_result *out)
+{
+    return race_f(0, env, key, out);
+}
+
+/* A has seen its own token; now its lease runs out and B acquires. */
+static void token_takeover(actor *self)
+{
+    lease_runs_out(self->rp, "A");
+    self->inner_rc = tslock_acquire(self->other, 0);
+}
+
+/*
+ * g: A releases a token lock it still holds, pausing after its check:
+ * GET, compare, DEL in three commands, or tslock's one script.  Inside
+ * the pause A's lease runs out and B acquires.  Does B's lock survive?
+ */
+static int race_g(int broken, race_env *env, const char *key, race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "A", broken ? "DEL" : "EVALSHA", token_takeover, NULL, NULL,
+               0,   0},
+          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
+    tslock_client *ca = NULL, *cb = NULL;
+    tslock_lock *la, *lb;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    la = token_lock_as(&rp, &a, &ca);
+    lb = token_lock_as(&rp, &b, &cb);
+    a.other = lb;
+    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
+        out->trace[0] = '\0'; /* the race starts at A's release */
+        if (broken) {
+            naive_client na = naive_as(&rp, &a);
+
+            if (na.redis != NULL)
+                naive_token_get_then_del(&na, key, tslock_lock_value(la));
+            redisFree(na.redis);
+        } else
+            tslock_release(la);
+        flush_pending(&rp);
+        out->believes[1] = tslock_lock_is_held(lb);
+        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
+    } else
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(ca);
+    tslock_client_free(cb);
+    replay_close(&rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+static int race_g_broken(race_env *env, const char *key, race_result *out)
+{
+    return race_g(1, env, key, out);
+}
+
+static int race_g_tslock(race_env *env, const char *key, race_result *out)
+{
+    return race_g(0, env, key, out);
+}
+
 /* ------------------------------------------ h. an identical stamp */
 
 struct race_h_cast {
@@ -639,6 +778,28 @@ const race races[] = {
      1,
      "A:SETNX A:crash B:SETNX",
      "A:SETNX B:SETNX B:GET B:GETSET"},
+    {"f",
+     "release after expiry, with tokens (A stalled past its TTL)",
+     {"A", "B"},
+     "unconditional DEL release",
+     "Lua compare-and-delete of the token",
+     race_f_broken,
+     race_f_tslock,
+     0,
+     1,
+     "A:DEL",
+     "A:EVALSHA"},
+    {"g",
+     "check, then delete, with tokens: GET, compare, DEL",
+     {"A", "B"},
+     "token GET, compare, DEL",
+     "Lua compare-and-delete of the token",
+     race_g_broken,
+     race_g_tslock,
+     0,
+     1,
+     "A:GET B:SET A:DEL",
+     "B:SET A:EVALSHA"},
     {"h",
      "an identical stamp after a legacy DEL (bridge mode)",
      {"A", "J2"},

@@ -58,7 +58,7 @@ static void replay_narrate(const char *actor, const char *command,
 {
     struct narration *n = ud;
 
-    printf("  %2d. %-3s %-18s -> %s\n", ++n->step, actor, command, value);
+    printf("  %2d. %-6s %-18s -> %s\n", ++n->step, actor, command, value);
 }
 
 /*

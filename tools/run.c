@@ -1,8 +1,9 @@
 /*
- * run.c - the run form, tslock KEY -- COMMAND: take KEY, run COMMAND as a
- * child (its lease renewed from a thread of the library with --renew),
- * pass signals on to it, release KEY once it has exited, and choose the
- * exit status by the rule in tslock(1): lost lease, then COMMAND's own
+ * run.c - the run form, tslock KEY [KEY...] -- COMMAND: take every KEY
+ * (several as one set, all or nothing), run COMMAND as a child (each
+ * lease renewed from a thread of the library with --renew), pass signals
+ * on to it, release the KEYs once it has exited, and choose the exit
+ * status by the rule in tslock(1): a lost lease, then COMMAND's own
  * status, then a failed release.
  */
 #include <errno.h>
@@ -22,13 +23,22 @@
 /* File descriptors below this are checked for "inherited by tslock". */
 #define FD_SCAN_LIMIT 1024
 
+struct run_state;
+
+/* One KEY: its lock, and its renewal with --renew. */
+struct run_key {
+    struct run_state *s;
+    const char *key;
+    tslock_lock *lock;
+    tslock_client *renew_client;
+    tslock_watchdog *watchdog;
+};
+
 struct run_state {
     const struct cli_options *o;
-    const char *key;
+    struct run_key *keys;
+    int n_keys;
     tslock_client *client;
-    tslock_client *renew_client;
-    tslock_lock *lock;
-    tslock_watchdog *watchdog;
     atomic_int child_pid;
     atomic_int renew_failed; /* the failing code, 0 while renewals work */
     atomic_int term_sent;    /* --kill-on-loss sends SIGTERM once */
@@ -78,11 +88,12 @@ static void send_term_once(struct run_state *s)
 /* From the watchdog's thread: say so at once, the status comes later. */
 static void on_renew_failure(int code, const char *detail, void *userdata)
 {
-    struct run_state *s = userdata;
+    struct run_key *k = userdata;
+    struct run_state *s = k->s;
 
     atomic_store(&s->renew_failed, code);
     cli_error("WARNING: renewing the lease on '%s' failed: %s: %s; %s; %s",
-              s->key, tslock_errname(code), detail,
+              k->key, tslock_errname(code), detail,
               code == TSLOCK_ELOST
                   ? "the lock is no longer ours, so mutual exclusion may "
                     "be broken already"
@@ -99,39 +110,41 @@ static void on_renew_failure(int code, const char *detail, void *userdata)
  */
 static void on_renew_warning(int code, const char *detail, void *userdata)
 {
-    struct run_state *s = userdata;
+    struct run_key *k = userdata;
 
     if (code == TSLOCK_EREPLICAS)
         cli_error("warning: renewed the lease on '%s' on the master, but too "
                   "few replicas acknowledged it (%s); the lock is still ours",
-                  s->key, detail);
+                  k->key, detail);
     else
         cli_error("warning: renewing the lease on '%s' hit %s and recovered "
                   "(%s); the lock is still ours",
-                  s->key, tslock_errname(code), detail);
+                  k->key, tslock_errname(code), detail);
 }
 
+/* Each KEY's lease is renewed on a connection of its own. */
 static int start_renewal(struct run_state *s)
 {
     sigset_t old;
-    int status, rc;
+    int i, status, rc;
 
-    if (!s->o->renew)
-        return CLI_EXIT_OK;
-    status = cli_connect(s->o, &s->renew_client);
-    if (status != CLI_EXIT_OK)
-        return status;
-    /* The renewing thread must never be the one a signal lands in. */
-    cli_signals_block(&old);
-    rc = tslock_watchdog_start(&s->watchdog, s->lock, s->renew_client, 0,
-                               on_renew_failure, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != TSLOCK_OK)
-        return cli_fail(s->client, rc, "cannot start renewing the lease");
-    (void)tslock_watchdog_set_on_warning(s->watchdog, on_renew_warning, s);
-    cli_verbose("renewing the lease every %" PRId64
-                " ms on a second connection",
-                s->o->ttl_ms / 3 > 0 ? s->o->ttl_ms / 3 : 1);
+    for (i = 0; s->o->renew && i < s->n_keys; i++) {
+        struct run_key *k = &s->keys[i];
+        status = cli_connect(s->o, &k->renew_client);
+        if (status != CLI_EXIT_OK)
+            return status;
+        /* The renewing thread must never be the one a signal lands in. */
+        cli_signals_block(&old);
+        rc = tslock_watchdog_start(&k->watchdog, k->lock, k->renew_client, 0,
+                                   on_renew_failure, k);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != TSLOCK_OK)
+            return cli_fail(s->client, rc, "cannot start renewing the lease");
+        (void)tslock_watchdog_set_on_warning(k->watchdog, on_renew_warning, k);
+        cli_verbose("renewing the lease on '%s' every %" PRId64
+                    " ms on a connection of its own",
+                    k->key, s->o->ttl_ms / 3 > 0 ? s->o->ttl_ms / 3 : 1);
+    }
     return CLI_EXIT_OK;
 }
 
@@ -239,53 +252,70 @@ static int run_child(struct run_state *s, char **command, int *child_status)
     return CLI_EXIT_OK;
 }
 
-static void note_lost(struct run_state *s, const char *what)
+static void note_lost(struct run_state *s, const struct run_key *k,
+                      const char *what)
 {
     if (!s->lost)
-        snprintf(s->lost_why, sizeof(s->lost_why), "%s: %s", what,
+        snprintf(s->lost_why, sizeof(s->lost_why), "'%s': %s: %s", k->key, what,
                  tslock_client_errstr(s->client));
     s->lost = 1;
 }
 
 /* Stop renewing, then release: both can find the lease lost. */
-static void end_hold(struct run_state *s)
+static void end_hold(struct run_state *s, struct run_key *k)
 {
     int rc;
 
-    if (s->watchdog != NULL) {
-        rc = tslock_watchdog_stop(s->watchdog);
-        s->watchdog = NULL;
+    if (k->watchdog != NULL) {
+        rc = tslock_watchdog_stop(k->watchdog);
+        k->watchdog = NULL;
         if (rc != TSLOCK_OK)
-            note_lost(s, "renewal failed");
+            note_lost(s, k, "renewal failed");
     }
-    if (!tslock_lock_is_held(s->lock))
+    if (!tslock_lock_is_held(k->lock))
         return;
     /* The library reconnects and retries while the lease leaves room. */
-    rc = tslock_release(s->lock);
+    rc = tslock_release(k->lock);
     if (rc == TSLOCK_OK)
-        cli_verbose("released '%s'%s%s", s->key,
+        cli_verbose("released '%s'%s%s", k->key,
                     tslock_client_errstr(s->client)[0] != '\0' ? ": " : "",
                     tslock_client_errstr(s->client));
     else if (rc == TSLOCK_ELOST)
-        note_lost(s, "release found it gone");
-    else
+        note_lost(s, k, "release found it gone");
+    else if (s->release_status == 0)
         s->release_status = cli_fail(s->client, rc,
                                      "cannot release the lock (it stays "
                                      "held until its lease runs out)");
+    else
+        (void)cli_fail(s->client, rc,
+                       "cannot release the lock (it stays held until its "
+                       "lease runs out)");
 }
 
 /*
- * --fence: COMMAND finds the hold's fencing number in $TSLOCK_FENCE.  It
- * is set here, before the renewal thread starts and before fork, because
- * setenv is safe neither beside other threads nor in a forked child.
+ * --fence: COMMAND finds the hold's fencing number in $TSLOCK_FENCE (with
+ * several KEYs, their numbers in the order of the KEYs, separated by
+ * spaces).  It is set here, before the renewal threads start and before
+ * fork, because setenv is safe neither beside other threads nor in a
+ * forked child.
  */
 static int export_fence(const struct run_state *s)
 {
-    char text[32];
+    char text[1024];
+    size_t used = 0;
+    int i;
 
     if (!s->o->fence)
         return CLI_EXIT_OK;
-    snprintf(text, sizeof(text), "%" PRId64, tslock_lock_fence(s->lock));
+    text[0] = '\0';
+    for (i = 0; i < s->n_keys && used < sizeof(text); i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%" PRId64,
+                                 i > 0 ? " " : "",
+                                 tslock_lock_fence(s->keys[i].lock));
+    if (used >= sizeof(text)) {
+        cli_error("cannot set TSLOCK_FENCE: %d numbers do not fit", i);
+        return CLI_EXIT_OSERR;
+    }
     if (setenv("TSLOCK_FENCE", text, 1) != 0) {
         cli_error("cannot set TSLOCK_FENCE: %s", strerror(errno));
         return CLI_EXIT_OSERR;
@@ -298,10 +328,10 @@ static int export_fence(const struct run_state *s)
 static int choose_status(struct run_state *s, int status, int child_status)
 {
     if (s->lost) {
-        cli_error("WARNING: the lease on '%s' was lost before COMMAND "
-                  "finished (%s); another holder may have run at the "
-                  "same time: mutual exclusion may have been broken",
-                  s->key, s->lost_why);
+        cli_error("WARNING: a lease was lost before COMMAND finished (%s); "
+                  "another holder may have run at the same time: mutual "
+                  "exclusion may have been broken",
+                  s->lost_why);
         return CLI_EXIT_LOST;
     }
     if (status != CLI_EXIT_OK)
@@ -311,21 +341,35 @@ static int choose_status(struct run_state *s, int status, int child_status)
     return s->release_status;
 }
 
-int cli_run(const struct cli_options *o, const char *key, char **command)
+int cli_run(const struct cli_options *o, char **keys, int n_keys,
+            char **command)
 {
     struct run_state s;
-    int status, child_status = 0;
+    tslock_lock **locks = NULL;
+    int i, status, child_status = 0;
 
     memset(&s, 0, sizeof(s));
     s.o = o;
-    s.key = key;
+    s.n_keys = n_keys;
+    s.keys = calloc((size_t)n_keys, sizeof(*s.keys));
+    locks = calloc((size_t)n_keys, sizeof(*locks));
+    if (s.keys == NULL || locks == NULL) {
+        free(s.keys);
+        free(locks);
+        cli_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
     note_inherited_fds(&s);
     cli_signals_install();
     status = cli_connect(o, &s.client);
+    for (i = 0; status == CLI_EXIT_OK && i < n_keys; i++) {
+        s.keys[i].s = &s;
+        s.keys[i].key = keys[i];
+        status = cli_lock_new(o, s.client, keys[i], &s.keys[i].lock);
+        locks[i] = s.keys[i].lock;
+    }
     if (status == CLI_EXIT_OK)
-        status = cli_lock_new(o, s.client, key, &s.lock);
-    if (status == CLI_EXIT_OK)
-        status = cli_take(o, s.client, s.lock, key);
+        status = cli_take_set(o, s.client, locks, keys, n_keys);
     if (status != CLI_EXIT_OK)
         goto out;
     status = export_fence(&s);
@@ -333,11 +377,16 @@ int cli_run(const struct cli_options *o, const char *key, char **command)
         status = start_renewal(&s);
     if (status == CLI_EXIT_OK)
         status = run_child(&s, command, &child_status);
-    end_hold(&s);
+    for (i = n_keys; i-- > 0;)
+        end_hold(&s, &s.keys[i]);
     status = choose_status(&s, status, child_status);
 out:
-    tslock_lock_free(s.lock);
-    tslock_client_free(s.renew_client);
+    for (i = 0; i < n_keys; i++) {
+        tslock_lock_free(s.keys[i].lock);
+        tslock_client_free(s.keys[i].renew_client);
+    }
     tslock_client_free(s.client);
+    free(s.keys);
+    free(locks);
     return status;
 }

@@ -268,3 +268,61 @@ int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
     cli_signals_wait_on(NULL);
     return taken_or_not(o, c, l, key, rc);
 }
+
+/* What became of an attempt to take a set: the message, the status. */
+static int set_taken_or_not(const struct cli_options *o, tslock_client *c,
+                            tslock_lock **locks, int n, int rc)
+{
+    const char *detail = tslock_client_errstr(c);
+    int sig = cli_signals_received();
+
+    if (sig != 0) {
+        if (rc == TSLOCK_OK)
+            (void)tslock_release_all(locks, (size_t)n);
+        cli_info("stopped by signal %d while taking %d keys", sig, n);
+        return CLI_EXIT_SIGNAL_BASE + sig;
+    }
+    switch (rc) {
+    case TSLOCK_OK:
+        cli_verbose("took all %d keys with the %s scheme (asked: %s), "
+                    "lease %" PRId64 " ms",
+                    n, cli_scheme_name(tslock_lock_scheme_used(locks[0])),
+                    cli_scheme_name(o->scheme), o->ttl_ms);
+        return CLI_EXIT_OK;
+    case TSLOCK_EBUSY:
+    case TSLOCK_EUNREADABLE:
+        if (o->wait_ms > 0)
+            cli_info("busy after waiting %" PRId64 " ms: %s; none of the "
+                     "keys is held",
+                     o->wait_ms, detail[0] != '\0' ? detail : "a key is held");
+        else
+            cli_info("busy: %s; none of the keys is held",
+                     detail[0] != '\0' ? detail : "a key is held");
+        return o->busy_status;
+    default:
+        return cli_fail(c, rc, "cannot take the keys");
+    }
+}
+
+int cli_take_set(const struct cli_options *o, tslock_client *c,
+                 tslock_lock **locks, char **keys, int n)
+{
+    int rc;
+
+    if (n == 1)
+        return cli_take(o, c, locks[0], keys[0]);
+    cli_signals_wait_on_set(locks, n);
+    rc = tslock_acquire_all(locks, (size_t)n, 0);
+    if ((rc == TSLOCK_EBUSY || rc == TSLOCK_EUNREADABLE) && o->wait_ms != 0
+        && cli_signals_received() == 0) {
+        if (o->wait_ms < 0)
+            cli_verbose("a key of the %d is held; waiting until all are free",
+                        n);
+        else
+            cli_verbose("a key of the %d is held; waiting up to %" PRId64 " ms",
+                        n, o->wait_ms);
+        rc = tslock_acquire_all(locks, (size_t)n, o->wait_ms);
+    }
+    cli_signals_wait_on_set(NULL, 0);
+    return set_taken_or_not(o, c, locks, n, rc);
+}

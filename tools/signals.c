@@ -22,6 +22,8 @@ static int pipe_ignored;
 static volatile sig_atomic_t received;
 static volatile sig_atomic_t child_pid;
 static tslock_lock *volatile wait_lock;
+static tslock_lock **volatile wait_set;
+static volatile sig_atomic_t wait_set_n;
 
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
@@ -39,6 +41,10 @@ static void on_signal(int sig, siginfo_t *info, void *context)
             kill((pid_t)child_pid, sig);
     } else if (wait_lock != NULL) {
         tslock_lock_cancel(wait_lock); /* async-signal-safe */
+    } else if (wait_set != NULL) {
+        int i;
+        for (i = 0; i < wait_set_n; i++)
+            tslock_lock_cancel(wait_set[i]);
     }
     errno = saved_errno;
 }
@@ -99,6 +105,13 @@ void cli_signals_block(sigset_t *old)
 void cli_signals_wait_on(tslock_lock *l)
 {
     wait_lock = l;
+}
+
+void cli_signals_wait_on_set(tslock_lock **locks, int n)
+{
+    wait_set = NULL; /* never a set with the wrong count */
+    wait_set_n = locks != NULL ? n : 0;
+    wait_set = locks;
 }
 
 void cli_signals_forward_to(int pid)

@@ -12,10 +12,11 @@
 #include "cli.h"
 
 static const char usage_line[] =
-    "expected tslock [options] KEY -- COMMAND [ARG...]";
+    "expected tslock [options] KEY [KEY...] -- COMMAND [ARG...]";
 
 static const char help_text[] =
-    "usage: tslock [options] KEY -- COMMAND [ARG...]  run COMMAND holding KEY\n"
+    "usage: tslock [options] KEY [KEY...] -- COMMAND [ARG...]\n"
+    "                                          run COMMAND holding every KEY\n"
     "       tslock [options] acquire KEY             print a handle\n"
     "       tslock [options] release KEY HANDLE      release it\n"
     "       tslock [options] extend KEY HANDLE       extend it to --ttl\n"
@@ -206,7 +207,7 @@ static char *shown(const char *word)
     return copy;
 }
 
-/* KEY without "-- COMMAND", COMMAND without "--", or two KEYs. */
+/* KEY without "-- COMMAND", or COMMAND without "--". */
 static int misplaced_words(const struct cli_request *r)
 {
     char *a = shown(r->words[0]);
@@ -214,12 +215,7 @@ static int misplaced_words(const struct cli_request *r)
     const char *sa = a != NULL ? a : "?", *sb = b != NULL ? b : "?";
     int status;
 
-    if (r->command != NULL)
-        status =
-            cli_usage_error("expected one KEY before '--', got %d words "
-                            "('%s', '%s'%s)",
-                            r->n_words, sa, sb, r->n_words > 2 ? ", ..." : "");
-    else if (r->n_words == 1)
+    if (r->n_words == 1)
         status = cli_usage_error("missing '-- COMMAND' after KEY '%s' (%s)", sa,
                                  usage_line);
     else
@@ -256,8 +252,37 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
     return run_form((enum form)i, r, o);
 }
 
+/* The KEYs before "--": none empty, none twice, none a URL. */
+static int check_keys(const struct cli_request *r)
+{
+    int i, j, status = 0;
+
+    for (i = 0; i < r->n_words && status == 0; i++) {
+        if (r->words[i][0] == '\0')
+            return cli_usage_error("KEY must not be empty");
+        /* A URL typed without -u is a mistake, not one more KEY. */
+        if (r->n_words > 1 && strstr(r->words[i], "://") != NULL) {
+            char *k = shown(r->words[i]);
+            status = cli_usage_error("KEY '%s' looks like a URL: expected it "
+                                     "after -u (%s)",
+                                     k != NULL ? k : "?", usage_line);
+            free(k);
+        }
+        for (j = 0; j < i && status == 0; j++)
+            if (strcmp(r->words[i], r->words[j]) == 0) {
+                char *k = shown(r->words[i]);
+                status = cli_usage_error("KEY '%s' is given twice before '--'",
+                                         k != NULL ? k : "?");
+                free(k);
+            }
+    }
+    return status;
+}
+
 static int dispatch(struct cli_request *r, struct cli_options *o)
 {
+    int status;
+
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
@@ -269,10 +294,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return dispatch_form(r, o);
     if (r->n_words == 0)
         return cli_usage_error("missing KEY before '--' (%s)", usage_line);
-    if (r->n_words > 1)
-        return misplaced_words(r);
-    if (r->words[0][0] == '\0')
-        return cli_usage_error("KEY must not be empty");
+    if ((status = check_keys(r)) != 0)
+        return status;
     if (r->command[0] == NULL)
         return cli_usage_error("missing COMMAND after '--' (%s)", usage_line);
     if (o->if_value != NULL)
@@ -287,7 +310,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
                                     : CLI_EXIT_USAGE;
     if (parse_url(r, o) != 0)
         return CLI_EXIT_USAGE;
-    return cli_run(o, r->words[0], r->command);
+    return cli_run(o, r->words, r->n_words, r->command);
 }
 
 int main(int argc, char **argv)

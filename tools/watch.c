@@ -128,6 +128,7 @@ static const char *parse_client(const char *p, const char *end, struct line *l)
 static int parse_line(const char *s, size_t len, struct line *l)
 {
     const char *p = s, *end = s + len, *sp;
+    size_t i;
 
     memset(l, 0, sizeof(*l));
     if (p < end && *p == '+')
@@ -150,7 +151,12 @@ static int parse_line(const char *s, size_t len, struct line *l)
             return -1;
         l->n++;
     }
-    return l->n > 0 ? 0 : -1;
+    if (l->n == 0)
+        return -1;
+    /* Command names in one case, however each client spelled them. */
+    for (i = 0; i < l->lens[0]; i++)
+        l->args[0][i] = (char)tolower((unsigned char)l->args[0][i]);
+    return 0;
 }
 
 /* The watched key a command names (its first key argument), or NULL. */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run doc/examples/basic against a private redis-server in a temp dir,
+# Run doc/examples/basic and with against a private redis-server in a temp dir,
 # stopped by its pid on the way out.
 set -u
 server="${REDIS_SERVER:-redis-server}"
@@ -18,4 +18,5 @@ while [ ! -S "$dir/redis.sock" ] && [ $i -lt 100 ]; do
     sleep 0.05
     i=$((i + 1))
 done
-"${top_builddir:-.}/doc/examples/basic" "$dir/redis.sock" example-key
+"${top_builddir:-.}/doc/examples/basic" "$dir/redis.sock" example-key &&
+    "${top_builddir:-.}/doc/examples/with" "$dir/redis.sock" example-index

@@ -24,7 +24,7 @@ seconds=${FUZZ_SECONDS:-60}
 lib_sources=$(cd "$src" && echo lib/*.c compat/*.c)
 tool_sources="tools/url.c tools/options.c tools/session.c tools/signals.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-    -I$src/include -I$src/lib -I$build ${HIREDIS_CFLAGS:-}"
+    -I$src/include -I$src/lib -I$src/compat -I$build ${HIREDIS_CFLAGS:-}"
 
 # The sources a target needs besides its own file.
 sources_of() {

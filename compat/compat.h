@@ -1,0 +1,37 @@
+/*
+ * compat.h - the one interface between lib/ and compat/: the forms of
+ * lock operations for servers without SET NX PX, Lua or WATCH.  lib/
+ * calls these and nothing else of compat/; compat/ builds them on what
+ * lib/ keeps below both (command.c, proof.c, transaction.c, scripts.c)
+ * and never calls a scheme of lib/.
+ */
+#ifndef TSLOCK_COMPAT_H
+#define TSLOCK_COMPAT_H
+
+#include "tslock_int.h"
+
+/* ---- watch.c: the token scheme and its guard on 2.2 - 2.4 */
+/* tslock__guarded() in its WATCH form; the same arguments. */
+int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
+                          const char *expect, const char *arg, int check_lease,
+                          const char *verb);
+/* WATCH, GET, MULTI, SET, EXPIRE, EXEC: OK, EBUSY or a code. */
+int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl);
+
+/* ---- token_lua.c: the token acquire on 2.6.0 - 2.6.11 (SETNX+PEXPIRE) */
+int tslock__token_acquire_lua(tslock_lock *l, int64_t *holder_pttl);
+
+/* ---- bridge_watch.c: the bridge scheme's claim and proof on 2.2 - 2.4 */
+/* 0 claimed, 1 the key changed under WATCH (try again), else a code. */
+int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
+                               int64_t ttl_ms);
+/* op "del", "set" (a new stamp with TTL ttl_ms) or "read". */
+int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
+                               const char *stamp, int64_t ttl_ms,
+                               int check_lease, const char *verb);
+
+/* ---- fair_watch.c: one attempt of the fair queue on 2.2 - 2.4 */
+int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
+                           int64_t idle_ms, int64_t *holder_ttl_ms);
+
+#endif /* TSLOCK_COMPAT_H */
