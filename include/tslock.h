@@ -69,6 +69,7 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(ESTATE, -14, "operation does not fit the lock's state")                  \
     X(EHOOK, -15, "operation stopped by the step hook")                        \
     X(ECLOCK, -16, "clock failed or gave an implausible time")                 \
+    X(EREPLICAS, -17, "too few replicas acknowledged the lock")                \
     X(ENOQUORUM, -18, "too few servers could be reached for a quorum")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
@@ -141,7 +142,7 @@ typedef enum tslock_release_form {
     X(SETNX) X(GET) X(GETSET) X(DEL) X(WATCH) X(UNWATCH) X(MULTI) X(EXEC)      \
     X(EVALSHA) X(EVAL) X(SET) X(EXPIRE) X(PEXPIRE) X(PTTL) X(INCR) X(TTL)      \
     X(SETEX) X(PUBLISH) X(ZREM) X(ZCARD) X(ZADD) X(ZRANGE) X(ZRANGEBYSCORE)    \
-    X(ZSCORE) X(ZREMRANGEBYSCORE) X(ZCOUNT)
+    X(ZSCORE) X(WAIT) X(ZREMRANGEBYSCORE) X(ZCOUNT)
 /* clang-format on */
 
 #define TSLOCK_STEP_ENUM(name) TSLOCK_STEP_##name,
@@ -251,6 +252,64 @@ TSLOCK_EXTERN int tslock_client_connect_tcp(tslock_client *client,
  */
 TSLOCK_EXTERN int tslock_client_connect_unix(tslock_client *client,
                                              const char *path);
+
+/*
+ * tslock_client_connect_sentinel - find the master of master_name through
+ * Redis Sentinel and connect to it as tslock_client_connect_tcp() does.
+ *
+ * n, hosts, ports: the sentinels (n >= 1; port 26379 is Sentinel's
+ * default).  They are asked in turn with SENTINEL get-master-addr-by-name;
+ * the first that answers moves to the front of the list.  The address it
+ * names is connected to with the data-node credentials
+ * (tslock_client_set_auth(), tslock_client_set_db()), and the capability
+ * probe checks, in the same round trip, that the node is the master
+ * (ROLE, or INFO's role: line before Redis 2.8.12).  A node that is not
+ * the master, or cannot be reached, sends the client to the next
+ * sentinel; passes over all of them are retried every 100 ms within the
+ * connect timeout (5 s when it is 0), which rides out a failover in
+ * progress.  From then on every reconnect (tslock_client_reconnect(), and
+ * so release, extend, the watchdog and waiting acquires) goes back
+ * through the sentinels, and a -READONLY reply (a master demoted by a
+ * failover) counts as a broken connection.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL or empty argument, n < 1, a
+ * port outside 1..65535), TSLOCK_EIO or TSLOCK_ETIMEDOUT (no sentinel
+ * named a master that could be reached and was the master), TSLOCK_EAUTH
+ * (a sentinel or the master refused the credentials), TSLOCK_ESERVER (no
+ * sentinel knows master_name, or SELECT was refused), TSLOCK_ESTATE (the
+ * client wraps a caller's connection) or TSLOCK_ENOMEM; the detail names
+ * each sentinel's answer.
+ * Ownership: every string is copied.  Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_connect_sentinel(tslock_client *client, int n,
+                                                 const char *const *hosts,
+                                                 const int *ports,
+                                                 const char *master_name);
+
+/*
+ * tslock_client_set_sentinel_auth - credentials sent with AUTH to each
+ * sentinel (Sentinel's own requirepass, or an ACL user), apart from the
+ * data nodes' (tslock_client_set_auth()).
+ *
+ * user: NULL for a password alone.  password: NULL to send no AUTH.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ENOMEM.
+ * Ownership: both strings are copied.  Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_sentinel_auth(tslock_client *client,
+                                                  const char *user,
+                                                  const char *password);
+
+/*
+ * tslock_client_address - the host (or socket path) and port the client
+ * is connected to, or last tried: for a Sentinel client, the master the
+ * sentinels named.
+ *
+ * host, port: receive them (either may be NULL); port is 0 for a Unix
+ * socket.  Returns TSLOCK_OK, TSLOCK_EINVAL (NULL client) or
+ * TSLOCK_ESTATE (never connected, or a wrapped connection).
+ * Ownership: *host is borrowed; valid until the next call on the client.
+ */
+TSLOCK_EXTERN int tslock_client_address(const tslock_client *client,
+                                        const char **host, int *port);
 
 /*
  * tslock_client_wrap - use a connection the caller made and owns.
@@ -576,6 +635,29 @@ TSLOCK_EXTERN int tslock_lock_queue_length(tslock_lock *lock, int64_t *length);
 TSLOCK_EXTERN int tslock_lock_set_fencing(tslock_lock *lock, int enabled);
 
 /*
+ * tslock_lock_set_replicas - after each acquisition and extension, wait
+ * until n replicas acknowledge the write (WAIT n timeout_ms, Redis 3.0).
+ *
+ * Replication is asynchronous: a failover can promote a replica that
+ * never saw the lock, and the lock is then lost while its holder works.
+ * WAIT narrows that window; it does not close it (the lock is still lost
+ * when the acknowledging replicas are not the one promoted, and a hold is
+ * never safe without fencing, tslock_lock_set_fencing()).  With SET NX PX
+ * the WAIT goes out in the same round trip as the SET; other paths send
+ * it after the write.  An acquisition that fewer than n replicas
+ * acknowledged within timeout_ms is undone (the key deleted while it is
+ * ours) and returns TSLOCK_EREPLICAS.  An extension they did not
+ * acknowledge returns TSLOCK_EREPLICAS with the lock still held and its
+ * lease extended on the master; a watchdog reports it as a warning and
+ * goes on renewing.
+ * n: 0 (the default) waits for none; timeout_ms: > 0 when n > 0.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.  A server without WAIT makes the
+ * acquisition fail with TSLOCK_EUNSUPPORTED (and hold nothing).
+ */
+TSLOCK_EXTERN int tslock_lock_set_replicas(tslock_lock *lock, int n,
+                                           int timeout_ms);
+
+/*
  * tslock_lock_set_reentrant - let the holder take the lock again.
  *
  * enabled: non-zero to turn on, 0 to turn off (the default).  While on,
@@ -602,7 +684,8 @@ TSLOCK_EXTERN int tslock_lock_set_reentrant(tslock_lock *lock, int enabled);
  * failure), TSLOCK_ECANCELED, TSLOCK_ESTATE (already held, and not
  * reentrant), TSLOCK_ELOST (reentrant and held, but the lease ran out by
  * our clock: not taken again), TSLOCK_EINVAL,
- * TSLOCK_EWRONGTYPE, TSLOCK_EUNSUPPORTED, TSLOCK_EHOOK, TSLOCK_ECLOCK, or
+ * TSLOCK_EWRONGTYPE, TSLOCK_EUNSUPPORTED, TSLOCK_EHOOK, TSLOCK_ECLOCK,
+ * TSLOCK_EREPLICAS (tslock_lock_set_replicas(); nothing held), or
  * a connection code (TSLOCK_EIO, TSLOCK_ETIMEDOUT, TSLOCK_EPROTO,
  * TSLOCK_ESERVER).
  * Threads: as for the client; tslock_lock_cancel() may interrupt it.

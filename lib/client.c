@@ -43,6 +43,7 @@ void tslock_client_free(tslock_client *c)
         return;
     drop_connection(c);
     tslock__sub_close(c);
+    tslock__sentinel_free(c);
     free(c->host);
     free(c->user);
     if (c->password != NULL) {
@@ -50,6 +51,8 @@ void tslock_client_free(tslock_client *c)
         memset(c->password, 0, strlen(c->password));
         free(c->password);
     }
+    (void)tslock__replace_string(&c->sentinel_user, NULL);
+    (void)tslock__replace_string(&c->sentinel_password, NULL);
     free(c);
 }
 
@@ -71,7 +74,7 @@ int tslock_client_set_timeouts(tslock_client *c, int connect_ms, int command_ms)
     return TSLOCK_OK;
 }
 
-static int replace_string(char **slot, const char *value)
+int tslock__replace_string(char **slot, const char *value)
 {
     char *copy = NULL;
 
@@ -92,9 +95,9 @@ int tslock_client_set_auth(tslock_client *c, const char *user,
 
     if (c == NULL || (user != NULL && password == NULL))
         return TSLOCK_EINVAL;
-    rc = replace_string(&c->user, user);
+    rc = tslock__replace_string(&c->user, user);
     if (rc == TSLOCK_OK)
-        rc = replace_string(&c->password, password);
+        rc = tslock__replace_string(&c->password, password);
     return rc;
 }
 
@@ -185,7 +188,7 @@ static int finish_connect(tslock_client *c, int send_auth)
     return rc;
 }
 
-static int open_socket(tslock_client *c)
+int tslock__open_socket(tslock_client *c)
 {
     struct timeval tv = ms_to_timeval(c->connect_ms);
     int rc, flags;
@@ -242,6 +245,8 @@ int tslock__connect_side(tslock_client *c, redisContext **out)
     int flags;
 
     *out = NULL;
+    if (c->host == NULL) /* a Sentinel client that never found a master */
+        return TSLOCK_EIO;
     if (c->transport == TRANSPORT_TCP)
         ctx = c->connect_ms > 0 ? redisConnectWithTimeout(c->host, c->port, tv)
                                 : redisConnect(c->host, c->port);
@@ -286,12 +291,13 @@ static int connect_to(tslock_client *c, enum tslock__transport t,
     if (c->transport == TRANSPORT_WRAPPED)
         return tslock__fail(c, TSLOCK_ESTATE,
                             "client wraps a caller's connection");
-    rc = replace_string(&c->host, where);
+    rc = tslock__replace_string(&c->host, where);
     if (rc != TSLOCK_OK)
         return rc;
+    tslock__sentinel_free(c); /* a plain address from now on */
     c->transport = t;
     c->port = port;
-    return open_socket(c);
+    return tslock__open_socket(c);
 }
 
 int tslock_client_connect_tcp(tslock_client *c, const char *host, int port)
@@ -332,8 +338,22 @@ int tslock_client_reconnect(tslock_client *c)
         }
         return finish_connect(c, 1);
     default:
-        return open_socket(c);
+        return c->nsentinels > 0 ? tslock__sentinel_connect(c)
+                                 : tslock__open_socket(c);
     }
+}
+
+int tslock_client_address(const tslock_client *c, const char **host, int *port)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    if (c->host == NULL || c->transport == TRANSPORT_WRAPPED)
+        return TSLOCK_ESTATE;
+    if (host != NULL)
+        *host = c->host;
+    if (port != NULL)
+        *port = c->transport == TRANSPORT_TCP ? c->port : 0;
+    return TSLOCK_OK;
 }
 
 int tslock_client_is_broken(const tslock_client *c)
@@ -472,7 +492,9 @@ static int time_reply_ms(const redisReply *r, int64_t *ms)
 }
 
 /*
- * Learn what the server can do, in one pipelined round trip.  The version
+ * Learn what the server can do, in one pipelined round trip.  A client
+ * that found its server through Sentinel also sends ROLE, in the same
+ * round trip, to check the node is the master.  The version
  * in INFO is recorded, but the capabilities come from what the server
  * does, because forks and proxies misreport versions.  No probe writes:
  * "SET k v NX XX" is a syntax error where SET takes options (2.6.12) and
@@ -484,24 +506,26 @@ int tslock__probe(tslock_client *c)
                                       {"UNWATCH"},
                                       {"EVAL", "return 1", "0"},
                                       {"TIME"},
-                                      {"SET", "tslock:probe", "x", "NX", "XX"}};
-    static const int argcs[] = {1, 1, 3, 1, 5};
-    struct tslock__queued q[5];
-    redisReply *r[5] = {NULL};
+                                      {"SET", "tslock:probe", "x", "NX", "XX"},
+                                      {"ROLE"}};
+    static const int argcs[] = {1, 1, 3, 1, 5, 1};
+    struct tslock__queued q[6];
+    redisReply *r[6] = {NULL};
     int64_t sent, received, server;
+    int n = c->nsentinels > 0 ? 6 : 5;
     int i, rc = TSLOCK_OK;
 
     c->caps = 0;
     c->clock_offset_ms = 0;
     sent = tslock__system_ms(TSLOCK_CLOCK_WALL);
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < n; i++) {
         q[i].step = TSLOCK_STEP_GET; /* no hook sees the probe */
         q[i].argc = argcs[i];
         q[i].argv = probes[i];
     }
-    if (tslock__send(c->ctx, 5, q) != REDIS_OK)
+    if (tslock__send(c->ctx, n, q) != REDIS_OK)
         rc = tslock__io_failure(c, "probe");
-    for (i = 0; i < 5 && rc == TSLOCK_OK; i++) {
+    for (i = 0; i < n && rc == TSLOCK_OK; i++) {
         void *reply = NULL;
         if (redisGetReply(c->ctx, &reply) != REDIS_OK)
             rc = tslock__io_failure(c, "probe");
@@ -516,6 +540,8 @@ int tslock__probe(tslock_client *c)
     }
     parse_version(c, r[0]);
     parse_run_id(c, r[0]);
+    if (n == 6 && (rc = tslock__sentinel_check_role(c, r[5], r[0])) != 0)
+        goto out;
     if (r[1]->type == REDIS_REPLY_STATUS)
         c->caps |= TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS;
     if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)
@@ -531,7 +557,7 @@ int tslock__probe(tslock_client *c)
         c->caps |= TSLOCK_CAP_SET_NX_PX;
     c->caps &= c->caps_allowed;
 out:
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < n; i++)
         freeReplyObject(r[i]);
     return rc;
 }

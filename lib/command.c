@@ -211,6 +211,19 @@ int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
     int code = TSLOCK_ESERVER;
 
     /*
+     * A master demoted by a failover keeps its connections and refuses
+     * writes.  For a client that finds its master through Sentinel that
+     * is a connection to the wrong node: broken, so reconnecting asks
+     * the sentinels again.
+     */
+    if (c->nsentinels > 0 && strncmp(r->str, "READONLY", 8) == 0) {
+        c->broken = 1;
+        return tslock__fail(c, TSLOCK_EIO,
+                            "%s: %s:%d is no longer the master of '%s' "
+                            "(a failover demoted it): server replied -%s",
+                            what, c->host, c->port, c->master_name, r->str);
+    }
+    /*
      * Servers before 2.8 say "ERR Operation against a key holding the
      * wrong kind of value", without the WRONGTYPE prefix; older servers
      * also wrap a script's error in "ERR Error running script".

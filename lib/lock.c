@@ -333,6 +333,22 @@ static int reconnect_while_waiting(tslock_lock *l, int64_t wait_ms,
                                                           : rc;
 }
 
+/*
+ * Give back a hold the caller cannot use (no fencing number, too few
+ * replicas), keeping the detail of why.
+ */
+static void undo_hold(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    char why[TSLOCK__ERRSTR_SIZE];
+
+    memcpy(why, c->errstr, sizeof(why));
+    if (!c->broken)
+        (void)tslock_release(l);
+    memcpy(c->errstr, why, sizeof(why));
+    l->held = 0;
+}
+
 /* Try, and while busy and time is left, wait and try again. */
 static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
 {
@@ -341,6 +357,7 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
 
     for (;;) {
         l->expires_ms = 0;
+        l->replicas_seen = 0;
         rc = try_once(l);
         if (tslock__is_transient(c, rc) && wait_ms != 0 && l->reconnect_ms != 0)
             rc = reconnect_while_waiting(l, wait_ms, deadline, rc);
@@ -358,16 +375,15 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
             == TSLOCK_ECANCELED)
             return canceled(l);
     }
+    if (rc == TSLOCK_OK && l->replicas > 0) {
+        rc = l->replicas_seen ? l->replicas_rc : tslock__replicas_wait(l);
+        if (rc != TSLOCK_OK)
+            undo_hold(l);
+    }
     if (rc == TSLOCK_OK && l->fencing) {
         rc = take_fence(l);
-        if (rc != TSLOCK_OK) {
-            char why[TSLOCK__ERRSTR_SIZE];
-            memcpy(why, c->errstr, sizeof(why));
-            if (!c->broken)
-                (void)tslock_release(l);
-            memcpy(c->errstr, why, sizeof(why));
-            l->held = 0;
-        }
+        if (rc != TSLOCK_OK)
+            undo_hold(l);
     }
     return rc;
 }
@@ -457,6 +473,9 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
         rc = l->ops->extend(l, ttl_ms);
     if (tslock__is_transient(l->client, rc))
         rc = tslock__recover(l, RECOVER_EXTEND, rc, ttl_ms);
+    /* The lease is extended on the master; its replicas may lag. */
+    if (rc == TSLOCK_OK && l->replicas > 0)
+        rc = tslock__replicas_wait(l);
     /* Kept while unsettled: the new stamp may be on the server. */
     if (!tslock__is_transient(l->client, rc))
         l->pending[0] = '\0';

@@ -98,15 +98,20 @@ static int holds_now(tslock_lock *l)
 /* ELOST for a key found gone or foreign, naming a restart if seen. */
 static int not_ours(struct recovery *r, int gone)
 {
-    static const char *const why[2][2] = {
+    static const char *const why[3][2] = {
         {"the key holds another value", "the key is gone"},
         {"the server restarted (its run_id changed) and the key holds "
          "another value",
-         "the server restarted (its run_id changed) and the key is gone"}};
+         "the server restarted (its run_id changed) and the key is gone"},
+        {"the sentinels named another master (a failover; replication is "
+         "asynchronous) and the key there holds another value",
+         "the sentinels named another master (a failover; replication is "
+         "asynchronous) and the key is not there"}};
+    int which = !r->restarted ? 0 : r->l->client->nsentinels > 0 ? 2 : 1;
 
     return tslock__guard_lost(
         r->l, r->op == RECOVER_RELEASE ? "released" : "extended",
-        why[r->restarted][gone]);
+        why[which][gone]);
 }
 
 /*

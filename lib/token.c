@@ -54,26 +54,39 @@ static int read_holder(tslock_lock *l, int64_t *holder_pttl)
     return rc == TSLOCK_OK ? TSLOCK_EBUSY : rc;
 }
 
-/* SET key token NX PX ttl: +OK when taken, nil when held. */
+/*
+ * SET key token NX PX ttl: +OK when taken, nil when held.  With replicas
+ * asked for (tslock_lock_set_replicas()), WAIT goes in the same round
+ * trip; its verdict is judged only when the SET took the key.
+ */
 static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
 {
-    char ms[24];
+    char ms[24], n[16], wait_ms[16];
     const char *argv[6] = {"SET", l->key, l->value, "NX", "PX", ms};
-    redisReply *r = NULL;
+    const char *wait[3] = {"WAIT", n, wait_ms};
+    const struct tslock__queued q[2] = {{TSLOCK_STEP_SET, 6, argv},
+                                        {TSLOCK_STEP_WAIT, 3, wait}};
+    redisReply *r[2] = {NULL, NULL};
     int rc;
 
     *holder_pttl = -1;
     snprintf(ms, sizeof(ms), "%lld", (long long)l->ttl_ms);
-    rc = tslock__command(l->client, TSLOCK_STEP_SET, l->key, 6, argv, &r);
+    snprintf(n, sizeof(n), "%d", l->replicas);
+    snprintf(wait_ms, sizeof(wait_ms), "%d", l->replicas_ms);
+    rc = tslock__pipeline(l->client, l->key, l->replicas > 0 ? 2 : 1, q, r);
     if (rc != TSLOCK_OK)
         return rc;
-    if (r->type == REDIS_REPLY_STATUS)
+    if (r[0]->type == REDIS_REPLY_STATUS)
         rc = TSLOCK_OK;
-    else if (r->type == REDIS_REPLY_NIL)
+    else if (r[0]->type == REDIS_REPLY_NIL)
         rc = TSLOCK_EBUSY;
     else
-        rc = tslock__unexpected(l->client, "SET NX PX", "+OK or nil", r);
-    freeReplyObject(r);
+        rc = tslock__unexpected(l->client, "SET NX PX", "+OK or nil", r[0]);
+    if (rc == TSLOCK_OK && r[1] != NULL) {
+        l->replicas_seen = 1;
+        l->replicas_rc = tslock__replicas_judge(l, r[1]);
+    }
+    tslock__free_replies(2, r);
     /*
      * Woken by a release and beaten to the key by another waiter: the new
      * holder is a tslock client, whose release will wake us too, so the

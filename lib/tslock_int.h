@@ -52,7 +52,18 @@ struct tslock_client {
     /* The subscriber connection of waiting acquires (wakeup.c). */
     redisContext *sub;
     char *sub_channel; /* what sub is subscribed to */
-    uint64_t rng;      /* xorshift state for retry jitter */
+    /*
+     * Sentinel (sentinel.c): where to ask for the master.  With
+     * nsentinels > 0 every (re)connect asks them, host and port hold the
+     * master they named, and the probe checks the node is the master.
+     */
+    int nsentinels;
+    char **sentinel_hosts;
+    int *sentinel_ports;
+    char *master_name;
+    char *sentinel_user;
+    char *sentinel_password;
+    uint64_t rng; /* xorshift state for retry jitter */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -69,6 +80,10 @@ struct tslock_lock {
     int retry_min_ms;
     int retry_max_ms;
     int fencing;
+    int replicas;        /* tslock_lock_set_replicas(): 0 waits for none */
+    int replicas_ms;     /* its WAIT timeout */
+    int replicas_seen;   /* a pipelined WAIT was judged this attempt */
+    int replicas_rc;     /* and its verdict */
     int reentrant;       /* tslock_lock_set_reentrant() */
     int held;            /* holds: 0 none; more than 1 re-entered (reentrant) */
     int waiting;         /* inside a waiting acquire */
@@ -180,6 +195,28 @@ int tslock__io_failure(tslock_client *c, const char *what);
 
 /* ---- client.c */
 int tslock__probe(tslock_client *c);
+/* Open the socket to c->host:c->port, AUTH, SELECT, probe. */
+int tslock__open_socket(tslock_client *c);
+/* Replace *slot by a copy of value (NULL allowed), wiping the old one. */
+int tslock__replace_string(char **slot, const char *value);
+
+/* ---- sentinel.c: the master named by Sentinel */
+/* Ask the sentinels in turn and connect to the master they name. */
+int tslock__sentinel_connect(tslock_client *c);
+void tslock__sentinel_free(tslock_client *c);
+/*
+ * Judge the probe's ROLE reply (role) and INFO reply (info): TSLOCK_OK
+ * when the node is a master, else a transient failure naming its role.
+ */
+int tslock__sentinel_check_role(tslock_client *c, const redisReply *role,
+                                const redisReply *info);
+/*
+ * Judge a WAIT reply for lock l: TSLOCK_OK, TSLOCK_EREPLICAS,
+ * TSLOCK_EUNSUPPORTED (no WAIT) or a code for another error.
+ */
+int tslock__replicas_judge(tslock_lock *l, const redisReply *r);
+/* Send WAIT for l's replicas and judge the reply. */
+int tslock__replicas_wait(tslock_lock *l);
 
 /* ---- lock.c */
 /* Empty the lock's cancel pipe and clear its cancel flag. */

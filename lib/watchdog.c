@@ -68,6 +68,20 @@ static void warn_recovered(tslock_watchdog *w)
         fn(w->copy->recovered_code, w->copy->recovered_why, ud);
 }
 
+/* A renewal the replicas did not acknowledge in time: a warning. */
+static void warn_replicas(tslock_watchdog *w)
+{
+    tslock_watchdog_fn fn;
+    void *ud;
+
+    pthread_mutex_lock(&w->warn_mutex);
+    fn = w->on_warning;
+    ud = w->warn_userdata;
+    pthread_mutex_unlock(&w->warn_mutex);
+    if (fn != NULL)
+        fn(TSLOCK_EREPLICAS, tslock_client_errstr(w->copy->client), ud);
+}
+
 /*
  * Renew until stopped.  tslock_extend() itself reconnects and retries
  * through a transient fault while the lease leaves room, so the loop
@@ -82,6 +96,11 @@ static void *renew_loop(void *arg)
         int rc = tslock_extend(w->copy, 0);
         if (rc == TSLOCK_OK && w->copy->recoveries != seen)
             warn_recovered(w);
+        if (rc == TSLOCK_EREPLICAS) {
+            /* Renewed on the master, not acknowledged by enough replicas. */
+            warn_replicas(w);
+            continue;
+        }
         if (rc != TSLOCK_OK) {
             atomic_store(&w->status, rc);
             if (w->on_failure != NULL)

@@ -28,7 +28,7 @@
 
 extern char **environ;
 
-#define MAX_SERVERS    8
+#define MAX_SERVERS    16
 #define START_ATTEMPTS 5    /* fresh ports tried when the server cannot bind */
 #define WAIT_MS        5000 /* for startup and for a graceful stop */
 #define POLL_MS        10
@@ -57,6 +57,7 @@ struct slot {
     char socket[PATH_SIZE];
     char dump[PATH_SIZE];
     char *extra_conf; /* heap copy, or NULL */
+    int sentinel;     /* run with --sentinel */
 };
 
 static struct slot slots[MAX_SERVERS];
@@ -412,7 +413,7 @@ static int write_conf(const struct slot *sl)
 static pid_t spawn_server(const struct slot *sl)
 {
     const char *prog = getenv("REDIS_SERVER");
-    char *argv[3];
+    char *argv[4];
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     sigset_t none, defaults;
@@ -423,7 +424,8 @@ static pid_t spawn_server(const struct slot *sl)
         prog = "redis-server";
     argv[0] = (char *)prog;
     argv[1] = (char *)sl->conf;
-    argv[2] = NULL;
+    argv[2] = sl->sentinel ? (char *)"--sentinel" : NULL;
+    argv[3] = NULL;
     sigemptyset(&none);
     sigemptyset(&defaults);
     sigaddset(&defaults, SIGTERM);
@@ -546,7 +548,7 @@ static void print_log_tail(const struct slot *sl)
 
 /* ------------------------------------------------------------- public */
 
-int th_server_start(th_server *s, const char *extra_conf)
+static int start_server(th_server *s, const char *extra_conf, int sentinel)
 {
     struct slot *sl;
     int attempt, rc = -1;
@@ -559,6 +561,7 @@ int th_server_start(th_server *s, const char *extra_conf)
         remove_tree(s->dir);
         return -1;
     }
+    sl->sentinel = sentinel;
     for (attempt = 0; attempt < START_ATTEMPTS; attempt++) {
         s->port = sl->port = pick_free_port();
         if (s->port > 0 && (rc = launch(s, sl)) != 1)
@@ -571,6 +574,16 @@ int th_server_start(th_server *s, const char *extra_conf)
     remove_tree(s->dir);
     release_slot(sl);
     return -1;
+}
+
+int th_server_start(th_server *s, const char *extra_conf)
+{
+    return start_server(s, extra_conf, 0);
+}
+
+int th_sentinel_start(th_server *s, const char *extra_conf)
+{
+    return start_server(s, extra_conf, 1);
 }
 
 void th_server_stop(th_server *s)

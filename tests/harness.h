@@ -34,10 +34,17 @@ typedef struct th_server {
  * or NULL.  Waits until the server answers PING (at most about 5 s).
  * The server is stopped at exit() and when the test process gets SIGINT,
  * SIGTERM, SIGHUP, SIGSEGV, SIGABRT or SIGBUS; a SIGKILL of the test
- * process cannot be caught and leaves it running.  Up to 8 servers at once.
+ * process cannot be caught and leaves it running.  Up to 16 servers at once.
  * Returns 0, or -1 with a message on stderr.
  */
 int th_server_start(th_server *s, const char *extra_conf);
+
+/*
+ * The same, run as a sentinel (redis-server CONF --sentinel): extra_conf
+ * holds the "sentinel monitor ..." lines.  The config file is in the
+ * server's dir, where Sentinel may rewrite it.
+ */
+int th_sentinel_start(th_server *s, const char *extra_conf);
 
 /*
  * Stop by pid: SIGTERM, wait up to 5 s, then SIGKILL; remove the dir.
@@ -119,6 +126,12 @@ int th_run_all(void);
  */
 int th_proxy_start(th_server *p, const th_server *upstream,
                    const char *version);
+/*
+ * The same, listening on a free 127.0.0.1 TCP port (p->port) instead of a
+ * Unix socket (p->socket is ""), for a sentinel to name.
+ */
+int th_proxy_start_tcp(th_server *p, const th_server *upstream,
+                       const char *version);
 /* Stop a proxy by pid (SIGTERM) and remove its dir.  Idempotent. */
 void th_proxy_stop(th_server *p);
 

@@ -51,18 +51,25 @@ static const char *proxy_path(void)
     return path;
 }
 
-static int wait_ready(int fd)
+/* "ready\n", or "ready PORT\n" for a TCP listener (into *port). */
+static int wait_ready(int fd, int *port)
 {
-    char buf[16];
+    char buf[32];
     ssize_t n;
 
     do
-        n = read(fd, buf, sizeof(buf));
+        n = read(fd, buf, sizeof(buf) - 1);
     while (n < 0 && errno == EINTR);
-    return n > 0 && strncmp(buf, "ready", 5) == 0 ? 0 : -1;
+    if (n <= 0 || strncmp(buf, "ready", 5) != 0)
+        return -1;
+    buf[n] = '\0';
+    if (port != NULL && (*port = atoi(buf + 5)) <= 0)
+        return -1;
+    return 0;
 }
 
-int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
+static int proxy_start(th_server *p, const th_server *upstream,
+                       const char *version, int tcp)
 {
     static int registered;
     const char *bin = proxy_path();
@@ -77,7 +84,9 @@ int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
         fprintf(stderr, "th_proxy_start: %s\n", strerror(errno));
         return -1;
     }
-    snprintf(p->socket, sizeof(p->socket), "%s/redis-%s.sock", p->dir, version);
+    if (!tcp)
+        snprintf(p->socket, sizeof(p->socket), "%s/redis-%s.sock", p->dir,
+                 version);
     snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
     p->pid = fork();
     if (p->pid == 0) {
@@ -85,15 +94,20 @@ int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(1);
-        execl(bin, bin, "--emulate", version, "--listen", p->socket,
-              "--upstream", upstream->socket, "--ready-fd", fdarg,
-              (char *)NULL);
+        if (tcp)
+            execl(bin, bin, "--emulate", version, "--listen-port", "0",
+                  "--upstream", upstream->socket, "--ready-fd", fdarg,
+                  (char *)NULL);
+        else
+            execl(bin, bin, "--emulate", version, "--listen", p->socket,
+                  "--upstream", upstream->socket, "--ready-fd", fdarg,
+                  (char *)NULL);
         fprintf(stderr, "th_proxy_start: cannot run %s: %s\n", bin,
                 strerror(errno));
         _exit(127);
     }
     close(ready[1]);
-    rc = p->pid > 0 ? wait_ready(ready[0]) : -1;
+    rc = p->pid > 0 ? wait_ready(ready[0], tcp ? &p->port : NULL) : -1;
     close(ready[0]);
     if (rc != 0) {
         fprintf(stderr, "th_proxy_start: %s did not become ready\n", bin);
@@ -111,6 +125,17 @@ int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
             break;
         }
     return 0;
+}
+
+int th_proxy_start(th_server *p, const th_server *upstream, const char *version)
+{
+    return proxy_start(p, upstream, version, 0);
+}
+
+int th_proxy_start_tcp(th_server *p, const th_server *upstream,
+                       const char *version)
+{
+    return proxy_start(p, upstream, version, 1);
 }
 
 void th_proxy_stop(th_server *p)

@@ -1,7 +1,8 @@
 /*
  * test_unit.c - tests that need no server: the error table, step names,
  * stamp parsing and formatting, and the reply shapes hiredis's reader
- * hands tslock from old servers, fed as raw RESP bytes.
+ * hands tslock from old servers, fed as raw RESP bytes; and the CLI's
+ * URL parser (tools/url.c) on redis+sentinel:// URLs.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "cli.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -593,6 +595,128 @@ static void test_reply_protocol_error(void)
 
 /* =============================================================== main */
 
+/* ------------------------------------------------ redis+sentinel:// URLs */
+
+static void test_url_sentinel_accepted(void)
+{
+    struct cli_url u;
+    char err[256] = "";
+
+    unsetenv("REDISCLI_AUTH");
+    CU_ASSERT_EQUAL_FATAL(
+        cli_url_parse("redis+sentinel://al%40ice:pw@h1,h2:26380,[::1]:7/"
+                      "my%2Fmaster/3?sentinel_password=s%26p",
+                      &u, err, sizeof(err)),
+        0);
+    CU_ASSERT_EQUAL(u.nsentinels, 3);
+    CU_ASSERT_STRING_EQUAL(u.sentinel_hosts[0], "h1");
+    CU_ASSERT_EQUAL(u.sentinel_ports[0], 26379);
+    CU_ASSERT_STRING_EQUAL(u.sentinel_hosts[1], "h2");
+    CU_ASSERT_EQUAL(u.sentinel_ports[1], 26380);
+    CU_ASSERT_STRING_EQUAL(u.sentinel_hosts[2], "::1");
+    CU_ASSERT_EQUAL(u.sentinel_ports[2], 7);
+    CU_ASSERT_STRING_EQUAL(u.master_name, "my/master");
+    CU_ASSERT_EQUAL(u.db, 3);
+    CU_ASSERT_STRING_EQUAL(u.user, "al@ice");
+    CU_ASSERT_STRING_EQUAL(u.password, "pw");
+    CU_ASSERT_STRING_EQUAL(u.sentinel_password, "s&p");
+    cli_url_free(&u);
+
+    /* The data nodes' password may come from $REDISCLI_AUTH. */
+    setenv("REDISCLI_AUTH", "envpw", 1);
+    CU_ASSERT_EQUAL_FATAL(
+        cli_url_parse("REDIS+SENTINEL://s/m", &u, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(u.nsentinels, 1);
+    CU_ASSERT_EQUAL(u.sentinel_ports[0], 26379);
+    CU_ASSERT_STRING_EQUAL(u.master_name, "m");
+    CU_ASSERT_EQUAL(u.db, 0);
+    CU_ASSERT_STRING_EQUAL(u.password, "envpw");
+    CU_ASSERT_PTR_NULL(u.sentinel_password);
+    cli_url_free(&u);
+    unsetenv("REDISCLI_AUTH");
+}
+
+static void test_url_sentinel_rejected(void)
+{
+    static const struct {
+        const char *url, *names;
+    } cases[] = {
+        {"redis+sentinel://:s3cret@h1,h2:99999/m", "port"},
+        {"redis+sentinel://:s3cret@h1,,h2/m", "empty sentinel address"},
+        {"redis+sentinel://:s3cret@h1,h2", "names no master"},
+        {"redis+sentinel://:s3cret@h1/", "names no master"},
+        {"redis+sentinel://:s3cret@h1/m/x", "database"},
+        {"redis+sentinel://:s3cret@h1/m/-1", "database"},
+        {"redis+sentinel://h1/m?sentinel_password=s3cret&x=s3cret",
+         "unknown URL parameter 'x'"},
+        {"redis+sentinel://h1/m?sentinel_password=a&sentinel_password=s3cret",
+         "twice"},
+        {"redis+sentinel://h1/m?sentinel_password=s3cret%zz", "percent"},
+        {"redis+sentinel://alice@h1/m", "no password"},
+        {"redis+sentinel://:s3cret@h1:1:2/m", "brackets"},
+        {"redis+sentinel://h1/m?db=1&db=2", "twice"},
+    };
+    size_t i;
+
+    unsetenv("REDISCLI_AUTH");
+    for (i = 0; i < N_ELEMS(cases); i++) {
+        struct cli_url u;
+        char err[256] = "";
+        int rc = cli_url_parse(cases[i].url, &u, err, sizeof(err));
+
+        CHECK_CASE(rc == -1, "%s is refused", cases[i].url);
+        CHECK_CASE(strstr(err, cases[i].names) != NULL,
+                   "%s: the message names '%s' (got '%s')", cases[i].url,
+                   cases[i].names, err);
+        CHECK_CASE(strstr(err, "s3cret") == NULL,
+                   "%s: the message shows no password", cases[i].url);
+    }
+}
+
+static void test_url_sentinel_scrub(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"redis+sentinel://:pw@h1,h2/m", "redis+sentinel://***@h1,h2/m"},
+        {"redis+sentinel://u:pw@h1/m?sentinel_password=secret",
+         "redis+sentinel://u:**@h1/m?sentinel_password=***"},
+        {"redis+sentinel://h1/m?db=2&sentinel_password=ab&x=1",
+         "redis+sentinel://h1/m?db=2&sentinel_password=**&x=1"},
+        {"redis+sentinel://h1/m", "redis+sentinel://h1/m"},
+    };
+    size_t i;
+
+    for (i = 0; i < N_ELEMS(cases); i++) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s", cases[i].in);
+        CHECK_CASE(cli_url_scrub(buf)
+                       == (strcmp(cases[i].in, cases[i].out) != 0),
+                   "%s: scrub says whether it hid anything", cases[i].in);
+        CHECK_CASE(strcmp(buf, cases[i].out) == 0, "%s scrubbed to %s, got %s",
+                   cases[i].in, cases[i].out, buf);
+    }
+}
+
+static void test_url_sentinel_describe(void)
+{
+    struct cli_url u;
+    char err[256] = "", where[512];
+
+    unsetenv("REDISCLI_AUTH");
+    CU_ASSERT_EQUAL_FATAL(
+        cli_url_parse("redis+sentinel://:pw@a,b:2/m/4?sentinel_password=sp", &u,
+                      err, sizeof(err)),
+        0);
+    cli_url_describe(&u, where, sizeof(where));
+    CU_ASSERT_STRING_EQUAL(where, "the master 'm' named by sentinels "
+                                  "a:26379, b:2 (with their password), db 4, "
+                                  "with a password");
+    CU_ASSERT_PTR_NULL(strstr(where, "pw"));
+    CU_ASSERT_PTR_NULL(strstr(where, "sp"));
+    cli_url_free(&u);
+}
+
 static const struct {
     const char *name;
     CU_TestFunc fn;
@@ -616,6 +740,10 @@ static const struct {
     {"reply bulk stamp", test_reply_bulk_stamp},
     {"reply split", test_reply_split},
     {"reply protocol error", test_reply_protocol_error},
+    {"redis+sentinel:// URLs accepted", test_url_sentinel_accepted},
+    {"redis+sentinel:// URLs refused", test_url_sentinel_rejected},
+    {"redis+sentinel:// passwords scrubbed", test_url_sentinel_scrub},
+    {"redis+sentinel:// described", test_url_sentinel_describe},
 };
 
 int main(void)

@@ -31,14 +31,23 @@
 #define CLI_EXIT_NOTFOUND    127
 #define CLI_EXIT_SIGNAL_BASE 128
 
-/* Where to connect, from a redis:// or unix:// URL. */
+/* The most sentinels a redis+sentinel:// URL may list. */
+#define CLI_MAX_SENTINELS 16
+
+/* Where to connect, from a redis://, unix:// or redis+sentinel:// URL. */
 struct cli_url {
     int is_unix;
     char *host; /* TCP host name or address, or the socket path */
     int port;
     int db;
     char *user;     /* ACL user, NULL for none */
-    char *password; /* NULL for none */
+    char *password; /* NULL for none; the data nodes' with Sentinel */
+    /* redis+sentinel://: the sentinels, the master's name, their AUTH. */
+    int nsentinels; /* 0: not a Sentinel URL */
+    char *sentinel_hosts[CLI_MAX_SENTINELS];
+    int sentinel_ports[CLI_MAX_SENTINELS];
+    char *master_name;
+    char *sentinel_password; /* ?sentinel_password=, or NULL */
 };
 
 /* The most -u a Redlock takes (the library's limit). */
@@ -68,6 +77,8 @@ struct cli_options {
     int64_t permits;          /* --permits N: a semaphore, or 0 */
     int poll;                 /* --poll: wait by polling, not woken */
     int fence;                /* --fence: a fencing number with each hold */
+    int replicas;             /* --replicas: WAIT for this many (0: none) */
+    int replicas_timeout_ms;  /* --replicas-timeout */
     const char *if_value;     /* --if-value: what break may delete, or NULL */
     const char *survey_match; /* survey --match: a SCAN pattern, or NULL */
     int survey_json;          /* survey --json: JSON Lines */
@@ -76,6 +87,9 @@ struct cli_options {
     int64_t watch_for_ms;     /* watch --for: 0 until a signal */
     int replay_list;          /* replay --list: the races, one a line */
 };
+
+/* --replicas-timeout's default: how long WAIT waits for the replicas. */
+#define CLI_DEFAULT_REPLICAS_TIMEOUT_MS 1000
 
 /* --timeout's default, for connecting and for each command. */
 #define CLI_DEFAULT_TIMEOUT_MS 5000

@@ -39,6 +39,8 @@ enum long_only {
     OPT_FOR,
     OPT_SVG,
     OPT_LIST,
+    OPT_REPLICAS,
+    OPT_REPLICAS_TIMEOUT,
     OPT_SHARED,
     OPT_EXCLUSIVE,
     OPT_PERMITS
@@ -75,6 +77,8 @@ static const struct option long_options[] = {
     {"for", required_argument, NULL, OPT_FOR},
     {"svg", required_argument, NULL, OPT_SVG},
     {"list", no_argument, NULL, OPT_LIST},
+    {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {"replicas-timeout", required_argument, NULL, OPT_REPLICAS_TIMEOUT},
     {"shared", no_argument, NULL, OPT_SHARED},
     {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
     {"permits", required_argument, NULL, OPT_PERMITS},
@@ -161,6 +165,21 @@ static int parse_number_option(int opt, const char *arg, struct cli_options *o)
                                    "got '%s'",
                                    arg);
         o->workers = (int)v;
+        return 0;
+    case OPT_REPLICAS:
+        if (parse_integer(arg, 0, 64, &v) != 0)
+            return cli_usage_error("--replicas expects how many replicas "
+                                   "must acknowledge the lock, from 0 to "
+                                   "64, got '%s'",
+                                   arg);
+        o->replicas = (int)v;
+        return 0;
+    case OPT_REPLICAS_TIMEOUT:
+        if (parse_integer(arg, 1, 3600000, &v) != 0)
+            return cli_usage_error("--replicas-timeout expects milliseconds "
+                                   "from 1 to 3600000, got '%s'",
+                                   arg);
+        o->replicas_timeout_ms = (int)v;
         return 0;
     default: /* OPT_DURATION */
         if (parse_integer(arg, 100, 600000, &o->duration_ms) != 0)
@@ -355,6 +374,7 @@ static void set_defaults(struct cli_options *o, struct cli_request *r)
     o->workers = 8;
     o->duration_ms = 3000;
     o->timeout_ms = CLI_DEFAULT_TIMEOUT_MS;
+    o->replicas_timeout_ms = CLI_DEFAULT_REPLICAS_TIMEOUT_MS;
     r->url_text = getenv("REDIS_URL");
     r->url_origin = "$REDIS_URL";
     if (r->url_text == NULL || r->url_text[0] == '\0') {

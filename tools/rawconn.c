@@ -50,19 +50,45 @@ static int raw_prepare(redisContext *ctx, const struct cli_url *u,
     return 0;
 }
 
+/*
+ * With a Sentinel URL, the master's address: the library asks the
+ * sentinels and checks the node, and its client is then let go.
+ */
+static int master_address(const struct cli_options *o, char *host, size_t size,
+                          int *port)
+{
+    tslock_client *c = NULL;
+    const char *h = NULL;
+    int status = cli_connect(o, &c);
+
+    if (status != CLI_EXIT_OK)
+        return status;
+    if (tslock_client_address(c, &h, port) != TSLOCK_OK)
+        status = CLI_EXIT_SOFTWARE;
+    else
+        snprintf(host, size, "%s", h);
+    tslock_client_free(c);
+    return status;
+}
+
 int cli_raw_connect(const struct cli_options *o, int select_db,
                     redisContext **out)
 {
     const struct cli_url *u = &o->url;
     struct timeval tv;
     redisContext *ctx;
-    int flags, status;
+    char master[256];
+    int flags, status, port = 0;
 
     *out = NULL;
     tv.tv_sec = o->timeout_ms / 1000;
     tv.tv_usec = (o->timeout_ms % 1000) * 1000;
-    ctx = u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
-                     : redisConnectWithTimeout(u->host, u->port, tv);
+    if (u->nsentinels > 0
+        && (status = master_address(o, master, sizeof(master), &port)) != 0)
+        return status;
+    ctx = u->nsentinels > 0 ? redisConnectWithTimeout(master, port, tv)
+          : u->is_unix      ? redisConnectUnixWithTimeout(u->host, tv)
+                            : redisConnectWithTimeout(u->host, u->port, tv);
     if (ctx == NULL || ctx->err) {
         char where[512];
 

@@ -116,9 +116,14 @@ static void on_renew_warning(int code, const char *detail, void *userdata)
 {
     struct run_key *k = userdata;
 
-    cli_error("warning: renewing the lease on '%s' hit %s and recovered (%s); "
-              "the lock is still ours",
-              k->key, tslock_errname(code), detail);
+    if (code == TSLOCK_EREPLICAS)
+        cli_error("warning: renewed the lease on '%s' on the master, but too "
+                  "few replicas acknowledged it (%s); the lock is still ours",
+                  k->key, detail);
+    else
+        cli_error("warning: renewing the lease on '%s' hit %s and recovered "
+                  "(%s); the lock is still ours",
+                  k->key, tslock_errname(code), detail);
 }
 
 /* From the Redlock renewal thread: a renewal reached too few masters. */

@@ -104,6 +104,7 @@ int cli_status_for(int code)
     case TSLOCK_ETIMEDOUT:
     case TSLOCK_EAUTH:
     case TSLOCK_ENOQUORUM:
+    case TSLOCK_EREPLICAS:
         return CLI_EXIT_UNAVAILABLE;
     case TSLOCK_ENOMEM:
         return CLI_EXIT_OSERR;
@@ -170,7 +171,13 @@ int cli_client_for(const struct cli_options *o, const struct cli_url *u,
         rc = tslock_client_set_time_source(c, o->time_source);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_timeouts(c, o->timeout_ms, o->timeout_ms);
-    if (rc == TSLOCK_OK)
+    if (rc == TSLOCK_OK && u->sentinel_password != NULL)
+        rc = tslock_client_set_sentinel_auth(c, NULL, u->sentinel_password);
+    if (rc == TSLOCK_OK && u->nsentinels > 0)
+        rc = tslock_client_connect_sentinel(
+            c, u->nsentinels, (const char *const *)u->sentinel_hosts,
+            u->sentinel_ports, u->master_name);
+    else if (rc == TSLOCK_OK)
         rc = u->is_unix ? tslock_client_connect_unix(c, u->host)
                         : tslock_client_connect_tcp(c, u->host, u->port);
     if (rc == TSLOCK_OK)
@@ -216,6 +223,8 @@ int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
         rc = tslock_lock_set_permits(l, o->permits);
     if (rc == TSLOCK_OK && o->fence)
         rc = tslock_lock_set_fencing(l, 1);
+    if (rc == TSLOCK_OK && o->replicas > 0)
+        rc = tslock_lock_set_replicas(l, o->replicas, o->replicas_timeout_ms);
     if (rc != TSLOCK_OK) {
         tslock_lock_free(l);
         *out = NULL;

@@ -1,6 +1,8 @@
 /*
  * url.c - reading where to connect from a URL: redis://[[user]:password@]
- * host[:port][/db] and unix://[[user]:password@]/path/to/socket[?db=N].
+ * host[:port][/db], unix://[[user]:password@]/path/to/socket[?db=N] and
+ * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/NAME
+ * [/db][?sentinel_password=P].
  * A bad URL gets one line naming the part that is wrong; the line never
  * repeats the password, since URLs end up in logs.
  */
@@ -14,7 +16,11 @@
 
 #include "cli.h"
 
-#define DEFAULT_PORT 6379
+#define DEFAULT_PORT          6379
+#define DEFAULT_SENTINEL_PORT 26379
+#define SENTINEL_FORM                                                          \
+    "redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/"         \
+    "MASTERNAME[/db]"
 
 struct parse_error {
     char *buf;
@@ -97,23 +103,40 @@ static int parse_db(const char *s, size_t len, int *db, struct parse_error *e)
     return 0;
 }
 
-/* The query: only db=N is understood; *have_db says one was seen. */
+/*
+ * The query: db=N, and with Sentinel sentinel_password=P; *have_db says
+ * a database was seen.  An unknown parameter is named without its value,
+ * which may be a secret.
+ */
 static int parse_query(const char *q, struct cli_url *u, int *have_db,
                        struct parse_error *e)
 {
+    static const char sp[] = "sentinel_password=";
+
     while (*q != '\0') {
         size_t len = strcspn(q, "&");
+        size_t name = strcspn(q, "=&");
         if (len > 3 && strncmp(q, "db=", 3) == 0) {
             if (*have_db)
                 return url_fail(e, "the URL names the database twice");
             if (parse_db(q + 3, len - 3, &u->db, e) != 0)
                 return -1;
             *have_db = 1;
+        } else if (u->nsentinels > 0 && len >= sizeof(sp) - 1
+                   && strncmp(q, sp, sizeof(sp) - 1) == 0) {
+            if (u->sentinel_password != NULL)
+                return url_fail(e, "the URL gives sentinel_password twice");
+            if (decode(q + sizeof(sp) - 1, len - (sizeof(sp) - 1),
+                       "sentinel password", &u->sentinel_password, e)
+                != 0)
+                return -1;
         } else if (len > 0) {
             return url_fail(e,
-                            "unknown URL parameter '%.*s' (only db=N is "
+                            "unknown URL parameter '%.*s' (only db=N%s is "
                             "understood)",
-                            (int)(len > 40 ? 40 : len), q);
+                            (int)(name > 40 ? 40 : name), q,
+                            u->nsentinels > 0 ? " and sentinel_password=P"
+                                              : "");
         }
         q += len + (q[len] == '&');
     }
@@ -217,6 +240,91 @@ static int parse_redis(const char *rest, struct cli_url *u,
     return 0;
 }
 
+/* One "host[:port]" of the sentinel list, at index i. */
+static int parse_sentinel(const char *s, size_t len, struct cli_url *u,
+                          struct parse_error *e)
+{
+    int i = u->nsentinels;
+
+    if (len == 0)
+        return url_fail(e,
+                        "the URL has an empty sentinel address (expected "
+                        "%s)",
+                        SENTINEL_FORM);
+    if (i == CLI_MAX_SENTINELS)
+        return url_fail(e, "the URL lists more than %d sentinels",
+                        CLI_MAX_SENTINELS);
+    u->port = DEFAULT_SENTINEL_PORT;
+    if (parse_hostport(s, len, u, e) != 0)
+        return -1;
+    u->sentinel_hosts[i] = u->host;
+    u->sentinel_ports[i] = u->port;
+    u->host = NULL;
+    u->nsentinels = i + 1;
+    return 0;
+}
+
+/* "/MASTERNAME" or "/MASTERNAME/db", already cut from the query. */
+static int parse_master(const char *path, size_t len, struct cli_url *u,
+                        int *have_db, struct parse_error *e)
+{
+    const char *slash;
+    size_t name_len;
+
+    if (len < 2 || path[0] != '/' || path[1] == '/')
+        return url_fail(e, "the URL names no master (expected %s)",
+                        SENTINEL_FORM);
+    path++;
+    len--;
+    slash = memchr(path, '/', len);
+    name_len = slash != NULL ? (size_t)(slash - path) : len;
+    if (decode(path, name_len, "master name", &u->master_name, e) != 0)
+        return -1;
+    if (slash != NULL && slash + 1 < path + len) {
+        if (parse_db(slash + 1, (size_t)(path + len - slash - 1), &u->db, e)
+            != 0)
+            return -1;
+        *have_db = 1;
+    }
+    return 0;
+}
+
+static int parse_sentinel_url(const char *rest, struct cli_url *u,
+                              struct parse_error *e)
+{
+    size_t auth_len = strcspn(rest, "/?");
+    const char *path = rest + auth_len, *at = NULL, *p, *end;
+    size_t path_len = strcspn(path, "?");
+    int have_db = 0;
+
+    for (p = rest; p < rest + auth_len; p++)
+        if (*p == '@')
+            at = p; /* the last '@', as with redis:// */
+    if (at != NULL) {
+        if (parse_userinfo(rest, (size_t)(at - rest), u, e) != 0)
+            return -1;
+        auth_len -= (size_t)(at + 1 - rest);
+        rest = at + 1;
+    }
+    end = rest + auth_len;
+    for (p = rest;; p++) {
+        if (p == end || *p == ',') {
+            if (parse_sentinel(rest, (size_t)(p - rest), u, e) != 0)
+                return -1;
+            rest = p + 1;
+        }
+        if (p == end)
+            break;
+    }
+    u->host = NULL;
+    u->port = 0;
+    if (parse_master(path, path_len, u, &have_db, e) != 0)
+        return -1;
+    if (path[path_len] == '?')
+        return parse_query(path + path_len + 1, u, &have_db, e);
+    return 0;
+}
+
 static int parse_unix(const char *rest, struct cli_url *u,
                       struct parse_error *e)
 {
@@ -270,7 +378,10 @@ int cli_url_parse(const char *text, struct cli_url *u, char *err,
     memset(u, 0, sizeof(*u));
     u->port = DEFAULT_PORT;
     if (sep == NULL || scheme_len == 0 || strcspn(text, ":@/") < scheme_len)
-        rc = url_fail(&e, "expected a URL starting redis:// or unix://");
+        rc = url_fail(&e, "expected a URL starting redis://, unix:// or "
+                          "redis+sentinel://");
+    else if (scheme_len == 14 && strncasecmp(text, "redis+sentinel", 14) == 0)
+        rc = parse_sentinel_url(sep + 3, u, &e);
     else if (scheme_len == 5 && strncasecmp(text, "redis", 5) == 0)
         rc = parse_redis(sep + 3, u, &e);
     else if (scheme_len == 4 && strncasecmp(text, "unix", 4) == 0)
@@ -280,8 +391,8 @@ int cli_url_parse(const char *text, struct cli_url *u, char *err,
                           "redis:// or unix://");
     else
         rc = url_fail(&e,
-                      "expected a URL starting redis:// or unix://, got "
-                      "'%.*s://'",
+                      "expected a URL starting redis://, unix:// or "
+                      "redis+sentinel://, got '%.*s://'",
                       (int)(scheme_len > 20 ? 20 : scheme_len), text);
     if (rc == 0)
         rc = complete_auth(u, &e);
@@ -292,8 +403,17 @@ int cli_url_parse(const char *text, struct cli_url *u, char *err,
 
 void cli_url_free(struct cli_url *u)
 {
+    int i;
+
     free(u->host);
     free(u->user);
+    for (i = 0; i < u->nsentinels; i++)
+        free(u->sentinel_hosts[i]);
+    free(u->master_name);
+    if (u->sentinel_password != NULL) {
+        memset(u->sentinel_password, 0, strlen(u->sentinel_password));
+        free(u->sentinel_password);
+    }
     if (u->password != NULL) {
         /* Do not leave the password in freed memory. */
         memset(u->password, 0, strlen(u->password));
@@ -304,9 +424,17 @@ void cli_url_free(struct cli_url *u)
 
 void cli_url_describe(const struct cli_url *u, char *buf, size_t size)
 {
-    int n;
+    int n, i;
 
-    if (u->is_unix)
+    if (u->nsentinels > 0) {
+        n = snprintf(buf, size, "the master '%s' named by sentinel%s",
+                     u->master_name, u->nsentinels == 1 ? "" : "s");
+        for (i = 0; i < u->nsentinels && n >= 0 && (size_t)n < size; i++)
+            n += snprintf(buf + n, size - n, "%s %s:%d", i > 0 ? "," : "",
+                          u->sentinel_hosts[i], u->sentinel_ports[i]);
+        if (n >= 0 && (size_t)n < size && u->sentinel_password != NULL)
+            n += snprintf(buf + n, size - n, " (with their password)");
+    } else if (u->is_unix)
         n = snprintf(buf, size, "unix socket %s", u->host);
     else
         n = snprintf(buf, size, "%s port %d", u->host, u->port);
@@ -344,16 +472,46 @@ static int find_userinfo(char *text, char **start, char **end)
     return 1;
 }
 
+/* Hide the value of ?sentinel_password= (or &...) the same way. */
+static int scrub_sentinel_password(char *text)
+{
+    char *q = strchr(text, '?'), *v;
+    size_t hidden, stars, tail;
+
+    while (q != NULL) {
+        q++;
+        if (strncmp(q, "sentinel_password=", 18) == 0)
+            break;
+        q = strchr(q, '&');
+    }
+    if (q == NULL)
+        return 0;
+    v = q + 18;
+    hidden = strcspn(v, "&");
+    if (hidden == 0)
+        return 0;
+    stars = hidden < 3 ? hidden : 3;
+    tail = strlen(v + hidden) + 1;
+    memset(v, '*', stars);
+    memmove(v + stars, v + hidden, tail);
+    memset(v + stars + tail, 0, hidden - stars);
+    return 1;
+}
+
 int cli_url_scrub(char *text)
 {
     char *start, *at, *colon, *hide;
     size_t hidden, stars, tail;
+    int sentinel;
 
-    if (text == NULL || !find_userinfo(text, &start, &at))
+    if (text == NULL)
         return 0;
+    sentinel = scrub_sentinel_password(text);
+    if (!find_userinfo(text, &start, &at))
+        return sentinel;
     colon = memchr(start, ':', (size_t)(at - start));
     if (colon == NULL || colon + 1 == at)
-        return 0; /* no password, or an empty one: nothing to hide */
+        return sentinel; /* no password, or an empty one */
     /* With no user, the colon goes too, leaving three stars before @. */
     hide = colon == start ? colon : colon + 1;
     hidden = (size_t)(at - hide);

@@ -1,0 +1,385 @@
+/*
+ * sentinel.c - finding the master through Redis Sentinel: asking the
+ * sentinels in turn, checking that the node they name is the master,
+ * going back to them after a failover; and WAIT, which narrows the
+ * window in which a failover loses a lock.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "tslock_int.h"
+
+#define SENTINEL_RETRY_MS 100 /* between passes over the sentinels */
+#define SENTINEL_DEFAULT_MS                                                    \
+    5000 /* passes go on this long without a timeout                           \
+          */
+
+void tslock__sentinel_free(tslock_client *c)
+{
+    int i;
+
+    for (i = 0; i < c->nsentinels; i++)
+        free(c->sentinel_hosts[i]);
+    free(c->sentinel_hosts);
+    free(c->sentinel_ports);
+    free(c->master_name);
+    c->sentinel_hosts = NULL;
+    c->sentinel_ports = NULL;
+    c->master_name = NULL;
+    c->nsentinels = 0;
+}
+
+int tslock_client_set_sentinel_auth(tslock_client *c, const char *user,
+                                    const char *password)
+{
+    int rc;
+
+    if (c == NULL || (user != NULL && password == NULL))
+        return TSLOCK_EINVAL;
+    rc = tslock__replace_string(&c->sentinel_user, user);
+    if (rc == TSLOCK_OK)
+        rc = tslock__replace_string(&c->sentinel_password, password);
+    return rc;
+}
+
+static struct timeval ms_timeval(int ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    return tv;
+}
+
+/* Append "; what" to the summary of a pass, as far as it fits. */
+static void note(char *buf, size_t size, const char *what)
+{
+    size_t len = strlen(buf), n = strlen(what);
+
+    if (len > 0 && len + 2 < size) {
+        memcpy(buf + len, "; ", 2);
+        len += 2;
+    }
+    if (len + n >= size)
+        n = size - len - 1;
+    memcpy(buf + len, what, n);
+    buf[len + n] = '\0';
+}
+
+/*
+ * Ask sentinel i where the master is: AUTH (when set) and SENTINEL
+ * get-master-addr-by-name in one round trip.  TSLOCK_OK with host and
+ * port filled, or a code with the reason in why.
+ */
+static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
+                        int *port, char *why, size_t why_size)
+{
+    const char *auth[3] = {"AUTH", c->sentinel_user, c->sentinel_password};
+    const char *ask[3] = {"SENTINEL", "get-master-addr-by-name",
+                          c->master_name};
+    struct tslock__queued q[2];
+    redisContext *ctx;
+    redisReply *r[2] = {NULL, NULL};
+    int n = 0, k, rc = TSLOCK_OK, flags;
+
+    ctx = c->connect_ms > 0
+              ? redisConnectWithTimeout(c->sentinel_hosts[i],
+                                        c->sentinel_ports[i],
+                                        ms_timeval(c->connect_ms))
+              : redisConnect(c->sentinel_hosts[i], c->sentinel_ports[i]);
+    if (ctx == NULL || ctx->err) {
+        snprintf(why, why_size, "%s", ctx != NULL ? ctx->errstr : "no memory");
+        redisFree(ctx);
+        return ctx == NULL ? TSLOCK_ENOMEM : TSLOCK_EIO;
+    }
+    flags = fcntl(ctx->fd, F_GETFD);
+    if (flags != -1)
+        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+    if (c->command_ms > 0)
+        (void)redisSetTimeout(ctx, ms_timeval(c->command_ms));
+    if (c->sentinel_password != NULL) {
+        if (c->sentinel_user == NULL)
+            auth[1] = c->sentinel_password;
+        q[n].step = TSLOCK_STEP_GET;
+        q[n].argc = c->sentinel_user != NULL ? 3 : 2;
+        q[n++].argv = auth;
+    }
+    q[n].step = TSLOCK_STEP_GET;
+    q[n].argc = 3;
+    q[n++].argv = ask;
+    if (tslock__send(ctx, n, q) != REDIS_OK)
+        rc = TSLOCK_EIO;
+    for (k = 0; k < n && rc == TSLOCK_OK; k++) {
+        void *reply = NULL;
+        if (redisGetReply(ctx, &reply) != REDIS_OK || reply == NULL)
+            rc = TSLOCK_EIO;
+        r[k] = reply;
+    }
+    if (rc != TSLOCK_OK) {
+        snprintf(why, why_size, "%s",
+                 ctx->errstr[0] ? ctx->errstr : "connection lost");
+        goto out;
+    }
+    if (n == 2 && r[0]->type == REDIS_REPLY_ERROR) {
+        snprintf(why, why_size, "AUTH: -%.200s", r[0]->str);
+        rc = TSLOCK_EAUTH;
+        goto out;
+    }
+    rc = TSLOCK_OK;
+    {
+        const redisReply *a = r[n - 1];
+        char desc[128];
+        if (a->type == REDIS_REPLY_NIL) {
+            snprintf(why, why_size, "knows no master named '%.100s'",
+                     c->master_name);
+            rc = TSLOCK_ESERVER;
+        } else if (a->type == REDIS_REPLY_ERROR) {
+            snprintf(why, why_size, "-%.200s", a->str);
+            rc = strncmp(a->str, "NOAUTH", 6) == 0 ? TSLOCK_EAUTH
+                                                   : TSLOCK_ESERVER;
+        } else if (a->type != REDIS_REPLY_ARRAY || a->elements != 2
+                   || a->element[0]->type != REDIS_REPLY_STRING
+                   || a->element[1]->type != REDIS_REPLY_STRING
+                   || (*port = atoi(a->element[1]->str)) <= 0 || *port > 65535
+                   || a->element[0]->len == 0 || a->element[0]->len >= size) {
+            snprintf(why, why_size,
+                     "expected [host, port] from SENTINEL "
+                     "get-master-addr-by-name, got %s",
+                     tslock__reply_describe(a, desc, sizeof(desc)));
+            rc = TSLOCK_EPROTO;
+        } else {
+            memcpy(host, a->element[0]->str, a->element[0]->len);
+            host[a->element[0]->len] = '\0';
+        }
+    }
+out:
+    freeReplyObject(r[0]);
+    freeReplyObject(r[1]);
+    redisFree(ctx);
+    return rc;
+}
+
+/* The sentinel that answered goes first next time (Redis's guidance). */
+static void to_front(tslock_client *c, int i)
+{
+    char *host = c->sentinel_hosts[i];
+    int port = c->sentinel_ports[i];
+
+    memmove(c->sentinel_hosts + 1, c->sentinel_hosts,
+            (size_t)i * sizeof(*c->sentinel_hosts));
+    memmove(c->sentinel_ports + 1, c->sentinel_ports,
+            (size_t)i * sizeof(*c->sentinel_ports));
+    c->sentinel_hosts[0] = host;
+    c->sentinel_ports[0] = port;
+}
+
+/*
+ * One pass over the sentinels.  TSLOCK_OK connected; else the code worth
+ * reporting (a refusal of credentials or an unknown name outranks a
+ * connection failure, which may pass), with the pass's story in summary.
+ */
+static int one_pass(tslock_client *c, char *summary, size_t size)
+{
+    char host[256], why[300], line[600];
+    int i, port = 0, rc, worst = TSLOCK_EIO;
+
+    for (i = 0; i < c->nsentinels; i++) {
+        rc = ask_sentinel(c, i, host, sizeof(host), &port, why, sizeof(why));
+        if (rc == TSLOCK_OK) {
+            rc = tslock__replace_string(&c->host, host);
+            if (rc != TSLOCK_OK)
+                return rc;
+            c->port = port;
+            c->transport = TRANSPORT_TCP;
+            rc = tslock__open_socket(c);
+            if (rc == TSLOCK_OK) {
+                to_front(c, i);
+                return rc;
+            }
+            snprintf(why, sizeof(why), "master %.100s:%d: %.180s", host, port,
+                     c->errstr);
+        }
+        snprintf(line, sizeof(line), "sentinel %.100s:%d: %s",
+                 c->sentinel_hosts[i], c->sentinel_ports[i], why);
+        note(summary, size, line);
+        if (rc == TSLOCK_ENOMEM)
+            return rc;
+        if (rc != TSLOCK_EIO && rc != TSLOCK_ETIMEDOUT)
+            worst = rc;
+        else if (worst == TSLOCK_EIO)
+            worst = rc;
+    }
+    return worst;
+}
+
+/*
+ * Ask the sentinels in turn, and while every failure is one a failover
+ * explains (a sentinel or the named master unreachable, the named node
+ * not yet promoted), pass over them again until the connect timeout.
+ */
+int tslock__sentinel_connect(tslock_client *c)
+{
+    int64_t budget = c->connect_ms > 0 ? c->connect_ms : SENTINEL_DEFAULT_MS;
+    int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + budget;
+    char summary[TSLOCK__ERRSTR_SIZE];
+    int rc, passes = 0;
+
+    for (;;) {
+        int64_t left;
+        summary[0] = '\0';
+        rc = one_pass(c, summary, sizeof(summary) - 80);
+        passes++;
+        if (rc == TSLOCK_OK || (rc != TSLOCK_EIO && rc != TSLOCK_ETIMEDOUT))
+            break;
+        left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
+        if (left <= 0)
+            break;
+        (void)poll(NULL, 0,
+                   (int)(left < SENTINEL_RETRY_MS ? left : SENTINEL_RETRY_MS));
+    }
+    if (rc == TSLOCK_OK)
+        return rc;
+    c->broken = 1;
+    return tslock__fail(c, rc,
+                        "no master for '%s' through %d sentinel%s "
+                        "(%d pass%s): %s",
+                        c->master_name, c->nsentinels,
+                        c->nsentinels == 1 ? "" : "s", passes,
+                        passes == 1 ? "" : "es", summary);
+}
+
+int tslock_client_connect_sentinel(tslock_client *c, int n,
+                                   const char *const *hosts, const int *ports,
+                                   const char *master_name)
+{
+    int i;
+
+    if (c == NULL || n < 1 || hosts == NULL || ports == NULL
+        || master_name == NULL || master_name[0] == '\0')
+        return TSLOCK_EINVAL;
+    for (i = 0; i < n; i++)
+        if (hosts[i] == NULL || hosts[i][0] == '\0' || ports[i] <= 0
+            || ports[i] > 65535)
+            return TSLOCK_EINVAL;
+    if (c->transport == TRANSPORT_WRAPPED)
+        return tslock__fail(c, TSLOCK_ESTATE,
+                            "client wraps a caller's connection");
+    tslock__sentinel_free(c);
+    c->sentinel_hosts = calloc((size_t)n, sizeof(*c->sentinel_hosts));
+    c->sentinel_ports = calloc((size_t)n, sizeof(*c->sentinel_ports));
+    c->master_name = strdup(master_name);
+    if (c->sentinel_hosts == NULL || c->sentinel_ports == NULL
+        || c->master_name == NULL) {
+        tslock__sentinel_free(c);
+        return TSLOCK_ENOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        c->sentinel_hosts[i] = strdup(hosts[i]);
+        c->sentinel_ports[i] = ports[i];
+        c->nsentinels = i + 1;
+        if (c->sentinel_hosts[i] == NULL) {
+            tslock__sentinel_free(c);
+            return TSLOCK_ENOMEM;
+        }
+    }
+    c->transport = TRANSPORT_TCP;
+    return tslock__sentinel_connect(c);
+}
+
+/* The value of "role:" in an INFO reply, into buf; 0 when absent. */
+static int info_role(const redisReply *info, char *buf, size_t size)
+{
+    const char *p;
+    size_t n = 0;
+
+    if (info == NULL || info->type != REDIS_REPLY_STRING
+        || (p = strstr(info->str, "role:")) == NULL)
+        return 0;
+    p += 5;
+    while (n + 1 < size && p[n] != '\r' && p[n] != '\n' && p[n] != '\0') {
+        buf[n] = p[n];
+        n++;
+    }
+    buf[n] = '\0';
+    return 1;
+}
+
+/*
+ * ROLE (2.8.12) answers ["master", offset, replicas]; older servers know
+ * no ROLE, and their INFO says "role:master".  Either way a replica
+ * means the sentinel spoke before a failover finished (or after one it
+ * has not seen yet): a transient fault, so the caller asks again.
+ */
+int tslock__sentinel_check_role(tslock_client *c, const redisReply *role,
+                                const redisReply *info)
+{
+    char found[32], desc[128];
+    const char *how = "ROLE";
+
+    if (role != NULL && role->type == REDIS_REPLY_ARRAY && role->elements > 0
+        && role->element[0]->type == REDIS_REPLY_STRING)
+        snprintf(found, sizeof(found), "%.30s", role->element[0]->str);
+    else if (role != NULL && role->type != REDIS_REPLY_ERROR)
+        return tslock__fail(c, TSLOCK_EPROTO, "ROLE: expected an array, got %s",
+                            tslock__reply_describe(role, desc, sizeof(desc)));
+    else if (how = "INFO", !info_role(info, found, sizeof(found)))
+        return tslock__fail(c, TSLOCK_EPROTO,
+                            "neither ROLE nor INFO's role: line tells "
+                            "whether %s:%d is a master",
+                            c->host, c->port);
+    if (strcmp(found, "master") == 0)
+        return TSLOCK_OK;
+    return tslock__fail(c, TSLOCK_EIO,
+                        "%s:%d is not the master of '%s': %s says '%s'",
+                        c->host, c->port, c->master_name, how, found);
+}
+
+/* ----------------------------------------------------------------- WAIT */
+
+int tslock__replicas_judge(tslock_lock *l, const redisReply *r)
+{
+    tslock_client *c = l->client;
+
+    if (r->type == REDIS_REPLY_ERROR
+        && (strncmp(r->str, "ERR unknown command", 19) == 0
+            || strstr(r->str, "wrong number of arguments") != NULL))
+        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                            "waiting for %d replica%s needs WAIT (Redis 3.0 "
+                            "or later): the server replied -%.200s",
+                            l->replicas, l->replicas == 1 ? "" : "s", r->str);
+    if (r->type != REDIS_REPLY_INTEGER)
+        return tslock__unexpected(c, "WAIT", "an integer", r);
+    if (r->integer < l->replicas)
+        return tslock__fail(c, TSLOCK_EREPLICAS,
+                            "lock '%s': %lld of the %d replica%s asked for "
+                            "acknowledged the write within %d ms",
+                            l->key, (long long)r->integer, l->replicas,
+                            l->replicas == 1 ? "" : "s", l->replicas_ms);
+    return TSLOCK_OK;
+}
+
+int tslock__replicas_wait(tslock_lock *l)
+{
+    char n[16], ms[16];
+    const char *argv[3] = {"WAIT", n, ms};
+    redisReply *r = NULL;
+    int rc;
+
+    snprintf(n, sizeof(n), "%d", l->replicas);
+    snprintf(ms, sizeof(ms), "%d", l->replicas_ms);
+    rc = tslock__command(l->client, TSLOCK_STEP_WAIT, l->key, 3, argv, &r);
+    if (rc == TSLOCK_OK)
+        rc = tslock__replicas_judge(l, r);
+    freeReplyObject(r);
+    return rc;
+}
+
+int tslock_lock_set_replicas(tslock_lock *l, int n, int timeout_ms)
+{
+    if (l == NULL || n < 0 || timeout_ms < 0 || (n > 0 && timeout_ms == 0))
+        return TSLOCK_EINVAL;
+    l->replicas = n;
+    l->replicas_ms = timeout_ms;
+    return TSLOCK_OK;
+}
