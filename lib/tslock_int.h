@@ -53,6 +53,9 @@ struct tslock_client {
     redisContext *sub;
     char *sub_channel; /* what sub is subscribed to */
     uint64_t rng;      /* xorshift state for retry jitter */
+    /* Redis Cluster (cluster.c): NULL on a single server. */
+    struct tslock__cluster *cluster;
+    int cluster_seen; /* the last probe's INFO said cluster_enabled:1 */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -174,6 +177,32 @@ int tslock__io_failure(tslock_client *c, const char *what);
 /* ---- client.c */
 int tslock__probe(tslock_client *c);
 
+/* ---- cluster.c: Redis Cluster */
+#define TSLOCK__SLOTS 16384
+unsigned tslock__slot(const char *key, size_t len);
+/*
+ * After the probe found a cluster node on c->ctx: learn the slot map
+ * (CLUSTER MYID and CLUSTER SLOTS, one round trip) and adopt c->ctx as
+ * that node's connection.
+ */
+int tslock__cluster_setup(tslock_client *c);
+/* Close every node connection (c->ctx among them); keep the map. */
+void tslock__cluster_close(tslock_client *c);
+void tslock__cluster_free(tslock_client *c);
+/* Apply the command timeout to every open node connection. */
+int tslock__cluster_set_timeout(tslock_client *c);
+/* The next known node address to reconnect to after c->host failed. */
+int tslock__cluster_seed(tslock_client *c, int i, const char **host, int *port);
+/*
+ * tslock__pipeline on a cluster: to the node owning key's slot, following
+ * -MOVED, -ASK and -TRYAGAIN.  Hooks were called by the caller.
+ */
+int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
+                             const struct tslock__queued *q, redisReply **out);
+/* client.c: a new connection to host:port, timeouts set, AUTHed. */
+int tslock__connect_node(tslock_client *c, const char *host, int port,
+                         redisContext **out);
+
 /* ---- names.c: companions of a lock key, in its Cluster hash slot */
 /*
  * Name key's companion "<key><suffix>" into *slot (once; freed with the
@@ -181,6 +210,11 @@ int tslock__probe(tslock_client *c);
  * '}'.  TSLOCK_OK or TSLOCK_ENOMEM.
  */
 int tslock__companion(tslock_lock *l, char **slot, const char *suffix);
+/*
+ * The fencing counter: "key:fence" on a single server (its name since
+ * fencing began), the companion "{key}:fence" on a cluster.  Caller frees.
+ */
+int tslock__fence_key(tslock_lock *l, char **out);
 /* The channel releases of l's key are announced on ("{key}:released"). */
 int tslock__channel(tslock_lock *l);
 /*

@@ -1,0 +1,397 @@
+/*
+ * test_cluster.c - tslock on a real three-master Redis Cluster reached
+ * through one node: hash slots against CLUSTER KEYSLOT, every companion
+ * in its key's slot, every scheme on keys of every node, a waiter woken
+ * across nodes, the CLI through one node's URL, and a load of processes
+ * while a slot holding the lock keys migrates (the -ASK and -MOVED paths
+ * counted by the servers), with a control showing the checker fails.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness_cluster.h"
+
+static th_cluster cl;
+
+static tslock_client *client_on(int node)
+{
+    tslock_client *c = NULL;
+    int rc = tslock_client_new(&c);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_connect_tcp(c, "127.0.0.1", cl.node[node].port);
+    if (rc != TSLOCK_OK) {
+        fprintf(stderr, "client_on(%d): %s: %s\n", node, tslock_errname(rc),
+                tslock_client_errstr(c));
+        exit(2);
+    }
+    return c;
+}
+
+/* A command on the node that owns key (or on node i when i >= 0). */
+static redisReply *on_owner(const char *key, const char *fmt, const char *arg)
+{
+    int owner = th_cluster_owner(&cl, key);
+    redisContext *c;
+    redisReply *r;
+
+    CU_ASSERT_FATAL(owner >= 0);
+    c = th_redis(&cl.node[owner]);
+    r = redisCommand(c, fmt, arg);
+    redisFree(c);
+    return r;
+}
+
+static int exists_on_owner(const char *key)
+{
+    redisReply *r = on_owner(key, "EXISTS %s", key);
+    int n = r != NULL && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* ------------------------------------------------------------ slots */
+
+/*
+ * tslock_key_slot() against CLUSTER KEYSLOT for the hash tag's edge
+ * cases, bytes a C string cannot hold, and the spec's CRC16 check value
+ * ("123456789" gives 0x31C3, slot 12739).
+ */
+static void test_key_slot(void)
+{
+    static const struct {
+        const char *key;
+        size_t len;
+    } keys[] = {
+        {"", 0},
+        {"123456789", 9},
+        {"foo", 3},
+        {"{foo}bar", 8},
+        {"bar{foo}", 8},
+        {"{}foo", 5},
+        {"foo{}", 5},
+        {"{foo", 4},
+        {"foo}", 4},
+        {"}{foo}", 6},
+        {"{{foo}}", 7},
+        {"{a}{b}", 6},
+        {"a{b}c}", 6},
+        {"{}{a}", 5},
+        {"a\0{b}", 5},
+        {"{\0}x", 4},
+        {"\xff\xfe{\x80}", 6},
+        {"user:{123}:profile", 18},
+        {"lock:{}:{x}", 11},
+        {"{", 1},
+        {"}", 1},
+        {"{}", 2},
+    };
+    size_t i;
+
+    CU_ASSERT_EQUAL(tslock_key_slot("123456789", 9), 0x31C3 & 16383);
+    CU_ASSERT_EQUAL(tslock_key_slot(NULL, 0), TSLOCK_EINVAL);
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        int want =
+            th_cluster_keyslot(&cl, (int)(i % 3), keys[i].key, keys[i].len);
+        CU_ASSERT_TRUE(want >= 0);
+        if (tslock_key_slot(keys[i].key, keys[i].len) != want)
+            fprintf(stderr, "key #%zu: tslock %d, CLUSTER KEYSLOT %d\n", i,
+                    tslock_key_slot(keys[i].key, keys[i].len), want);
+        CU_ASSERT_EQUAL(tslock_key_slot(keys[i].key, keys[i].len), want);
+    }
+}
+
+static int same_slot(const char *a, const char *b)
+{
+    return th_cluster_keyslot(&cl, 0, a, strlen(a))
+           == th_cluster_keyslot(&cl, 0, b, strlen(b));
+}
+
+/*
+ * Every companion in the lock key's slot, for keys with no tag, a tag, a
+ * '{' but no tag: the owner key as tslock_lock_owner_key() names it, and
+ * the fence counter, the queue keys and the channel as tslock(7) names
+ * them, checked where they are really written.
+ */
+static void test_companions(void)
+{
+    static const char *const lock_keys[] = {"plain", "{tag}rest", "a{b",
+                                            "x{y}z{w}", "{{a}}"};
+    static const char *const suffixes[] = {":fence", ":queue", ":alive",
+                                           ":queue-seq", ":released"};
+    tslock_client *c = client_on(0);
+    size_t i, j;
+
+    for (i = 0; i < sizeof(lock_keys) / sizeof(lock_keys[0]); i++) {
+        const char *k = lock_keys[i];
+        const char *open = strchr(k, '{');
+        const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
+        int tagged = close != NULL && close > open + 1;
+        tslock_lock *l = NULL;
+        char name[128], fence[128];
+        redisReply *r;
+        int rc;
+
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, k) == TSLOCK_OK);
+        tslock_lock_set_scheme(l, TSLOCK_SCHEME_BRIDGE);
+        tslock_lock_set_fencing(l, 1);
+        tslock_lock_set_ttl(l, 10000);
+        rc = tslock_acquire(l, 0);
+        if (rc != TSLOCK_OK)
+            fprintf(stderr, "acquire %s: %s: %s\n", k, tslock_errname(rc),
+                    tslock_client_errstr(c));
+        CU_ASSERT_EQUAL_FATAL(rc, TSLOCK_OK);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tslock_lock_owner_key(l));
+        CU_ASSERT_TRUE(same_slot(k, tslock_lock_owner_key(l)));
+        CU_ASSERT_EQUAL(exists_on_owner(tslock_lock_owner_key(l)), 1);
+        for (j = 0; j < sizeof(suffixes) / sizeof(suffixes[0]); j++) {
+            snprintf(name, sizeof(name), tagged ? "%s%s" : "{%s}%s", k,
+                     suffixes[j]);
+            CU_ASSERT_TRUE(same_slot(k, name));
+        }
+        snprintf(fence, sizeof(fence), tagged ? "%s:fence" : "{%s}:fence", k);
+        r = on_owner(fence, "GET %s", fence);
+        CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STRING
+                       && atoll(r->str) == tslock_lock_fence(l));
+        freeReplyObject(r);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
+/*
+ * A key with a '}' and no tag hashes whole, so no suffixed name shares
+ * its slot: the schemes that need a companion key refuse it by name
+ * (TSLOCK_ECLUSTER), and the token scheme, which needs none, works.
+ */
+static void test_brace_without_tag(void)
+{
+    tslock_client *c = client_on(1);
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "a}b") == TSLOCK_OK);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_BRIDGE);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_ECLUSTER);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "hash tag"));
+    CU_ASSERT_EQUAL(exists_on_owner("a}b"), 0);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(exists_on_owner("a}b"), 1);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_EQUAL(exists_on_owner("a}b"), 0);
+    tslock_lock_free(l);
+    /* "{}x" too: its braces hold no tag, so it hashes whole. */
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "{}x") == TSLOCK_OK);
+    tslock_lock_set_fair(l, 1);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_ECLUSTER);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/* ------------------------------------------- every scheme, every node */
+
+#define N_KEYS 12
+
+struct variant {
+    const char *name;
+    tslock_scheme scheme;
+    int fair, fencing;
+    tslock_release_form form;
+};
+
+static const struct variant variants[] = {
+    {"timestamp", TSLOCK_SCHEME_TIMESTAMP, 0, 0, TSLOCK_RELEASE_BEST},
+    {"token", TSLOCK_SCHEME_TOKEN, 0, 0, TSLOCK_RELEASE_BEST},
+    {"bridge", TSLOCK_SCHEME_BRIDGE, 0, 0, TSLOCK_RELEASE_BEST},
+    {"auto", TSLOCK_SCHEME_AUTO, 0, 0, TSLOCK_RELEASE_BEST},
+    {"token, fair", TSLOCK_SCHEME_TOKEN, 1, 0, TSLOCK_RELEASE_BEST},
+    {"token, fenced", TSLOCK_SCHEME_TOKEN, 0, 1, TSLOCK_RELEASE_BEST},
+    {"bridge, fenced", TSLOCK_SCHEME_BRIDGE, 0, 1, TSLOCK_RELEASE_BEST},
+    {"timestamp, WATCH form", TSLOCK_SCHEME_TIMESTAMP, 0, 0,
+     TSLOCK_RELEASE_WATCH},
+    {"bridge, WATCH form", TSLOCK_SCHEME_BRIDGE, 0, 0, TSLOCK_RELEASE_WATCH},
+    {"timestamp, classic form", TSLOCK_SCHEME_TIMESTAMP, 0, 0,
+     TSLOCK_RELEASE_CLASSIC},
+};
+
+static tslock_lock *variant_lock(tslock_client *c, const char *key,
+                                 const struct variant *v)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_scheme(l, v->scheme) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_fair(l, v->fair) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_fencing(l, v->fencing) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_set_release_form(l, v->form) == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 20000);
+    return l;
+}
+
+/*
+ * Two clients, each connected to one node only, take turns on twelve
+ * keys spread over all three nodes; each hold is where the cluster says
+ * the key lives, blocks the other client, extends, and is gone after
+ * its release.
+ */
+static void test_every_scheme_every_node(void)
+{
+    tslock_client *a = client_on(0), *b = client_on(2);
+    int seen[TH_CLUSTER_MAX] = {0};
+    size_t v;
+    int i;
+
+    CU_ASSERT_TRUE(tslock_client_caps(a) & TSLOCK_CAP_CLUSTER);
+    for (v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        for (i = 0; i < N_KEYS; i++) {
+            char key[64];
+            tslock_lock *la, *lb;
+            int64_t fence;
+
+            snprintf(key, sizeof(key), "every:%d:%zu", i, v);
+            seen[th_cluster_owner(&cl, key)]++;
+            la = variant_lock(a, key, &variants[v]);
+            lb = variant_lock(b, key, &variants[v]);
+            if (tslock_acquire(la, 0) != TSLOCK_OK)
+                fprintf(stderr, "%s on %s: %s\n", variants[v].name, key,
+                        tslock_client_errstr(a));
+            CU_ASSERT_EQUAL(tslock_lock_is_held(la), 1);
+            CU_ASSERT_EQUAL(exists_on_owner(key), 1);
+            CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_EBUSY);
+            CU_ASSERT_EQUAL(tslock_extend(la, 20000), TSLOCK_OK);
+            fence = tslock_lock_fence(la);
+            CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_OK);
+            CU_ASSERT_EQUAL(exists_on_owner(key), 0);
+            CU_ASSERT_EQUAL(tslock_acquire(lb, 0), TSLOCK_OK);
+            if (variants[v].fencing)
+                CU_ASSERT_EQUAL(tslock_lock_fence(lb), fence + 1);
+            CU_ASSERT_EQUAL(tslock_release(lb), TSLOCK_OK);
+            tslock_lock_free(la);
+            tslock_lock_free(lb);
+        }
+    }
+    for (i = 0; i < cl.n; i++)
+        CU_ASSERT_TRUE(seen[i] > 0);
+    tslock_client_free(a);
+    tslock_client_free(b);
+}
+
+/* ------------------------------------------- woken across the cluster */
+
+static tslock_lock *holder;
+static int released;
+
+static int release_after_failed_try(tslock_client *c, tslock_step step,
+                                    const char *key, void *userdata)
+{
+    (void)c;
+    (void)key;
+    if (step == *(tslock_step *)userdata && !released) {
+        released = 1;
+        CU_ASSERT_EQUAL(tslock_release(holder), TSLOCK_OK);
+    }
+    return 0;
+}
+
+struct bound {
+    tslock_lock *lock;
+    int stop[2];
+    pthread_t thread;
+};
+
+/* Cancel the wait after 10 s: a bound for a broken build, not an order. */
+static void *cancel_later(void *arg)
+{
+    struct bound *b = arg;
+    struct pollfd p = {.fd = b->stop[0], .events = POLLIN};
+
+    if (poll(&p, 1, 10000) == 0)
+        tslock_lock_cancel(b->lock);
+    return NULL;
+}
+
+/*
+ * The holder's release (on the key's node) is announced with PUBLISH,
+ * which the cluster bus carries to the node the waiter subscribed on;
+ * the waiter, whose retry delay is a minute, wakes and takes the lock.
+ * The release happens between the waiter's failed try and its wait.
+ */
+static void test_woken_across_nodes(void)
+{
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TOKEN,
+                                            TSLOCK_SCHEME_TIMESTAMP};
+    static tslock_step last[] = {TSLOCK_STEP_PTTL, TSLOCK_STEP_GET};
+    const char *key = NULL;
+    char buf[32];
+    int i;
+
+    /* A key that is not on node 0, where the waiter subscribes. */
+    for (i = 0; key == NULL; i++) {
+        snprintf(buf, sizeof(buf), "wake:%d", i);
+        if (th_cluster_owner(&cl, buf) != 0)
+            key = buf;
+    }
+    for (i = 0; i < 2; i++) {
+        tslock_client *h = client_on(th_cluster_owner(&cl, key)),
+                      *w = client_on(0);
+        tslock_lock *l = NULL;
+        struct bound b = {0};
+
+        CU_ASSERT_FATAL(tslock_lock_new(&l, w, key) == TSLOCK_OK);
+        CU_ASSERT_FATAL(tslock_lock_new(&holder, h, key) == TSLOCK_OK);
+        tslock_lock_set_scheme(l, schemes[i]);
+        tslock_lock_set_scheme(holder, schemes[i]);
+        tslock_lock_set_ttl(l, 30000);
+        tslock_lock_set_ttl(holder, 30000);
+        tslock_lock_set_retry(l, 60000, 60000);
+        released = 0;
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(holder, 0), TSLOCK_OK);
+        tslock_client_set_step_hook(w, release_after_failed_try, &last[i]);
+        b.lock = l;
+        CU_ASSERT_FATAL(pipe(b.stop) == 0);
+        CU_ASSERT_FATAL(pthread_create(&b.thread, NULL, cancel_later, &b) == 0);
+        CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+        (void)!write(b.stop[1], "x", 1);
+        pthread_join(b.thread, NULL);
+        close(b.stop[0]);
+        close(b.stop[1]);
+        CU_ASSERT_TRUE(released);
+        tslock_client_set_step_hook(w, NULL, NULL);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+        tslock_lock_free(holder);
+        tslock_client_free(h);
+        tslock_client_free(w);
+    }
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    int rc = 1;
+
+    if (th_cluster_start(&cl, 3) != 0)
+        return 2;
+    if (CU_initialize_registry() == CUE_SUCCESS) {
+        s = CU_add_suite("slots", NULL, NULL);
+        CU_add_test(s, "tslock_key_slot is CLUSTER KEYSLOT", test_key_slot);
+        CU_add_test(s, "companions share the key's slot", test_companions);
+        CU_add_test(s, "a '}' without a tag", test_brace_without_tag);
+        s = CU_add_suite("schemes", NULL, NULL);
+        CU_add_test(s, "every scheme on every node",
+                    test_every_scheme_every_node);
+        CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
+        rc = th_run_all();
+    }
+    th_cluster_stop(&cl);
+    return rc;
+}
