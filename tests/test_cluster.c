@@ -374,6 +374,208 @@ static void test_woken_across_nodes(void)
     }
 }
 
+/* ------------------------------------------ load across a migration */
+
+#define MIG_KEYS    6
+#define MIG_WORKERS 4 /* and one migrator */
+#define MIG_ROUNDS  3 /* there and back again, each */
+
+/* What every process shares: who is inside each lock's section. */
+struct checker {
+    atomic_int inside[MIG_KEYS];
+    atomic_long overlaps, holds, errors;
+    atomic_int stop;
+    atomic_int migrations;
+};
+
+static struct checker *shared;
+
+/* Enter key k's section: an overlap when someone is already in it. */
+static void enter(struct checker *ck, int k)
+{
+    if (atomic_fetch_add(&ck->inside[k], 1) != 0)
+        atomic_fetch_add(&ck->overlaps, 1);
+    atomic_fetch_add(&ck->holds, 1);
+}
+
+static void leave(struct checker *ck, int k)
+{
+    atomic_fetch_sub(&ck->inside[k], 1);
+}
+
+/* The keys share the slot of "mig"; each has its own scheme. */
+static void mig_key(int k, char *buf, size_t size)
+{
+    snprintf(buf, size, "{mig}:%d", k);
+}
+
+static const struct variant mig_variants[MIG_KEYS] = {
+    {"token", TSLOCK_SCHEME_TOKEN, 0, 1, TSLOCK_RELEASE_BEST},
+    {"bridge", TSLOCK_SCHEME_BRIDGE, 0, 0, TSLOCK_RELEASE_BEST},
+    {"timestamp", TSLOCK_SCHEME_TIMESTAMP, 0, 0, TSLOCK_RELEASE_BEST},
+    {"token, fair", TSLOCK_SCHEME_TOKEN, 1, 0, TSLOCK_RELEASE_BEST},
+    {"timestamp, WATCH", TSLOCK_SCHEME_TIMESTAMP, 0, 0, TSLOCK_RELEASE_WATCH},
+    {"bridge, WATCH", TSLOCK_SCHEME_BRIDGE, 0, 0, TSLOCK_RELEASE_WATCH},
+};
+
+static void report(tslock_client *c, const char *what, int k, int rc)
+{
+    if (atomic_fetch_add(&shared->errors, 1) < 10)
+        fprintf(stderr, "worker: %s {mig}:%d: %s: %s\n", what, k,
+                tslock_errname(rc), tslock_client_errstr(c));
+}
+
+static void mig_worker(int index)
+{
+    tslock_client *c = NULL;
+    tslock_lock *l[MIG_KEYS];
+    unsigned seed = (unsigned)index * 7919u;
+    int k, rc;
+
+    if (tslock_client_new(&c) != TSLOCK_OK
+        || tslock_client_connect_tcp(c, "127.0.0.1", cl.node[index % cl.n].port)
+               != TSLOCK_OK)
+        _exit(3);
+    for (k = 0; k < MIG_KEYS; k++) {
+        char key[32];
+        mig_key(k, key, sizeof(key));
+        l[k] = NULL;
+        if (tslock_lock_new(&l[k], c, key) != TSLOCK_OK)
+            _exit(3);
+        tslock_lock_set_scheme(l[k], mig_variants[k].scheme);
+        tslock_lock_set_fair(l[k], mig_variants[k].fair);
+        tslock_lock_set_fencing(l[k], mig_variants[k].fencing);
+        tslock_lock_set_release_form(l[k], mig_variants[k].form);
+        tslock_lock_set_ttl(l[k], 30000);
+        tslock_lock_set_retry(l[k], 1, 5);
+    }
+    while (!atomic_load(&shared->stop)) {
+        k = (int)(rand_r(&seed) % MIG_KEYS);
+        rc = tslock_acquire(l[k], 10000);
+        if (rc != TSLOCK_OK) {
+            report(c, "acquire", k, rc);
+            if (tslock_client_is_broken(c))
+                (void)tslock_client_reconnect(c);
+            continue;
+        }
+        enter(shared, k);
+        th_sleep_us(200 + rand_r(&seed) % 800);
+        leave(shared, k);
+        rc = tslock_release(l[k]);
+        if (rc != TSLOCK_OK)
+            report(c, "release", k, rc);
+    }
+    for (k = 0; k < MIG_KEYS; k++)
+        tslock_lock_free(l[k]);
+    tslock_client_free(c);
+}
+
+/* Move the slot of "mig" back and forth, key by key, with pauses. */
+static void migrator(void)
+{
+    int slot = tslock_key_slot("mig", 3), round, dir, failed = 0;
+    int home = th_cluster_owner(&cl, "{mig}:0"), away = (home + 1) % cl.n;
+
+    th_sleep_us(100000);
+    for (round = 0; round < MIG_ROUNDS && !failed; round++)
+        for (dir = 0; dir < 2 && !failed; dir++) {
+            int from = dir == 0 ? home : away, to = dir == 0 ? away : home;
+            int moved = 1;
+
+            failed = th_cluster_migrate_begin(&cl, slot, from, to) != 0;
+            /* A window with the keys split between the nodes. */
+            th_sleep_us(50000);
+            while (!failed && moved > 0) {
+                moved = th_cluster_migrate_keys(&cl, slot, from, to, 1);
+                failed = moved < 0;
+                th_sleep_us(20000);
+            }
+            failed = failed || th_cluster_migrate_end(&cl, slot, from, to) != 0;
+            if (!failed)
+                atomic_fetch_add(&shared->migrations, 1);
+            th_sleep_us(100000);
+        }
+    atomic_store(&shared->stop, 1);
+    if (failed)
+        _exit(4);
+}
+
+static void mig_child(int index, void *userdata)
+{
+    (void)userdata;
+    if (index == MIG_WORKERS)
+        migrator();
+    else
+        mig_worker(index);
+}
+
+/*
+ * Four processes, connected to different nodes, take six locks (four
+ * schemes, Lua and WATCH forms) whose keys share one slot, while that slot
+ * migrates between two nodes six times, key by key: requests for keys already
+ * moved get -ASK, multi-key scripts over split keys -TRYAGAIN, and everything
+ * after each migration -MOVED.  No two processes are ever inside one
+ * lock's section, nothing fails, and the servers counted the -MOVED and
+ * -ASK replies and the ASKING commands that answered them.
+ */
+static void test_load_across_migration(void)
+{
+    long moved, ask, asking;
+    int k;
+
+    shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(shared != MAP_FAILED);
+    memset(shared, 0, sizeof(*shared));
+    th_cluster_reset_stats(&cl);
+    CU_ASSERT_TRUE(th_workers(MIG_WORKERS + 1, mig_child, NULL));
+    moved = th_cluster_stat(&cl, "errorstats", "errorstat_MOVED");
+    ask = th_cluster_stat(&cl, "errorstats", "errorstat_ASK");
+    asking = th_cluster_stat(&cl, "commandstats", "cmdstat_asking");
+    printf("\n    %ld holds, %d migrations, %ld MOVED, %ld ASK, %ld ASKING, "
+           "%ld TRYAGAIN ",
+           atomic_load(&shared->holds), atomic_load(&shared->migrations), moved,
+           ask, asking,
+           th_cluster_stat(&cl, "errorstats", "errorstat_TRYAGAIN"));
+    CU_ASSERT_EQUAL(atomic_load(&shared->migrations), 2 * MIG_ROUNDS);
+    CU_ASSERT_EQUAL(atomic_load(&shared->overlaps), 0);
+    CU_ASSERT_EQUAL(atomic_load(&shared->errors), 0);
+    CU_ASSERT_TRUE(atomic_load(&shared->holds) > 0);
+    CU_ASSERT_TRUE(moved > 0);
+    CU_ASSERT_TRUE(ask > 0);
+    CU_ASSERT_TRUE(asking > 0);
+    for (k = 0; k < MIG_KEYS; k++)
+        CU_ASSERT_EQUAL(atomic_load(&shared->inside[k]), 0);
+    munmap(shared, sizeof(*shared));
+}
+
+/*
+ * The control: the same checker catches a client that does not follow
+ * redirections.  Two cluster-unaware clients on two nodes take "a lock"
+ * with SET NX PX and count any reply but nil as taken - so the -MOVED
+ * the wrong node answers counts as taken, and the checker sees two
+ * holders of one lock.
+ */
+static void test_checker_catches_ignored_redirects(void)
+{
+    struct checker ck;
+    int owner = th_cluster_owner(&cl, "{mig}:naive"), i;
+
+    memset(&ck, 0, sizeof(ck));
+    for (i = 0; i < 2; i++) {
+        redisContext *c = th_redis(&cl.node[(owner + i) % cl.n]);
+        redisReply *r = redisCommand(c, "SET {mig}:naive %d NX PX 10000", i);
+        if (r != NULL && r->type != REDIS_REPLY_NIL)
+            enter(&ck, 0);
+        if (i == 1)
+            CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_ERROR
+                           && strncmp(r->str, "MOVED", 5) == 0);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    CU_ASSERT_EQUAL(atomic_load(&ck.overlaps), 1);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -390,6 +592,11 @@ int main(void)
         CU_add_test(s, "every scheme on every node",
                     test_every_scheme_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
+        s = CU_add_suite("migration", NULL, NULL);
+        CU_add_test(s, "the checker catches ignored redirections",
+                    test_checker_catches_ignored_redirects);
+        CU_add_test(s, "load across slot migrations: zero overlaps",
+                    test_load_across_migration);
         rc = th_run_all();
     }
     th_cluster_stop(&cl);
