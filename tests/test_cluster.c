@@ -576,6 +576,115 @@ static void test_checker_catches_ignored_redirects(void)
     CU_ASSERT_EQUAL(atomic_load(&ck.overlaps), 1);
 }
 
+/* ---------------------------------------------------------- the CLI */
+
+/*
+ * Run tools/tslock with -u URL of node `node` and args (a shell line);
+ * its stdout into out.  Returns its exit status, or -1.
+ */
+static int cli(int node, const char *args, char *out, size_t size)
+{
+    const char *top = getenv("top_builddir");
+    char cmd[1024];
+    size_t len = 0;
+    FILE *p;
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "%s/tools/tslock -q -u %s %s", top ? top : ".",
+             th_cluster_url(&cl, node), args);
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    out[0] = '\0';
+    while (len + 1 < size && fgets(out + len, (int)(size - len), p) != NULL)
+        len += strlen(out + len);
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * Every form through node 0's URL, on keys of every node: acquire
+ * prints a handle, status shows the holder, a second acquire is busy
+ * (1), release frees it, the run form runs its command, and survey lists
+ * the locks of all three masters and says so.
+ */
+static void test_cli_through_one_node(void)
+{
+    char out[8192], args[512], handle[128];
+    int seen[TH_CLUSTER_MAX] = {0}, i;
+
+    for (i = 0; i < 9; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "cli:%d", i);
+        seen[th_cluster_owner(&cl, key)]++;
+        snprintf(args, sizeof(args), "-m %s acquire %s",
+                 i % 3 == 0   ? "token"
+                 : i % 3 == 1 ? "bridge"
+                              : "timestamp",
+                 key);
+        CU_ASSERT_EQUAL(cli(0, args, out, sizeof(out)), 0);
+        CU_ASSERT_EQUAL(exists_on_owner(key), 1);
+        snprintf(handle, sizeof(handle), "%.120s", out);
+        handle[strcspn(handle, "\n")] = '\0';
+        CU_ASSERT_TRUE(handle[0] != '\0');
+        snprintf(args, sizeof(args), "status %s", key);
+        CU_ASSERT_EQUAL(cli(1, args, out, sizeof(out)), 0);
+        snprintf(args, sizeof(args), "acquire %s", key);
+        CU_ASSERT_EQUAL(cli(2, args, out, sizeof(out)), 1);
+        if (i % 2 == 0) {
+            snprintf(args, sizeof(args), "release %s '%s'", key, handle);
+            CU_ASSERT_EQUAL(cli(0, args, out, sizeof(out)), 0);
+            CU_ASSERT_EQUAL(exists_on_owner(key), 0);
+        }
+    }
+    for (i = 0; i < cl.n; i++)
+        CU_ASSERT_TRUE(seen[i] > 0);
+    CU_ASSERT_EQUAL(cli(1, "--fence cli:run -- sh -c 'echo ran $TSLOCK_FENCE'",
+                        out, sizeof(out)),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ran 1"));
+    /* Four locks still held (cli:1, 3, 5, 7), on whichever masters. */
+    CU_ASSERT_EQUAL(cli(2, "survey --match 'cli:*'", out, sizeof(out)), 0);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(out, "4 keys, 4 locks, on 3 cluster masters"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bridge-ms"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "token"));
+    CU_ASSERT_EQUAL(cli(0, "survey --json --match 'cli:*'", out, sizeof(out)),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"locks\":4,\"cluster_masters\":3"));
+}
+
+/*
+ * watch follows MONITOR on the master that owns the keys, not on the
+ * node of the URL; keys on two masters are refused (64) by name.
+ */
+static void test_cli_watch(void)
+{
+    char out[4096], args[1024], k2[32];
+    int i, owner = th_cluster_owner(&cl, "cli:w"), url = (owner + 1) % cl.n;
+
+    for (i = 0; th_cluster_owner(&cl, k2) == owner || i == 0; i++)
+        snprintf(k2, sizeof(k2), "cli:w%d", i);
+    snprintf(args, sizeof(args), "watch --for 1 cli:w %s 2>&1", k2);
+    CU_ASSERT_EQUAL(cli(url, args, out, sizeof(out)), 64);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "watch them separately"));
+    /* The lock is taken once the owner has a MONITOR client, not before. */
+    snprintf(args, sizeof(args),
+             "watch --for 10000 cli:w > %s/watch.out 2>&1 & "
+             "i=0; until redis-cli -p %d CLIENT LIST | grep -q cmd=monitor; "
+             "do i=$((i+1)); [ $i -lt 200 ] || break; sleep 0.05; done; "
+             "%s/tools/tslock -q -u %s cli:w -- true; "
+             "kill -INT $!; wait; cat %s/watch.out",
+             cl.node[0].dir, cl.node[owner].port,
+             getenv("top_builddir") ? getenv("top_builddir") : ".",
+             th_cluster_url(&cl, url), cl.node[0].dir);
+    (void)cli(url, args, out, sizeof(out));
+    if (strstr(out, "cli:w") == NULL)
+        fprintf(stderr, "watch said: %s\n", out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cli:w"));
+    CU_ASSERT_PTR_NULL(strstr(out, "no client touched"));
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -592,6 +701,10 @@ int main(void)
         CU_add_test(s, "every scheme on every node",
                     test_every_scheme_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
+        s = CU_add_suite("cli", NULL, NULL);
+        CU_add_test(s, "every form through one node's URL",
+                    test_cli_through_one_node);
+        CU_add_test(s, "watch on the keys' master", test_cli_watch);
         s = CU_add_suite("migration", NULL, NULL);
         CU_add_test(s, "the checker catches ignored redirections",
                     test_checker_catches_ignored_redirects);
