@@ -576,6 +576,60 @@ static void test_checker_catches_ignored_redirects(void)
     CU_ASSERT_EQUAL(atomic_load(&ck.overlaps), 1);
 }
 
+/* ------------------------------------------------------- reconnects */
+
+/* CLIENT KILL every normal client of node i (the test's own included). */
+static void kill_clients(int i)
+{
+    redisContext *c = th_redis(&cl.node[i]);
+    redisReply *r = redisCommand(c, "CLIENT KILL TYPE normal SKIPME yes");
+
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
+                   && r->integer >= 1);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/*
+ * The connection to the key's master drops while a lock is held there
+ * (the client reached the cluster through another node): the release
+ * reconnects, learns the map again and releases on the right master;
+ * an extend does the same; tslock_client_reconnect() works too.
+ */
+static void test_reconnect_paths(void)
+{
+    tslock_client *c = client_on(0);
+    tslock_lock *l = NULL;
+    const char *key = NULL;
+    char buf[32];
+    int i;
+
+    for (i = 0; key == NULL; i++) {
+        snprintf(buf, sizeof(buf), "recon:%d", i);
+        if (th_cluster_owner(&cl, buf) != 0)
+            key = buf;
+    }
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 30000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    kill_clients(th_cluster_owner(&cl, key));
+    CU_ASSERT_EQUAL(tslock_extend(l, 30000), TSLOCK_OK);
+    kill_clients(th_cluster_owner(&cl, key));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_EQUAL(exists_on_owner(key), 0);
+    kill_clients(0);
+    kill_clients(th_cluster_owner(&cl, key));
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EIO);
+    CU_ASSERT_TRUE(tslock_client_is_broken(c));
+    CU_ASSERT_EQUAL(tslock_client_reconnect(c), TSLOCK_OK);
+    CU_ASSERT_TRUE(tslock_client_caps(c) & TSLOCK_CAP_CLUSTER);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(exists_on_owner(key), 1);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
 /* ---------------------------------------------------------- the CLI */
 
 /*
@@ -701,6 +755,7 @@ int main(void)
         CU_add_test(s, "every scheme on every node",
                     test_every_scheme_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
+        CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
         s = CU_add_suite("cli", NULL, NULL);
         CU_add_test(s, "every form through one node's URL",
                     test_cli_through_one_node);
