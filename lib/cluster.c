@@ -510,19 +510,25 @@ static int first_node(tslock_client *c, unsigned slot, int n,
     return cl->current >= 0 ? cl->current : 0;
 }
 
-/* After the replies are final: where a WATCH now waits, if anywhere. */
-static void note_watch(struct tslock__cluster *cl, int node, int asking, int n,
-                       const struct tslock__queued *q, redisReply **out)
+/*
+ * After a round: a WATCH that answered +OK waits on this node's
+ * connection (sent after ASKING or not); EXEC, UNWATCH and DISCARD end it.
+ */
+static void note_watch(struct tslock__cluster *cl, int node, int asking,
+                       const struct tslock__queued *q, const int *sel, int m,
+                       redisReply **out)
 {
     int i;
 
-    for (i = 0; i < n; i++) {
-        if (is_named(&q[i], "WATCH") && out[i] != NULL
-            && out[i]->type == REDIS_REPLY_STATUS) {
+    for (i = 0; i < m; i++) {
+        const struct tslock__queued *one = &q[sel[i]];
+        const redisReply *r = out[sel[i]];
+        if (is_named(one, "WATCH") && r != NULL
+            && r->type == REDIS_REPLY_STATUS) {
             cl->watch_node = node;
             cl->watch_asking = asking;
-        } else if (is_named(&q[i], "EXEC") || is_named(&q[i], "UNWATCH")
-                   || is_named(&q[i], "DISCARD")) {
+        } else if (is_named(one, "EXEC") || is_named(one, "UNWATCH")
+                   || is_named(one, "DISCARD")) {
             cl->watch_node = -1;
         }
     }
@@ -557,6 +563,7 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
             tslock__free_replies(n, out);
             return rc;
         }
+        note_watch(cl, node, asking, q, sel, m, out);
         /* Which commands were sent elsewhere; a transaction goes whole. */
         for (i = 0; i < n; i++) {
             enum redirect r = redirect_of(out[i]);
@@ -571,10 +578,8 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
             if (is_named(&q[i], "EXEC"))
                 in_multi = 0;
         }
-        if (kind == NONE) {
-            note_watch(cl, node, asking, n, q, out);
+        if (kind == NONE)
             return TSLOCK_OK;
-        }
         snprintf(last, sizeof(last), "%s", first->str);
         target = kind == RETRY ? 0 : redirect_target(c, first, &moved_slot);
         if (target < 0) {

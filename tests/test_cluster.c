@@ -386,6 +386,7 @@ struct checker {
     atomic_long overlaps, holds, errors;
     atomic_int stop;
     atomic_int migrations;
+    atomic_int ready; /* workers connected (and probed) */
 };
 
 static struct checker *shared;
@@ -436,6 +437,7 @@ static void mig_worker(int index)
         || tslock_client_connect_tcp(c, "127.0.0.1", cl.node[index % cl.n].port)
                != TSLOCK_OK)
         _exit(3);
+    atomic_fetch_add(&shared->ready, 1);
     for (k = 0; k < MIG_KEYS; k++) {
         char key[32];
         mig_key(k, key, sizeof(key));
@@ -476,6 +478,16 @@ static void migrator(void)
     int slot = tslock_key_slot("mig", 3), round, dir, failed = 0;
     int home = th_cluster_owner(&cl, "{mig}:0"), away = (home + 1) % cl.n;
 
+    /*
+     * The connect probe's SET (on a key of any slot) may draw a -MOVED:
+     * the servers' counts start once every worker has connected.
+     */
+    for (round = 0; atomic_load(&shared->ready) < MIG_WORKERS; round++) {
+        if (round > 1000)
+            _exit(5);
+        th_sleep_us(10000);
+    }
+    th_cluster_reset_stats(&cl);
     th_sleep_us(100000);
     for (round = 0; round < MIG_ROUNDS && !failed; round++)
         for (dir = 0; dir < 2 && !failed; dir++) {
@@ -527,7 +539,6 @@ static void test_load_across_migration(void)
                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CU_ASSERT_FATAL(shared != MAP_FAILED);
     memset(shared, 0, sizeof(*shared));
-    th_cluster_reset_stats(&cl);
     CU_ASSERT_TRUE(th_workers(MIG_WORKERS + 1, mig_child, NULL));
     moved = th_cluster_stat(&cl, "errorstats", "errorstat_MOVED");
     ask = th_cluster_stat(&cl, "errorstats", "errorstat_ASK");
