@@ -33,7 +33,8 @@ struct tslock__cluster {
     int current;                         /* whose connection c->ctx is, or -1 */
     int watch_node;                      /* where a WATCH is pending, or -1 */
     int watch_asking;                    /* it was sent after ASKING */
-    int stale; /* a MOVED came: reload the map at the next use */
+    int stale;   /* a MOVED came: reload the map at the next use */
+    int rewatch; /* a transaction was refused as moved under WATCH */
 };
 
 /* ------------------------------------------------------------ slots */
@@ -474,6 +475,17 @@ static int as_watch_failed(tslock_client *c, int n,
     return TSLOCK_OK;
 }
 
+int tslock__rewatch(tslock_client *c)
+{
+    int was;
+
+    if (c->cluster == NULL)
+        return 0;
+    was = c->cluster->rewatch;
+    c->cluster->rewatch = 0;
+    return was;
+}
+
 /* Sleep before another TRYAGAIN; 0 when the budget is spent. */
 static int back_off(tslock_client *c, int64_t *waited, int *delay)
 {
@@ -592,6 +604,7 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
             if (kind == MOVED)
                 cl->stale = 1;
             cl->watch_node = -1;
+            cl->rewatch = 1;
             return as_watch_failed(c, n, q, out);
         }
         /* The commands to send again: redirected ones, whole blocks, and

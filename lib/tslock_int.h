@@ -199,6 +199,20 @@ int tslock__cluster_seed(tslock_client *c, int i, const char **host, int *port);
  */
 int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
                              const struct tslock__queued *q, redisReply **out);
+/*
+ * 1 (once) when the last transaction was refused because its key's slot
+ * moved after its WATCH: nothing ran, and the whole WATCH form is to be
+ * made again, on the slot's new master.  0 on a single server.
+ */
+int tslock__rewatch(tslock_client *c);
+#define TSLOCK__REWATCH_MAX 8
+/*
+ * 1 (once) when the last transaction was refused because its key's slot
+ * moved after its WATCH: nothing ran, and the whole WATCH form is to be
+ * made again, on the slot's new master.  0 on a single server.
+ */
+int tslock__rewatch(tslock_client *c);
+#define TSLOCK__REWATCH_MAX 8
 /* client.c: a new connection to host:port, timeouts set, AUTHed. */
 int tslock__connect_node(tslock_client *c, const char *host, int port,
                          redisContext **out);

@@ -587,6 +587,70 @@ static void test_checker_catches_ignored_redirects(void)
     CU_ASSERT_EQUAL(atomic_load(&ck.overlaps), 1);
 }
 
+/* ------------------------------------- a slot moved under a WATCH */
+
+static int moved_under_watch; /* migrations the hook made */
+
+/* Move the slot of "{rw}" to the next node, all of it, in one go. */
+static void move_rw_slot(void)
+{
+    int slot = tslock_key_slot("rw", 2), from = th_cluster_owner(&cl, "{rw}");
+    int to = (from + 1) % cl.n;
+
+    CU_ASSERT_EQUAL(th_cluster_migrate_begin(&cl, slot, from, to), 0);
+    CU_ASSERT_TRUE(th_cluster_migrate_keys(&cl, slot, from, to, 0) >= 1);
+    CU_ASSERT_EQUAL(th_cluster_migrate_end(&cl, slot, from, to), 0);
+}
+
+/* Before the first MULTI after a WATCH: the slot moves away. */
+static int move_before_multi(tslock_client *c, tslock_step step,
+                             const char *key, void *userdata)
+{
+    (void)c;
+    (void)key;
+    (void)userdata;
+    if (step == TSLOCK_STEP_MULTI && moved_under_watch == 0) {
+        moved_under_watch = 1;
+        move_rw_slot();
+    }
+    return 0;
+}
+
+/*
+ * The WATCH forms when the slot moves between WATCH and MULTI (the step
+ * hook migrates it there): the transaction is not sent to the new master
+ * without its WATCH, nothing runs on the old one, and the whole form is
+ * made again on the new master: the release releases, and does not
+ * say the lock was lost.
+ */
+static void test_slot_moved_under_watch(void)
+{
+    static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TIMESTAMP,
+                                            TSLOCK_SCHEME_BRIDGE};
+    tslock_client *c = client_on(0);
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        tslock_lock *l = NULL;
+        int before = th_cluster_owner(&cl, "{rw}:lock");
+
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, "{rw}:lock") == TSLOCK_OK);
+        tslock_lock_set_scheme(l, schemes[i]);
+        tslock_lock_set_release_form(l, TSLOCK_RELEASE_WATCH);
+        tslock_lock_set_ttl(l, 30000);
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        tslock_client_set_step_hook(c, move_before_multi, NULL);
+        moved_under_watch = 0;
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        CU_ASSERT_EQUAL(moved_under_watch, 1);
+        CU_ASSERT_NOT_EQUAL(th_cluster_owner(&cl, "{rw}:lock"), before);
+        CU_ASSERT_EQUAL(exists_on_owner("{rw}:lock"), 0);
+        tslock_client_set_step_hook(c, NULL, NULL);
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+}
+
 /* ------------------------------------------------------- reconnects */
 
 /* CLIENT KILL every normal client of node i (the test's own included). */
@@ -767,6 +831,8 @@ int main(void)
                     test_every_scheme_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
         CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
+        CU_add_test(s, "a slot moved between WATCH and EXEC",
+                    test_slot_moved_under_watch);
         s = CU_add_suite("cli", NULL, NULL);
         CU_add_test(s, "every form through one node's URL",
                     test_cli_through_one_node);
