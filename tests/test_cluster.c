@@ -587,6 +587,43 @@ static void test_checker_catches_ignored_redirects(void)
     CU_ASSERT_EQUAL(atomic_load(&ck.overlaps), 1);
 }
 
+/*
+ * A wrapped connection does not route: a key of its own node works, a
+ * key of another master fails with TSLOCK_ECLUSTER and the server's
+ * -MOVED, and nothing is written there.
+ */
+static void test_wrapped_does_not_route(void)
+{
+    redisContext *ctx = th_redis(&cl.node[0]);
+    tslock_client *c = NULL;
+    tslock_lock *here = NULL, *there = NULL;
+    char k0[32] = "", k1[32] = "";
+    int i;
+
+    for (i = 0; k0[0] == '\0' || k1[0] == '\0'; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "wrap:%d", i);
+        if (th_cluster_owner(&cl, k) == 0)
+            memcpy(k0, k, sizeof(k0));
+        else
+            memcpy(k1, k, sizeof(k1));
+    }
+    CU_ASSERT_FATAL(tslock_client_new(&c) == TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_wrap(c, ctx), TSLOCK_OK);
+    CU_ASSERT_FALSE(tslock_client_caps(c) & TSLOCK_CAP_CLUSTER);
+    CU_ASSERT_FATAL(tslock_lock_new(&here, c, k0) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&there, c, k1) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(here, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(here), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(there, 0), TSLOCK_ECLUSTER);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "MOVED"));
+    CU_ASSERT_EQUAL(exists_on_owner(k1), 0);
+    tslock_lock_free(here);
+    tslock_lock_free(there);
+    tslock_client_free(c);
+    redisFree(ctx);
+}
+
 /* ------------------------------------- a slot moved under a WATCH */
 
 static int moved_under_watch; /* migrations the hook made */
@@ -831,6 +868,8 @@ int main(void)
                     test_every_scheme_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
         CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
+        CU_add_test(s, "a wrapped connection does not route",
+                    test_wrapped_does_not_route);
         CU_add_test(s, "a slot moved between WATCH and EXEC",
                     test_slot_moved_under_watch);
         s = CU_add_suite("cli", NULL, NULL);
