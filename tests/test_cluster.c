@@ -771,8 +771,8 @@ static int cli(int node, const char *args, char *out, size_t size)
 /*
  * Every form through node 0's URL, on keys of every node: acquire
  * prints a handle, status shows the holder, a second acquire is busy
- * (1), release frees it, the run form runs its command, and survey lists
- * the locks of all three masters and says so.
+ * (1), release frees it, the run form runs its command, survey lists
+ * the locks of all three masters and says so, and break deletes.
  */
 static void test_cli_through_one_node(void)
 {
@@ -818,6 +818,19 @@ static void test_cli_through_one_node(void)
     CU_ASSERT_EQUAL(cli(0, "survey --json --match 'cli:*'", out, sizeof(out)),
                     0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"locks\":4,\"cluster_masters\":3"));
+    /* break, on a bridge hold (cli:1) and a token hold (cli:3). */
+    for (i = 1; i <= 3; i += 2) {
+        char key[32];
+        redisReply *r;
+
+        snprintf(key, sizeof(key), "cli:%d", i);
+        r = on_owner(key, "GET %s", key);
+        CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_STRING);
+        snprintf(args, sizeof(args), "break %s --if-value '%s'", key, r->str);
+        freeReplyObject(r);
+        CU_ASSERT_EQUAL(cli(2, args, out, sizeof(out)), 0);
+        CU_ASSERT_EQUAL(exists_on_owner(key), 0);
+    }
 }
 
 /*
