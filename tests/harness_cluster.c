@@ -25,9 +25,19 @@ extern char **environ;
     "cluster-node-timeout 5000\n"                                              \
     "cluster-require-full-coverage no\n"
 
-static redisReply *command_on(const th_cluster *cl, int i, const char *fmt, ...)
+/* A raw connection to node i, AUTHed when the cluster has a password. */
+static redisContext *node_conn(const th_cluster *cl, int i)
 {
     redisContext *c = th_redis(&cl->node[i]);
+
+    if (cl->password[0] != '\0')
+        freeReplyObject(redisCommand(c, "AUTH %s", cl->password));
+    return c;
+}
+
+static redisReply *command_on(const th_cluster *cl, int i, const char *fmt, ...)
+{
+    redisContext *c = node_conn(cl, i);
     redisReply *r;
     va_list ap;
 
@@ -43,7 +53,7 @@ static int join(th_cluster *cl)
 {
     const char *prog = getenv("REDIS_CLI");
     char addr[TH_CLUSTER_MAX][32], log[300];
-    char *argv[TH_CLUSTER_MAX + 8];
+    char *argv[TH_CLUSTER_MAX + 12];
     posix_spawn_file_actions_t fa;
     pid_t pid;
     int i, k = 0, status = 0, rc;
@@ -51,6 +61,11 @@ static int join(th_cluster *cl)
     if (prog == NULL || *prog == '\0')
         prog = "redis-cli";
     argv[k++] = (char *)prog;
+    if (cl->password[0] != '\0') {
+        argv[k++] = "-a";
+        argv[k++] = cl->password;
+        argv[k++] = "--no-auth-warning";
+    }
     argv[k++] = "--cluster";
     argv[k++] = "create";
     for (i = 0; i < cl->n; i++) {
@@ -124,10 +139,17 @@ static int free_port(void)
 
 int th_cluster_start(th_cluster *cl, int n)
 {
-    char conf[256];
+    return th_cluster_start_auth(cl, n, NULL);
+}
+
+int th_cluster_start_auth(th_cluster *cl, int n, const char *password)
+{
+    char conf[512];
     int i, tries;
 
     memset(cl, 0, sizeof(*cl));
+    if (password != NULL)
+        snprintf(cl->password, sizeof(cl->password), "%s", password);
     if (n < 2 || n > TH_CLUSTER_MAX) {
         fprintf(stderr, "harness: a cluster of %d nodes\n", n);
         return -1;
@@ -136,6 +158,9 @@ int th_cluster_start(th_cluster *cl, int n)
         /* The bus port is not data port + 10000, which may pass 65535. */
         snprintf(conf, sizeof(conf), NODE_CONF "cluster-port %d\n",
                  free_port());
+        if (password != NULL)
+            snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf),
+                     "requirepass %s\nmasterauth %s\n", password, password);
         if (th_server_start(&cl->node[i], conf) != 0) {
             th_cluster_stop(cl);
             return -1;
@@ -277,18 +302,27 @@ int th_cluster_migrate_begin(const th_cluster *cl, int slot, int from, int to)
 int th_cluster_migrate_keys(const th_cluster *cl, int slot, int from, int to,
                             int max)
 {
-    redisContext *c = th_redis(&cl->node[from]);
+    redisContext *c = node_conn(cl, from);
     redisReply *keys = redisCommand(c, "CLUSTER GETKEYSINSLOT %d %d", slot,
                                     max > 0 ? max : 100000);
     int moved = -1;
 
     if (keys != NULL && keys->type == REDIS_REPLY_ARRAY) {
+        char port[16];
         size_t i;
+
+        snprintf(port, sizeof(port), "%d", cl->node[to].port);
         moved = 0;
         for (i = 0; i < keys->elements; i++) {
-            redisReply *r = redisCommand(
-                c, "MIGRATE 127.0.0.1 %d %b 0 5000", cl->node[to].port,
-                keys->element[i]->str, keys->element[i]->len);
+            const char *argv[9] = {
+                "MIGRATE", "127.0.0.1", port,   keys->element[i]->str,
+                "0",       "5000",      "AUTH", cl->password};
+            size_t lens[9] = {
+                7, 9, strlen(port),        keys->element[i]->len, 1,
+                4, 4, strlen(cl->password)};
+            /* The password, if any, goes with MIGRATE (AUTH, Redis 4). */
+            redisReply *r = redisCommandArgv(c, cl->password[0] != '\0' ? 8 : 6,
+                                             argv, lens);
             /* NOKEY: it expired or was deleted since GETKEYSINSLOT. */
             if (r != NULL && r->type == REDIS_REPLY_STATUS)
                 moved++;

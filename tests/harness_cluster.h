@@ -17,6 +17,7 @@ typedef struct th_cluster {
     th_server node[TH_CLUSTER_MAX];
     char id[TH_CLUSTER_MAX][41]; /* CLUSTER MYID of each node */
     int n;
+    char password[64]; /* requirepass of every node, or "" */
 } th_cluster;
 
 /*
@@ -26,6 +27,11 @@ typedef struct th_cluster {
  * 0, or -1 with a message on stderr (every node stopped).
  */
 int th_cluster_start(th_cluster *cl, int n);
+/*
+ * The same with requirepass and masterauth password on every node (the
+ * harness's own commands AUTH with it).
+ */
+int th_cluster_start_auth(th_cluster *cl, int n, const char *password);
 /* Stop every node by pid.  Idempotent. */
 void th_cluster_stop(th_cluster *cl);
 

@@ -688,6 +688,48 @@ static void test_slot_moved_under_watch(void)
     tslock_client_free(c);
 }
 
+/* --------------------------------------------------- a password */
+
+/*
+ * A cluster whose nodes all require a password: a client with it reaches
+ * keys on every master (each connection opened on first use sends AUTH),
+ * and a client without it is refused at connect.
+ */
+static void test_password(void)
+{
+    th_cluster pw;
+    tslock_client *c = NULL, *bare = NULL;
+    int seen[TH_CLUSTER_MAX] = {0}, i;
+
+    CU_ASSERT_FATAL(th_cluster_start_auth(&pw, 3, "s3cret") == 0);
+    CU_ASSERT_FATAL(tslock_client_new(&c) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_client_set_auth(c, NULL, "s3cret") == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_connect_tcp(c, "127.0.0.1", pw.node[1].port),
+                    TSLOCK_OK);
+    for (i = 0; i < 9; i++) {
+        tslock_lock *l = NULL;
+        char key[32];
+
+        snprintf(key, sizeof(key), "pw:%d", i);
+        seen[th_cluster_owner(&pw, key)]++;
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+        tslock_lock_set_scheme(l, i % 2 ? TSLOCK_SCHEME_BRIDGE
+                                        : TSLOCK_SCHEME_TOKEN);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+    }
+    for (i = 0; i < pw.n; i++)
+        CU_ASSERT_TRUE(seen[i] > 0);
+    CU_ASSERT_FATAL(tslock_client_new(&bare) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(
+        tslock_client_connect_tcp(bare, "127.0.0.1", pw.node[0].port),
+        TSLOCK_EAUTH);
+    tslock_client_free(bare);
+    tslock_client_free(c);
+    th_cluster_stop(&pw);
+}
+
 /* ------------------------------------------------------- reconnects */
 
 /* CLIENT KILL every normal client of node i (the test's own included). */
@@ -881,6 +923,7 @@ int main(void)
                     test_every_scheme_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
         CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
+        CU_add_test(s, "a cluster with a password", test_password);
         CU_add_test(s, "a wrapped connection does not route",
                     test_wrapped_does_not_route);
         CU_add_test(s, "a slot moved between WATCH and EXEC",
