@@ -28,7 +28,7 @@
 
 extern char **environ;
 
-#define MAX_SERVERS    8
+#define MAX_SERVERS    12
 #define START_ATTEMPTS 5    /* fresh ports tried when the server cannot bind */
 #define WAIT_MS        5000 /* for startup and for a graceful stop */
 #define POLL_MS        10

@@ -34,7 +34,7 @@ typedef struct th_server {
  * or NULL.  Waits until the server answers PING (at most about 5 s).
  * The server is stopped at exit() and when the test process gets SIGINT,
  * SIGTERM, SIGHUP, SIGSEGV, SIGABRT or SIGBUS; a SIGKILL of the test
- * process cannot be caught and leaves it running.  Up to 8 servers at once.
+ * process cannot be caught and leaves it running.  Up to 12 servers at once.
  * Returns 0, or -1 with a message on stderr.
  */
 int th_server_start(th_server *s, const char *extra_conf);

@@ -22,8 +22,8 @@ extern char **environ;
 #define NODE_CONF                                                              \
     "cluster-enabled yes\n"                                                    \
     "cluster-config-file nodes.conf\n"                                         \
-    "cluster-node-timeout 5000\n"                                              \
-    "cluster-require-full-coverage no\n"
+    "cluster-require-full-coverage no\n"                                       \
+    "repl-diskless-sync-delay 0\n"
 
 /* A raw connection to node i, AUTHed when the cluster has a password. */
 static redisContext *node_conn(const th_cluster *cl, int i)
@@ -52,7 +52,7 @@ static redisReply *command_on(const th_cluster *cl, int i, const char *fmt, ...)
 static int join(th_cluster *cl)
 {
     const char *prog = getenv("REDIS_CLI");
-    char addr[TH_CLUSTER_MAX][32], log[300];
+    char addr[TH_CLUSTER_MAX][32], log[300], nrep[16];
     char *argv[TH_CLUSTER_MAX + 12];
     posix_spawn_file_actions_t fa;
     pid_t pid;
@@ -72,8 +72,9 @@ static int join(th_cluster *cl)
         snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", cl->node[i].port);
         argv[k++] = addr[i];
     }
+    snprintf(nrep, sizeof(nrep), "%d", cl->replicas);
     argv[k++] = "--cluster-replicas";
-    argv[k++] = "0";
+    argv[k++] = nrep;
     argv[k++] = "--cluster-yes";
     argv[k] = NULL;
     snprintf(log, sizeof(log), "%s/cluster-create.log", cl->node[0].dir);
@@ -139,25 +140,34 @@ static int free_port(void)
 
 int th_cluster_start(th_cluster *cl, int n)
 {
-    return th_cluster_start_auth(cl, n, NULL);
+    return th_cluster_start_opts(cl, n, 0, NULL, 5000);
 }
 
 int th_cluster_start_auth(th_cluster *cl, int n, const char *password)
 {
+    return th_cluster_start_opts(cl, n, 0, password, 5000);
+}
+
+int th_cluster_start_opts(th_cluster *cl, int masters, int replicas,
+                          const char *password, int node_timeout_ms)
+{
     char conf[512];
-    int i, tries;
+    int i, tries, n = masters * (1 + replicas);
 
     memset(cl, 0, sizeof(*cl));
+    cl->replicas = replicas;
     if (password != NULL)
         snprintf(cl->password, sizeof(cl->password), "%s", password);
-    if (n < 2 || n > TH_CLUSTER_MAX) {
-        fprintf(stderr, "harness: a cluster of %d nodes\n", n);
+    if (masters < 2 || replicas < 0 || n > TH_CLUSTER_MAX) {
+        fprintf(stderr, "harness: a cluster of %d masters, %d replicas each\n",
+                masters, replicas);
         return -1;
     }
     for (i = 0; i < n; i++) {
         /* The bus port is not data port + 10000, which may pass 65535. */
-        snprintf(conf, sizeof(conf), NODE_CONF "cluster-port %d\n",
-                 free_port());
+        snprintf(conf, sizeof(conf),
+                 NODE_CONF "cluster-port %d\ncluster-node-timeout %d\n",
+                 free_port(), node_timeout_ms);
         if (password != NULL)
             snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf),
                      "requirepass %s\nmasterauth %s\n", password, password);
@@ -218,24 +228,77 @@ int th_cluster_keyslot(const th_cluster *cl, int i, const char *key, size_t len)
     return slot;
 }
 
-int th_cluster_owner(const th_cluster *cl, const char *key)
+/* The first node still running: the one asked about the cluster. */
+static int live_node(const th_cluster *cl)
 {
-    int slot = th_cluster_keyslot(cl, 0, key, strlen(key)), owner = -1;
-    redisReply *r = command_on(cl, 0, "CLUSTER SLOTS");
-    size_t i;
+    int i;
+
+    for (i = 0; i < cl->n; i++)
+        if (cl->node[i].pid != 0)
+            return i;
+    return 0;
+}
+
+/* The node index of element e's master (m = 2). */
+static int node_of(const th_cluster *cl, const redisReply *e, size_t m)
+{
     int j;
+
+    if (e->elements <= m)
+        return -1;
+    for (j = 0; j < cl->n; j++)
+        if (e->element[m]->element[1]->integer == cl->node[j].port)
+            return j;
+    return -1;
+}
+
+/* Who serves key's slot by CLUSTER SLOTS: m = 2 the master, 3 a replica. */
+static int slot_node(const th_cluster *cl, const char *key, size_t m)
+{
+    int via = live_node(cl);
+    int slot = th_cluster_keyslot(cl, via, key, strlen(key)), found = -1;
+    redisReply *r = command_on(cl, via, "CLUSTER SLOTS");
+    size_t i;
 
     for (i = 0; slot >= 0 && r != NULL && r->type == REDIS_REPLY_ARRAY
                 && i < r->elements;
          i++) {
         const redisReply *e = r->element[i];
         if (e->element[0]->integer <= slot && slot <= e->element[1]->integer)
-            for (j = 0; j < cl->n; j++)
-                if (e->element[2]->element[1]->integer == cl->node[j].port)
-                    owner = j;
+            found = node_of(cl, e, m);
     }
     freeReplyObject(r);
-    return owner;
+    return found;
+}
+
+int th_cluster_owner(const th_cluster *cl, const char *key)
+{
+    return slot_node(cl, key, 2);
+}
+
+int th_cluster_replica(const th_cluster *cl, const char *key)
+{
+    int owner = th_cluster_owner(cl, key), found = -1, j;
+    redisReply *r;
+    const char *line;
+    char want[64];
+
+    if (owner < 0)
+        return -1;
+    /* Lines of CLUSTER NODES: "<id> <ip:port@bus> <flags> <master id> ...". */
+    r = command_on(cl, live_node(cl), "CLUSTER NODES");
+    snprintf(want, sizeof(want), "slave %s", cl->id[owner]);
+    for (line = r != NULL && r->type == REDIS_REPLY_STRING ? r->str : NULL;
+         line != NULL && *line != '\0';) {
+        const char *eol = strchr(line, '\n'), *slave = strstr(line, want);
+        for (j = 0; slave != NULL && (eol == NULL || slave < eol) && j < cl->n;
+             j++)
+            if (strncmp(line, cl->id[j], 40) == 0)
+                found = j;
+        line = eol != NULL ? eol + 1 : NULL;
+    }
+    freeReplyObject(r);
+    return found;
 }
 
 long th_cluster_stat(const th_cluster *cl, const char *section,

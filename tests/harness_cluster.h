@@ -11,13 +11,14 @@
 
 #include "harness.h"
 
-#define TH_CLUSTER_MAX 4
+#define TH_CLUSTER_MAX 6
 
 typedef struct th_cluster {
     th_server node[TH_CLUSTER_MAX];
     char id[TH_CLUSTER_MAX][41]; /* CLUSTER MYID of each node */
     int n;
     char password[64]; /* requirepass of every node, or "" */
+    int replicas;      /* per master */
 } th_cluster;
 
 /*
@@ -32,14 +33,27 @@ int th_cluster_start(th_cluster *cl, int n);
  * harness's own commands AUTH with it).
  */
 int th_cluster_start_auth(th_cluster *cl, int n, const char *password);
+/*
+ * masters * (1 + replicas) nodes (at most TH_CLUSTER_MAX), joined by
+ * redis-cli with --cluster-replicas, password as above or NULL, and
+ * cluster-node-timeout node_timeout_ms (5000 for the calls above): how
+ * soon a dead master's replica takes over.
+ */
+int th_cluster_start_opts(th_cluster *cl, int masters, int replicas,
+                          const char *password, int node_timeout_ms);
 /* Stop every node by pid.  Idempotent. */
 void th_cluster_stop(th_cluster *cl);
 
 /* "redis://127.0.0.1:PORT" of node i, in a static buffer. */
 const char *th_cluster_url(const th_cluster *cl, int i);
 
-/* The node that owns key's slot now, by CLUSTER NODES of node 0; -1. */
+/*
+ * The node that owns key's slot now, by CLUSTER SLOTS of the first node
+ * still running; -1 when none does.
+ */
 int th_cluster_owner(const th_cluster *cl, const char *key);
+/* A replica of that master, the same way; -1 for none. */
+int th_cluster_replica(const th_cluster *cl, const char *key);
 /* CLUSTER KEYSLOT on node i; -1 on failure. */
 int th_cluster_keyslot(const th_cluster *cl, int i, const char *key,
                        size_t len);

@@ -730,6 +730,98 @@ static void test_password(void)
     th_cluster_stop(&pw);
 }
 
+/* ----------------------------------------------------- a failover */
+
+/* Poll (up to 30 s) until cond(arg) holds; a bound, not an order. */
+static int eventually(int (*cond)(const void *), const void *arg)
+{
+    int i;
+
+    for (i = 0; i < 600; i++) {
+        if (cond(arg))
+            return 1;
+        th_sleep_us(50000);
+    }
+    return 0;
+}
+
+static const th_cluster *fo_cluster;
+static int fo_old_owner, fo_replica;
+
+/* The key's master has a replica the cluster knows. */
+static int has_replica(const void *key)
+{
+    return th_cluster_replica(fo_cluster, key) >= 0;
+}
+
+/* The replica has the lock key (READONLY lets it answer for its slot). */
+static int replica_has_key(const void *key)
+{
+    redisContext *c = th_redis(&fo_cluster->node[fo_replica]);
+    redisReply *r;
+    int has;
+
+    freeReplyObject(redisCommand(c, "READONLY"));
+    r = redisCommand(c, "EXISTS %s", (const char *)key);
+    has = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    redisFree(c);
+    return has;
+}
+
+/* The key's slot is served again, by a master that is not the dead one. */
+static int failed_over(const void *key)
+{
+    int owner = th_cluster_owner(fo_cluster, key);
+
+    return owner >= 0 && owner != fo_old_owner;
+}
+
+/*
+ * Three masters with a replica each: the master holding a lock is
+ * killed (SIGKILL) and its replica promoted.  The holder, connected
+ * through another node, releases: the dropped connection is recovered,
+ * the slot map learned again, and the release done on the new master;
+ * the lock had reached the replica first, so nothing was lost, and a new
+ * acquire works there.  (Had it not, the release would say TSLOCK_ELOST:
+ * see tslock(7), CLUSTER.)
+ */
+static void test_failover(void)
+{
+    static const char key[] = "fo:lock";
+    th_cluster fo;
+    tslock_client *c = NULL;
+    tslock_lock *l = NULL;
+    int seed;
+
+    CU_ASSERT_FATAL(th_cluster_start_opts(&fo, 3, 1, NULL, 1000) == 0);
+    fo_cluster = &fo;
+    fo_old_owner = th_cluster_owner(&fo, key);
+    CU_ASSERT_FATAL(eventually(has_replica, key));
+    fo_replica = th_cluster_replica(&fo, key);
+    CU_ASSERT_FATAL(fo_old_owner >= 0 && fo_replica >= 0);
+    for (seed = 0; seed == fo_old_owner || seed == fo_replica; seed++)
+        ;
+    CU_ASSERT_FATAL(tslock_client_new(&c) == TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tslock_client_connect_tcp(c, "127.0.0.1", fo.node[seed].port),
+        TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 60000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_FATAL(eventually(replica_has_key, key));
+    th_server_kill(&fo.node[fo_old_owner]);
+    CU_ASSERT_FATAL(eventually(failed_over, key));
+    CU_ASSERT_EQUAL(th_cluster_owner(&fo, key), fo_replica);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    CU_ASSERT_FALSE(tslock_client_is_broken(c));
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    th_cluster_stop(&fo);
+}
+
 /* ------------------------------------------------------- reconnects */
 
 /* CLIENT KILL every normal client of node i (the test's own included). */
@@ -895,7 +987,7 @@ static void test_cli_watch(void)
              "i=0; until redis-cli -p %d CLIENT LIST | grep -q cmd=monitor; "
              "do i=$((i+1)); [ $i -lt 200 ] || break; sleep 0.05; done; "
              "%s/tools/tslock -q -u %s cli:w -- true; "
-             "kill -INT $!; wait; cat %s/watch.out",
+             "kill -TERM $!; wait; cat %s/watch.out",
              cl.node[0].dir, cl.node[owner].port,
              getenv("top_builddir") ? getenv("top_builddir") : ".",
              th_cluster_url(&cl, url), cl.node[0].dir);
@@ -924,6 +1016,7 @@ int main(void)
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
         CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
         CU_add_test(s, "a cluster with a password", test_password);
+        CU_add_test(s, "a master fails over under a hold", test_failover);
         CU_add_test(s, "a wrapped connection does not route",
                     test_wrapped_does_not_route);
         CU_add_test(s, "a slot moved between WATCH and EXEC",
