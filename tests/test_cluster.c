@@ -784,14 +784,15 @@ static int failed_over(const void *key)
  * the slot map learned again, and the release done on the new master;
  * the lock had reached the replica first, so nothing was lost, and a new
  * acquire works there.  (Had it not, the release would say TSLOCK_ELOST:
- * see tslock(7), CLUSTER.)
+ * see tslock(7), CLUSTER.)  A client that reached the cluster through
+ * the dead master reconnects through another node it learned of.
  */
 static void test_failover(void)
 {
     static const char key[] = "fo:lock";
     th_cluster fo;
-    tslock_client *c = NULL;
-    tslock_lock *l = NULL;
+    tslock_client *c = NULL, *c2 = NULL;
+    tslock_lock *l = NULL, *l2 = NULL;
     int seed;
 
     CU_ASSERT_FATAL(th_cluster_start_opts(&fo, 3, 1, NULL, 1000) == 0);
@@ -810,6 +811,12 @@ static void test_failover(void)
     tslock_lock_set_ttl(l, 60000);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
     CU_ASSERT_FATAL(eventually(replica_has_key, key));
+    /* A second client that reached the cluster through the doomed node. */
+    CU_ASSERT_FATAL(tslock_client_new(&c2) == TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tslock_client_connect_tcp(c2, "127.0.0.1", fo.node[fo_old_owner].port),
+        TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&l2, c2, "fo:other") == TSLOCK_OK);
     th_server_kill(&fo.node[fo_old_owner]);
     CU_ASSERT_FATAL(eventually(failed_over, key));
     CU_ASSERT_EQUAL(th_cluster_owner(&fo, key), fo_replica);
@@ -817,8 +824,14 @@ static void test_failover(void)
     CU_ASSERT_FALSE(tslock_client_is_broken(c));
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    /* Its address is dead: the reconnect goes to a node the map named. */
+    CU_ASSERT_EQUAL(tslock_client_reconnect(c2), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(l2, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l2), TSLOCK_OK);
     tslock_lock_free(l);
+    tslock_lock_free(l2);
     tslock_client_free(c);
+    tslock_client_free(c2);
     th_cluster_stop(&fo);
 }
 
