@@ -9,8 +9,8 @@
 
 #include "compat.h"
 
-int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
-                               int64_t ttl_ms)
+static int bridge_claim_watch_once(tslock_lock *l, const char *stamp,
+                                   int64_t ttl_ms)
 {
     const char *keys[1] = {l->key};
     char secs[24];
@@ -51,9 +51,21 @@ int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
     return rc;
 }
 
-int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
-                               const char *stamp, int64_t ttl_ms,
-                               int check_lease, const char *verb)
+int tslock__bridge_claim_watch(tslock_lock *l, const char *stamp,
+                               int64_t ttl_ms)
+{
+    int rc, tries = 0;
+
+    (void)tslock__rewatch(l->client); /* nothing left from before */
+    do
+        rc = bridge_claim_watch_once(l, stamp, ttl_ms);
+    while (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX);
+    return rc;
+}
+
+static int bridge_guard_watch_once(tslock_lock *l, const char *op,
+                                   const char *stamp, int64_t ttl_ms,
+                                   int check_lease, const char *verb)
 {
     const char *keys[2] = {l->key, l->owner_key};
     char secs[24];
@@ -98,5 +110,18 @@ int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
         if (r->element[i]->type == REDIS_REPLY_ERROR)
             rc = tslock__reply_error(l->client, q[i].argv[0], r->element[i]);
     freeReplyObject(r);
+    return rc;
+}
+
+int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
+                               const char *stamp, int64_t ttl_ms,
+                               int check_lease, const char *verb)
+{
+    int rc, tries = 0;
+
+    (void)tslock__rewatch(l->client); /* nothing left from before */
+    do
+        rc = bridge_guard_watch_once(l, op, stamp, ttl_ms, check_lease, verb);
+    while (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX);
     return rc;
 }

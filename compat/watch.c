@@ -49,9 +49,9 @@ static int del_transaction(tslock_lock *l, redisReply **out)
     return tslock__transaction(l, n, q, out);
 }
 
-int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
-                          const char *expect, const char *arg, int check_lease,
-                          const char *verb)
+static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
+                              const char *expect, const char *arg,
+                              int check_lease, const char *verb)
 {
     static const tslock_step steps[] = {TSLOCK_STEP_DEL, TSLOCK_STEP_SET,
                                         TSLOCK_STEP_EXPIRE};
@@ -91,7 +91,21 @@ int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
     return rc;
 }
 
-int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
+/* Again from the WATCH when the key's cluster slot moved under it. */
+int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
+                          const char *expect, const char *arg, int check_lease,
+                          const char *verb)
+{
+    int rc, tries = 0;
+
+    (void)tslock__rewatch(l->client); /* nothing left from before */
+    do
+        rc = guarded_watch_once(l, op, expect, arg, check_lease, verb);
+    while (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX);
+    return rc;
+}
+
+static int token_acquire_watch_once(tslock_lock *l, int64_t *holder_pttl)
 {
     static const tslock_step steps[] = {TSLOCK_STEP_SET, TSLOCK_STEP_EXPIRE};
     char secs[24];
@@ -122,5 +136,16 @@ int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
             rc = tslock__reply_error(l->client, tslock_step_name(steps[i]),
                                      r->element[i]);
     freeReplyObject(r);
+    return rc;
+}
+
+int tslock__token_acquire_watch(tslock_lock *l, int64_t *holder_pttl)
+{
+    int rc, tries = 0;
+
+    (void)tslock__rewatch(l->client); /* nothing left from before */
+    do
+        rc = token_acquire_watch_once(l, holder_pttl);
+    while (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX);
     return rc;
 }

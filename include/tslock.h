@@ -70,7 +70,10 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(EHOOK, -15, "operation stopped by the step hook")                        \
     X(ECLOCK, -16, "clock failed or gave an implausible time")                 \
     X(EREPLICAS, -17, "too few replicas acknowledged the lock")                \
-    X(ENOQUORUM, -18, "too few servers could be reached for a quorum")
+    X(ENOQUORUM, -18, "too few servers could be reached for a quorum")         \
+    X(ECLUSTER, -19,                                                           \
+      "Redis Cluster did not serve the key's slot (redirections, "             \
+      "TRYAGAIN, CLUSTERDOWN or keys in different slots)")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
 /* The error codes.  TSLOCK_OK is 0; all others are negative. */
@@ -135,6 +138,7 @@ typedef enum tslock_release_form {
 #define TSLOCK_CAP_TIME      0x04u /* TIME (2.6.0) */
 #define TSLOCK_CAP_SET_NX_PX 0x08u /* SET key value NX PX ms (2.6.12) */
 #define TSLOCK_CAP_TTL_KEEPS 0x10u /* a write keeps a key's TTL (2.1.3) */
+#define TSLOCK_CAP_CLUSTER   0x20u /* a Redis Cluster node (3.0): routed */
 
 /* The commands a lock operation sends, named to the step hook. */
 /* clang-format off */
@@ -1221,6 +1225,18 @@ TSLOCK_EXTERN int tslock_stamp_parse(const char *text, size_t len,
  */
 TSLOCK_EXTERN int tslock_stamp_format(char *buf, size_t size, tslock_unit unit,
                                       int64_t now_ms, int64_t ttl_ms);
+
+/*
+ * tslock_key_slot - the Redis Cluster hash slot of a key: CRC16 (XMODEM)
+ * of the key, or of its hash tag, modulo 16384.  The hash tag is what
+ * lies between the first '{' and the first '}' after it, when that is
+ * not empty; as CLUSTER KEYSLOT computes it.
+ *
+ * key, len: the key's bytes (any bytes, NUL included).
+ * Returns 0 .. 16383, or TSLOCK_EINVAL for a NULL key.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_key_slot(const char *key, size_t len);
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,7 @@ static int break_queue(tslock_lock *l, const char *del[3],
  * Redis 2.2 - 2.4: WATCH and GET, compare, then MULTI, DEL, PUBLISH,
  * EXEC; a nil EXEC means the key changed after the GET.
  */
-static int break_watch(tslock_lock *l, const char *value)
+static int break_watch_once(tslock_lock *l, const char *value)
 {
     const char *keys[1] = {l->key}, *get[2] = {"GET", l->key};
     const struct tslock__queued read[1] = {{TSLOCK_STEP_GET, 2, get}};
@@ -94,6 +94,17 @@ static int break_watch(tslock_lock *l, const char *value)
     else if (r->element[0]->type == REDIS_REPLY_ERROR)
         rc = tslock__reply_error(l->client, "DEL", r->element[0]);
     freeReplyObject(r);
+    return rc;
+}
+
+static int break_watch(tslock_lock *l, const char *value)
+{
+    int rc, tries = 0;
+
+    (void)tslock__rewatch(l->client); /* nothing left from before */
+    do
+        rc = break_watch_once(l, value);
+    while (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX);
     return rc;
 }
 

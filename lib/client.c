@@ -31,6 +31,10 @@ int tslock_client_new(tslock_client **out)
 
 static void drop_connection(tslock_client *c)
 {
+    if (c->cluster != NULL) {
+        tslock__cluster_close(c); /* c->ctx is one of its nodes' */
+        return;
+    }
     if (c->ctx != NULL && c->transport != TRANSPORT_WRAPPED)
         redisFree(c->ctx);
     if (c->transport != TRANSPORT_WRAPPED)
@@ -42,6 +46,7 @@ void tslock_client_free(tslock_client *c)
     if (c == NULL)
         return;
     drop_connection(c);
+    tslock__cluster_free(c);
     tslock__sub_close(c);
     tslock__sentinel_free(c);
     free(c->host);
@@ -68,6 +73,8 @@ int tslock_client_set_timeouts(tslock_client *c, int connect_ms, int command_ms)
         return TSLOCK_EINVAL;
     c->connect_ms = connect_ms;
     c->command_ms = command_ms;
+    if (c->cluster != NULL && !c->broken)
+        return tslock__cluster_set_timeout(c);
     if (c->ctx != NULL && !c->broken
         && redisSetTimeout(c->ctx, ms_to_timeval(command_ms)) != REDIS_OK)
         return tslock__io_failure(c, "set command timeout");
@@ -183,9 +190,49 @@ static int finish_connect(tslock_client *c, int send_auth)
         rc = select_db(c);
     if (rc == TSLOCK_OK)
         rc = tslock__probe(c);
+    /* A cluster node: learn the slot map (a wrapped one stays as it is). */
+    if (rc == TSLOCK_OK && c->transport == TRANSPORT_WRAPPED)
+        c->caps &= ~TSLOCK_CAP_CLUSTER;
+    if (rc == TSLOCK_OK && !(c->caps & TSLOCK_CAP_CLUSTER)
+        && c->cluster != NULL) {
+        redisContext *keep = c->ctx; /* not one of the old nodes' */
+        c->ctx = NULL;
+        tslock__cluster_free(c);
+        c->ctx = keep;
+    }
+    if (rc == TSLOCK_OK && (c->caps & TSLOCK_CAP_CLUSTER))
+        rc = tslock__cluster_setup(c);
     if (rc != TSLOCK_OK)
         c->broken = 1;
     return rc;
+}
+
+/*
+ * Connect to the address asked for; on a cluster whose node there is
+ * down, to the other nodes the slot map named, in turn.
+ */
+static redisContext *connect_first(tslock_client *c)
+{
+    struct timeval tv = ms_to_timeval(c->connect_ms);
+    redisContext *ctx = c->connect_ms > 0
+                            ? redisConnectWithTimeout(c->host, c->port, tv)
+                            : redisConnect(c->host, c->port);
+    const char *host;
+    int i, port;
+
+    for (i = 0; c->cluster != NULL && ctx != NULL && ctx->err
+                && tslock__cluster_seed(c, i, &host, &port);
+         i++) {
+        redisContext *next = c->connect_ms > 0
+                                 ? redisConnectWithTimeout(host, port, tv)
+                                 : redisConnect(host, port);
+        if (next != NULL && !next->err) {
+            redisFree(ctx);
+            return next;
+        }
+        redisFree(next);
+    }
+    return ctx;
 }
 
 int tslock__open_socket(tslock_client *c)
@@ -195,9 +242,7 @@ int tslock__open_socket(tslock_client *c)
 
     drop_connection(c);
     if (c->transport == TRANSPORT_TCP)
-        c->ctx = c->connect_ms > 0
-                     ? redisConnectWithTimeout(c->host, c->port, tv)
-                     : redisConnect(c->host, c->port);
+        c->ctx = connect_first(c);
     else
         c->ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
                                    : redisConnectUnix(c->host);
@@ -238,6 +283,17 @@ void tslock__sub_close(tslock_client *c)
  */
 int tslock__connect_side(tslock_client *c, redisContext **out)
 {
+    return tslock__connect_node(c, c->host, c->port, out);
+}
+
+/*
+ * A new connection with the client's timeouts and credentials, to
+ * host:port, or to the client's own Unix socket when host is c->host and
+ * the client speaks over one.
+ */
+int tslock__connect_node(tslock_client *c, const char *host, int port,
+                         redisContext **out)
+{
     struct timeval tv = ms_to_timeval(c->connect_ms);
     const char *argv[3] = {"AUTH", c->user, c->password};
     redisContext *ctx;
@@ -247,9 +303,9 @@ int tslock__connect_side(tslock_client *c, redisContext **out)
     *out = NULL;
     if (c->host == NULL) /* a Sentinel client that never found a master */
         return TSLOCK_EIO;
-    if (c->transport == TRANSPORT_TCP)
-        ctx = c->connect_ms > 0 ? redisConnectWithTimeout(c->host, c->port, tv)
-                                : redisConnect(c->host, c->port);
+    if (c->transport == TRANSPORT_TCP || host != c->host)
+        ctx = c->connect_ms > 0 ? redisConnectWithTimeout(host, port, tv)
+                                : redisConnect(host, port);
     else if (c->transport == TRANSPORT_UNIX)
         ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
                                 : redisConnectUnix(c->host);
@@ -376,7 +432,7 @@ int tslock_client_limit_caps(tslock_client *c, unsigned allowed)
     if (c == NULL)
         return TSLOCK_EINVAL;
     c->caps_allowed = allowed;
-    c->caps &= allowed;
+    c->caps &= allowed | TSLOCK_CAP_CLUSTER; /* a topology, not a choice */
     return TSLOCK_OK;
 }
 
@@ -556,6 +612,10 @@ int tslock__probe(tslock_client *c)
         && strncmp(r[4]->str, "ERR unknown command", 19) != 0)
         c->caps |= TSLOCK_CAP_SET_NX_PX;
     c->caps &= c->caps_allowed;
+    /* Default INFO has a Cluster section from 3.0 on: no extra trip. */
+    if (r[0]->type == REDIS_REPLY_STRING
+        && strstr(r[0]->str, "cluster_enabled:1") != NULL)
+        c->caps |= TSLOCK_CAP_CLUSTER;
 out:
     for (i = 0; i < n; i++)
         freeReplyObject(r[i]);

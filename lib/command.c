@@ -159,6 +159,8 @@ int tslock__pipeline(tslock_client *c, const char *key, int n,
         if (c->hook != NULL && c->hook(c, q[i].step, key, c->hook_ud) != 0)
             return tslock__fail(c, TSLOCK_EHOOK, "step hook stopped %s on '%s'",
                                 tslock_step_name(q[i].step), key);
+    if (c->cluster != NULL)
+        return tslock__cluster_pipeline(c, key, n, q, out);
     return tslock__exchange(c, n, q, out);
 }
 
@@ -235,6 +237,12 @@ int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
              || strncmp(r->str, "WRONGPASS", 9) == 0
              || strncmp(r->str, "ERR operation not permitted", 27) == 0)
         code = TSLOCK_EAUTH;
+    else if (strncmp(r->str, "MOVED ", 6) == 0
+             || strncmp(r->str, "ASK ", 4) == 0
+             || strncmp(r->str, "TRYAGAIN", 8) == 0
+             || strncmp(r->str, "CROSSSLOT", 9) == 0
+             || strncmp(r->str, "CLUSTERDOWN", 11) == 0)
+        code = TSLOCK_ECLUSTER;
     return tslock__fail(c, code, "%s: server replied -%s", what, r->str);
 }
 

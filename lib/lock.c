@@ -237,16 +237,14 @@ static int try_once(tslock_lock *l)
 static int take_fence(tslock_lock *l)
 {
     tslock_client *c = l->client;
-    size_t len = strlen(l->key);
-    char *fence_key = malloc(len + 7);
-    const char *argv[2] = {"INCR", fence_key};
+    char *fence_key = NULL;
+    const char *argv[2] = {"INCR", NULL};
     redisReply *r = NULL;
-    int rc;
+    int rc = tslock__fence_key(l, &fence_key);
 
-    if (fence_key == NULL)
-        return TSLOCK_ENOMEM;
-    memcpy(fence_key, l->key, len);
-    memcpy(fence_key + len, ":fence", 7);
+    if (rc != TSLOCK_OK)
+        return rc;
+    argv[1] = fence_key;
     rc = tslock__command(c, TSLOCK_STEP_INCR, l->key, 2, argv, &r);
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_INTEGER)
         l->fence = r->integer;

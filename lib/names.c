@@ -24,6 +24,19 @@ int tslock__companion(tslock_lock *l, char **slot, const char *suffix)
 
     if (*slot != NULL)
         return TSLOCK_OK;
+    /*
+     * "a}b" hashes whole, and no name with a suffix can: neither
+     * "a}b:owner" nor "{a}b}:owner" shares its slot.  On a cluster that
+     * would be CROSSSLOT or another node, so it is refused by name.  The
+     * channel is no key: classic PUBLISH reaches every node.
+     */
+    if (!tagged && strchr(k, '}') != NULL && l->client->cluster != NULL
+        && strcmp(suffix, ":released") != 0)
+        return tslock__fail(l->client, TSLOCK_ECLUSTER,
+                            "key '%s' has a '}' but no hash tag, so its "
+                            "companion '%s%s' cannot share its Cluster hash "
+                            "slot; give the key a hash tag ('{tag}...')",
+                            k, k, suffix);
     *slot = malloc(len);
     if (*slot == NULL)
         return tslock__fail(l->client, TSLOCK_ENOMEM,
@@ -32,6 +45,22 @@ int tslock__companion(tslock_lock *l, char **slot, const char *suffix)
         snprintf(*slot, len, "%s%s", k, suffix);
     else
         snprintf(*slot, len, "{%s}%s", k, suffix);
+    return TSLOCK_OK;
+}
+
+int tslock__fence_key(tslock_lock *l, char **out)
+{
+    size_t len = strlen(l->key);
+
+    *out = NULL;
+    if (l->client->cluster != NULL)
+        return tslock__companion(l, out, ":fence");
+    *out = malloc(len + sizeof(":fence"));
+    if (*out == NULL)
+        return tslock__fail(l->client, TSLOCK_ENOMEM,
+                            "no memory for the fence key");
+    memcpy(*out, l->key, len);
+    memcpy(*out + len, ":fence", sizeof(":fence"));
     return TSLOCK_OK;
 }
 

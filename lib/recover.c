@@ -126,7 +126,13 @@ static int not_ours(struct recovery *r, int gone)
 static int settle_release(struct recovery *r, int now)
 {
     tslock_lock *l = r->l;
-    int same = !r->restarted && r->server[0] != '\0';
+    /*
+     * On a cluster the run_id is the first node's, not the key's master's,
+     * which may have failed over to a replica that never had the lock: a
+     * gone key proves nothing there.
+     */
+    int same =
+        !r->restarted && r->server[0] != '\0' && l->client->cluster == NULL;
 
     if (now == 2) { /* an earlier extension's stamp landed: ours */
         memcpy(l->value, l->pending, sizeof(l->value));

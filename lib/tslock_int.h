@@ -64,6 +64,9 @@ struct tslock_client {
     char *sentinel_user;
     char *sentinel_password;
     uint64_t rng; /* xorshift state for retry jitter */
+    /* Redis Cluster (cluster.c): NULL on a single server. */
+    struct tslock__cluster *cluster;
+    int cluster_seen; /* the last probe's INFO said cluster_enabled:1 */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -222,6 +225,39 @@ int tslock__replicas_wait(tslock_lock *l);
 /* Empty the lock's cancel pipe and clear its cancel flag. */
 void tslock__drain_cancel(tslock_lock *l);
 
+/* ---- cluster.c: Redis Cluster */
+#define TSLOCK__SLOTS 16384
+unsigned tslock__slot(const char *key, size_t len);
+/*
+ * After the probe found a cluster node on c->ctx: learn the slot map
+ * (CLUSTER MYID and CLUSTER SLOTS, one round trip) and adopt c->ctx as
+ * that node's connection.
+ */
+int tslock__cluster_setup(tslock_client *c);
+/* Close every node connection (c->ctx among them); keep the map. */
+void tslock__cluster_close(tslock_client *c);
+void tslock__cluster_free(tslock_client *c);
+/* Apply the command timeout to every open node connection. */
+int tslock__cluster_set_timeout(tslock_client *c);
+/* The next known node address to reconnect to after c->host failed. */
+int tslock__cluster_seed(tslock_client *c, int i, const char **host, int *port);
+/*
+ * tslock__pipeline on a cluster: to the node owning key's slot, following
+ * -MOVED, -ASK and -TRYAGAIN.  Hooks were called by the caller.
+ */
+int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
+                             const struct tslock__queued *q, redisReply **out);
+/*
+ * 1 (once) when the last transaction was refused because its key's slot
+ * moved after its WATCH: nothing ran, and the whole WATCH form is to be
+ * made again, on the slot's new master.  0 on a single server.
+ */
+int tslock__rewatch(tslock_client *c);
+#define TSLOCK__REWATCH_MAX 8
+/* client.c: a new connection to host:port, timeouts set, AUTHed. */
+int tslock__connect_node(tslock_client *c, const char *host, int port,
+                         redisContext **out);
+
 /* ---- names.c: companions of a lock key, in its Cluster hash slot */
 /*
  * Name key's companion "<key><suffix>" into *slot (once; freed with the
@@ -229,6 +265,11 @@ void tslock__drain_cancel(tslock_lock *l);
  * '}'.  TSLOCK_OK or TSLOCK_ENOMEM.
  */
 int tslock__companion(tslock_lock *l, char **slot, const char *suffix);
+/*
+ * The fencing counter: "key:fence" on a single server (its name since
+ * fencing began), the companion "{key}:fence" on a cluster.  Caller frees.
+ */
+int tslock__fence_key(tslock_lock *l, char **out);
 /* The channel releases of l's key are announced on ("{key}:released"). */
 int tslock__channel(tslock_lock *l);
 /*

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness.h"
+#include "harness_cluster.h"
 
 static int64_t now_ns(void)
 {
@@ -72,19 +72,79 @@ static int sample(enum op op, redisContext *raw, tslock_lock *a, tslock_lock *b,
     return ok ? 0 : -1;
 }
 
+static int bench_clients(const char *name, redisContext *raw, tslock_client *c1,
+                         tslock_client *c2, tslock_scheme scheme,
+                         const char *scheme_name);
+
 static int bench_target(const char *name, const th_server *endpoint,
                         tslock_scheme scheme, const char *scheme_name)
 {
-    redisContext *raw = th_redis(endpoint);
-    tslock_client *c1 = th_client(endpoint), *c2 = th_client(endpoint);
+    return bench_clients(name, th_redis(endpoint), th_client(endpoint),
+                         th_client(endpoint), scheme, scheme_name);
+}
+
+/* A client over TCP to node i of a cluster. */
+static tslock_client *cluster_client(const th_cluster *cl, int i)
+{
+    tslock_client *c = NULL;
+
+    if (tslock_client_new(&c) != TSLOCK_OK
+        || tslock_client_connect_tcp(c, "127.0.0.1", cl->node[i].port)
+               != TSLOCK_OK) {
+        fprintf(stderr, "bench: cluster node %d: %s\n", i,
+                tslock_client_errstr(c));
+        tslock_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/*
+ * On a three-master cluster: the ratios against a PING over TCP to the
+ * key's master, for clients that reached the cluster through that master
+ * ("cluster") and through another node ("cluster/via"), whose commands
+ * the slot map sends straight to the master too.
+ */
+static int bench_cluster(tslock_scheme scheme, const char *scheme_name,
+                         const th_cluster *cl)
+{
+    int owner = th_cluster_owner(cl, "bench:lock"), via = (owner + 1) % cl->n;
+    struct timeval tv = {5, 0};
+    int rc = 0, round;
+
+    for (round = 0; round < 2; round++) {
+        int seed = round == 0 ? owner : via;
+        redisContext *raw =
+            redisConnectWithTimeout("127.0.0.1", cl->node[owner].port, tv);
+        tslock_client *c1 = cluster_client(cl, seed),
+                      *c2 = cluster_client(cl, seed);
+
+        if (raw == NULL || raw->err) {
+            redisFree(raw);
+            raw = NULL;
+        }
+        if (bench_clients(round == 0 ? "cluster" : "cluster/via", raw, c1, c2,
+                          scheme, scheme_name)
+            != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+static int bench_clients(const char *name, redisContext *raw, tslock_client *c1,
+                         tslock_client *c2, tslock_scheme scheme,
+                         const char *scheme_name)
+{
     tslock_lock *a = NULL, *b = NULL;
     double med[N_OPS];
     int op, i, failed = 0;
 
     if (raw == NULL || c1 == NULL || c2 == NULL
         || tslock_lock_new(&a, c1, "bench:lock") != TSLOCK_OK
-        || tslock_lock_new(&b, c2, "bench:lock") != TSLOCK_OK)
-        return -1;
+        || tslock_lock_new(&b, c2, "bench:lock") != TSLOCK_OK) {
+        failed = 1;
+        goto out;
+    }
     tslock_lock_set_scheme(a, scheme);
     tslock_lock_set_scheme(b, scheme);
     freeReplyObject(redisCommand(raw, "DEL bench:lock"));
@@ -140,6 +200,7 @@ int main(void)
         TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE};
     static const char *const scheme_names[] = {"token", "timestamp", "bridge"};
     th_server srv, proxy;
+    th_cluster cl;
     size_t t, s;
     int rc = 0;
 
@@ -172,8 +233,19 @@ int main(void)
         if (targets[t].emulate != NULL)
             th_proxy_stop(&proxy);
     }
-    printf("cycle = acquire + release of a free lock; busy = one try on a "
-           "held lock;\nextend = renew a held lock\n");
+    if (th_cluster_start(&cl, 3) != 0) {
+        rc = 1;
+    } else {
+        for (s = 0; s < sizeof(schemes) / sizeof(schemes[0]); s++)
+            if (bench_cluster(schemes[s], scheme_names[s], &cl) != 0)
+                rc = 1;
+        th_cluster_stop(&cl);
+    }
+    printf(
+        "cycle = acquire + release of a free lock; busy = one try on a "
+        "held lock;\nextend = renew a held lock; cluster: PING over TCP to the "
+        "key's master,\nclients connected to it (cluster) or to another "
+        "node (cluster/via)\n");
     th_server_stop(&srv);
     free(samples);
     free(pings);

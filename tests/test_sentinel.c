@@ -449,9 +449,11 @@ static void test_master_killed(void)
         th_node_get(&topo, old, "s:clirenew", cli_token, sizeof(cli_token)), 1);
 
     /*
-     * Cut the replication link (the replica reconnects within about a
-     * second), write a lock only the master has, and kill the master.
+     * Cut the replication link, write a lock only the master has, and
+     * kill the master.  The replica is frozen meanwhile: left running it
+     * reconnects at once and a partial resync would bring it the lock.
      */
+    th_server_pause(&topo.node[1]);
     raw = th_redis(&topo.node[0]);
     reply = redisCommand(raw, "CLIENT KILL TYPE replica");
     CU_ASSERT_TRUE(reply != NULL && reply->type == REDIS_REPLY_INTEGER
@@ -461,6 +463,7 @@ static void test_master_killed(void)
     lost = new_lock(a, "s:lost", 20000);
     CU_ASSERT_EQUAL(tslock_acquire(lost, 0), TSLOCK_OK);
     th_server_kill(&topo.node[0]);
+    th_server_resume(&topo.node[1]);
     now = th_topology_wait_master(&topo, old, DEADLINE_MS);
     CU_ASSERT_FATAL(now > 0 && now == topo.node[1].port);
     failed_over = th_mono_ms();

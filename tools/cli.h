@@ -297,8 +297,26 @@ struct redisReply *cli_raw_reply(struct redisContext *ctx, const char *what,
  */
 int cli_raw_connect(const struct cli_options *o, int select_db,
                     struct redisContext **out);
-/* INFO's redis_version: 0, or an exit status with the reason printed. */
-int cli_raw_version(struct redisContext *ctx, int *major, int *minor);
+/* The same to a cluster node at host:port (a NULL host: as the URL says). */
+int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
+                       int select_db, struct redisContext **out);
+/*
+ * INFO's redis_version, and whether INFO says cluster_enabled:1 (cluster
+ * may be NULL): 0, or an exit status with the reason printed.
+ */
+int cli_raw_version(struct redisContext *ctx, int *major, int *minor,
+                    int *cluster);
+/* A Redis Cluster's masters and who owns each slot, from CLUSTER SLOTS. */
+struct cli_cluster {
+    size_t n;    /* masters */
+    char **host; /* n of them */
+    int *port;
+    unsigned short owner[16384]; /* master index + 1, 0 for none */
+};
+/* 0 with *out new (cli_cluster_free() it), or an exit status, printed. */
+int cli_raw_cluster(struct redisContext *ctx, const char *fallback_host,
+                    struct cli_cluster **out);
+void cli_cluster_free(struct cli_cluster *cl);
 
 /* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
 int cli_watch(const struct cli_options *o, char **keys, int n_keys);

@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -74,25 +75,40 @@ static int master_address(const struct cli_options *o, char *host, size_t size,
 int cli_raw_connect(const struct cli_options *o, int select_db,
                     redisContext **out)
 {
+    return cli_raw_connect_to(o, NULL, 0, select_db, out);
+}
+
+int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
+                       int select_db, redisContext **out)
+{
     const struct cli_url *u = &o->url;
     struct timeval tv;
     redisContext *ctx;
     char master[256];
-    int flags, status, port = 0;
+    int flags, status, mport = 0;
 
     *out = NULL;
     tv.tv_sec = o->timeout_ms / 1000;
     tv.tv_usec = (o->timeout_ms % 1000) * 1000;
-    if (u->nsentinels > 0
-        && (status = master_address(o, master, sizeof(master), &port)) != 0)
-        return status;
-    ctx = u->nsentinels > 0 ? redisConnectWithTimeout(master, port, tv)
-          : u->is_unix      ? redisConnectUnixWithTimeout(u->host, tv)
-                            : redisConnectWithTimeout(u->host, u->port, tv);
+    if (host == NULL && u->nsentinels > 0) {
+        status = master_address(o, master, sizeof(master), &mport);
+        if (status != 0)
+            return status;
+        host = master;
+        port = mport;
+    }
+    ctx = host != NULL ? redisConnectWithTimeout(host, port, tv)
+          : u->is_unix ? redisConnectUnixWithTimeout(u->host, tv)
+                       : redisConnectWithTimeout(u->host, u->port, tv);
     if (ctx == NULL || ctx->err) {
         char where[512];
 
-        cli_url_describe(u, where, sizeof(where));
+        if (host != NULL && host != master)
+            snprintf(where, sizeof(where), "cluster node %s:%d", host, port);
+        else if (host != NULL)
+            snprintf(where, sizeof(where), "the master %s:%d", host, port);
+        else
+            cli_url_describe(u, where, sizeof(where));
         cli_error("cannot connect to %s: %s", where,
                   ctx != NULL ? ctx->errstr : "out of memory");
         redisFree(ctx);
@@ -111,7 +127,7 @@ int cli_raw_connect(const struct cli_options *o, int select_db,
     return status;
 }
 
-int cli_raw_version(redisContext *ctx, int *major, int *minor)
+int cli_raw_version(redisContext *ctx, int *major, int *minor, int *cluster)
 {
     redisReply *r = cli_raw_reply(ctx, "INFO", redisCommand(ctx, "INFO"));
     const char *v;
@@ -124,6 +140,97 @@ int cli_raw_version(redisContext *ctx, int *major, int *minor)
         freeReplyObject(r);
         return CLI_EXIT_SOFTWARE;
     }
+    if (cluster != NULL)
+        *cluster = strstr(r->str, "cluster_enabled:1") != NULL;
     freeReplyObject(r);
+    return 0;
+}
+
+void cli_cluster_free(struct cli_cluster *cl)
+{
+    size_t i;
+
+    if (cl == NULL)
+        return;
+    for (i = 0; i < cl->n; i++)
+        free(cl->host[i]);
+    free(cl->host);
+    free(cl->port);
+    free(cl);
+}
+
+/* The index of master host:port in cl, added if new; -1 on ENOMEM. */
+static long cluster_node(struct cli_cluster *cl, const char *host, int port)
+{
+    size_t i;
+    char **hosts;
+    int *ports;
+
+    for (i = 0; i < cl->n; i++)
+        if (cl->port[i] == port && strcmp(cl->host[i], host) == 0)
+            return (long)i;
+    hosts = realloc(cl->host, (cl->n + 1) * sizeof(*hosts));
+    if (hosts != NULL)
+        cl->host = hosts;
+    ports = realloc(cl->port, (cl->n + 1) * sizeof(*ports));
+    if (ports != NULL)
+        cl->port = ports;
+    if (hosts == NULL || ports == NULL
+        || (cl->host[cl->n] = strdup(host)) == NULL)
+        return -1;
+    cl->port[cl->n] = port;
+    return (long)cl->n++;
+}
+
+int cli_raw_cluster(redisContext *ctx, const char *fallback_host,
+                    struct cli_cluster **out)
+{
+    redisReply *r =
+        cli_raw_reply(ctx, "CLUSTER SLOTS", redisCommand(ctx, "CLUSTER SLOTS"));
+    struct cli_cluster *cl;
+    size_t i;
+
+    *out = NULL;
+    if (r == NULL)
+        return CLI_EXIT_SOFTWARE;
+    if ((cl = calloc(1, sizeof(*cl))) == NULL) {
+        freeReplyObject(r);
+        cli_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    for (i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *e = r->element[i], *m;
+        long long s;
+        long idx;
+
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3
+            || e->element[0]->type != REDIS_REPLY_INTEGER
+            || e->element[1]->type != REDIS_REPLY_INTEGER
+            || e->element[2]->type != REDIS_REPLY_ARRAY
+            || e->element[2]->elements < 2
+            || e->element[2]->element[0]->type != REDIS_REPLY_STRING
+            || e->element[2]->element[1]->type != REDIS_REPLY_INTEGER
+            || e->element[0]->integer < 0 || e->element[1]->integer > 16383) {
+            cli_error("CLUSTER SLOTS: expected [start, end, [ip, port, ...]], "
+                      "got another reply");
+            freeReplyObject(r);
+            cli_cluster_free(cl);
+            return CLI_EXIT_SOFTWARE;
+        }
+        m = e->element[2];
+        idx = cluster_node(
+            cl, m->element[0]->len ? m->element[0]->str : fallback_host,
+            (int)m->element[1]->integer);
+        if (idx < 0) {
+            freeReplyObject(r);
+            cli_cluster_free(cl);
+            cli_error("out of memory");
+            return CLI_EXIT_OSERR;
+        }
+        for (s = e->element[0]->integer; s <= e->element[1]->integer; s++)
+            cl->owner[s] = (unsigned short)(idx + 1);
+    }
+    freeReplyObject(r);
+    *out = cl;
     return 0;
 }

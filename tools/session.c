@@ -105,6 +105,7 @@ int cli_status_for(int code)
     case TSLOCK_EAUTH:
     case TSLOCK_ENOQUORUM:
     case TSLOCK_EREPLICAS:
+    case TSLOCK_ECLUSTER:
         return CLI_EXIT_UNAVAILABLE;
     case TSLOCK_ENOMEM:
         return CLI_EXIT_OSERR;
@@ -124,12 +125,13 @@ int cli_fail(tslock_client *c, int rc, const char *what)
 
 static void describe_caps(unsigned caps, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s%s%s%s%s%s", caps == 0 ? " none" : "",
+    snprintf(buf, size, "%s%s%s%s%s%s%s", caps == 0 ? " none" : "",
              caps & TSLOCK_CAP_WATCH ? " WATCH" : "",
              caps & TSLOCK_CAP_LUA ? " Lua" : "",
              caps & TSLOCK_CAP_TIME ? " TIME" : "",
              caps & TSLOCK_CAP_SET_NX_PX ? " SET-NX-PX" : "",
-             caps & TSLOCK_CAP_TTL_KEEPS ? " TTL-keeps" : "");
+             caps & TSLOCK_CAP_TTL_KEEPS ? " TTL-keeps" : "",
+             caps & TSLOCK_CAP_CLUSTER ? " cluster" : "");
 }
 
 static void report_server(tslock_client *c)

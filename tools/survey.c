@@ -56,12 +56,15 @@ struct survey {
     long counts[N_DIALECTS][N_STATES];
     long seen;
     int header_done; /* the table's header, once the walk has begun well */
+    int cluster;     /* INFO said cluster_enabled:1 */
+    size_t nodes;    /* masters walked on a cluster */
 };
 
 /* Whether the server has PTTL (2.6.0), from INFO's redis_version. */
 static int learn_version(struct survey *s)
 {
-    int major = 0, minor = 0, status = cli_raw_version(s->ctx, &major, &minor);
+    int major = 0, minor = 0;
+    int status = cli_raw_version(s->ctx, &major, &minor, &s->cluster);
 
     if (status != 0)
         return status;
@@ -434,13 +437,41 @@ static int walk(struct survey *s)
     return status;
 }
 
+/*
+ * A Redis Cluster: each master holds only its slots' keys, so every
+ * master named by CLUSTER SLOTS is walked in turn, over a connection of
+ * its own (AUTH as the URL says; a cluster has only database 0).
+ */
+static int walk_cluster(struct survey *s)
+{
+    redisContext *seed = s->ctx;
+    struct cli_cluster *cl = NULL;
+    int status = cli_raw_cluster(seed, s->o->url.host, &cl);
+    size_t i;
+
+    for (i = 0; status == 0 && i < cl->n; i++) {
+        cli_verbose("cluster master %s:%d", cl->host[i], cl->port[i]);
+        status = cli_raw_connect_to(s->o, cl->host[i], cl->port[i], 0, &s->ctx);
+        if (status == 0) {
+            status = walk(s);
+            redisFree(s->ctx);
+            s->nodes++;
+        }
+    }
+    s->ctx = seed;
+    cli_cluster_free(cl);
+    return status;
+}
+
 /* The JSON summary: {"summary":{"keys":N,"locks":N,"dialects":{...}}}. */
 static void print_json_summary(const struct survey *s, long locks)
 {
     int d, st, first_d = 1, first_s;
 
-    printf("{\"summary\":{\"keys\":%ld,\"locks\":%ld,\"dialects\":{", s->seen,
-           locks);
+    printf("{\"summary\":{\"keys\":%ld,\"locks\":%ld,", s->seen, locks);
+    if (s->cluster)
+        printf("\"cluster_masters\":%zu,", s->nodes);
+    fputs("\"dialects\":{", stdout);
     for (d = 0; d < N_DIALECTS; d++) {
         long total = 0;
 
@@ -476,7 +507,11 @@ static void print_summary(struct survey *s)
         return;
     }
     print_header(s);
-    printf("\n%ld keys, %ld locks\n", s->seen, locks);
+    if (s->cluster)
+        printf("\n%ld keys, %ld locks, on %zu cluster master%s\n", s->seen,
+               locks, s->nodes, s->nodes == 1 ? "" : "s");
+    else
+        printf("\n%ld keys, %ld locks\n", s->seen, locks);
     for (d = 0; d < N_DIALECTS; d++)
         for (st = 0; st < N_STATES; st++)
             if (s->counts[d][st] != 0)
@@ -499,7 +534,9 @@ int cli_survey(const struct cli_options *o)
     status = cli_raw_connect(o, 1, &s.ctx);
     if (status == 0)
         status = learn_version(&s);
-    if (status == 0)
+    if (status == 0 && s.cluster)
+        status = walk_cluster(&s);
+    else if (status == 0)
         status = walk(&s);
     if (status == 0)
         print_summary(&s);

@@ -55,6 +55,7 @@ struct watch {
     redisContext *ctx;
     const struct cli_options *o;
     int major, minor;
+    int cluster; /* a Redis Cluster: MONITOR of the keys' master */
     struct key_state *keys;
     int n_keys;
     char script_caller[MAX_CLIENT]; /* who ran the last EVAL/EVALSHA */
@@ -389,6 +390,11 @@ static int add_key(struct watch *w, const char *name, const char *suffix)
     snprintf(k->name, MAX_TEXT, suffix[0] == '}' ? "{%s%s" : "%s%s", name,
              suffix);
     k->len = strlen(k->name);
+    /* On a cluster only the owner name in KEY's slot is tslock's. */
+    if (w->cluster
+        && tslock_key_slot(k->name, k->len)
+               != tslock_key_slot(name, strlen(name)))
+        return 0;
     r = cli_raw_reply(w->ctx, "GET",
                       redisCommand(w->ctx, "GET %b", k->name, k->len));
     if (r == NULL)
@@ -537,10 +543,51 @@ static void print_summary(const struct watch *w)
         fputs("summary: no client touched the keys\n", stdout);
 }
 
+/*
+ * On a Redis Cluster, MONITOR shows one node's commands: watch the
+ * master that owns the keys' slot.  Keys on several masters would need
+ * several streams, so they are refused with the masters named.
+ */
+static int follow_owner(struct watch *w, char **keys, int n_keys)
+{
+    struct cli_cluster *cl = NULL;
+    int status = cli_raw_cluster(w->ctx, w->o->url.host, &cl);
+    int i, owner = 0;
+
+    for (i = 0; status == 0 && i < n_keys; i++) {
+        int slot = tslock_key_slot(keys[i], strlen(keys[i]));
+        int at = cl->owner[slot];
+
+        if (at == 0) {
+            cli_error("no cluster master serves slot %d of '%s'", slot,
+                      keys[i]);
+            status = CLI_EXIT_UNAVAILABLE;
+        } else if (owner != 0 && at != owner) {
+            cli_error("on a cluster, watch follows one master's MONITOR: "
+                      "'%s' lies on %s:%d and '%s' on %s:%d; watch them "
+                      "separately, or give the keys one hash tag",
+                      keys[0], cl->host[owner - 1], cl->port[owner - 1],
+                      keys[i], cl->host[at - 1], cl->port[at - 1]);
+            status = CLI_EXIT_USAGE;
+        }
+        owner = at;
+    }
+    if (status == 0 && owner != 0) {
+        cli_verbose("watching cluster master %s:%d", cl->host[owner - 1],
+                    cl->port[owner - 1]);
+        redisFree(w->ctx);
+        w->ctx = NULL;
+        status = cli_raw_connect_to(w->o, cl->host[owner - 1],
+                                    cl->port[owner - 1], 0, &w->ctx);
+    }
+    cli_cluster_free(cl);
+    return status;
+}
+
 int cli_watch(const struct cli_options *o, char **keys, int n_keys)
 {
     struct watch w;
-    int status;
+    int status, cluster = 0;
 
     memset(&w, 0, sizeof(w));
     w.o = o;
@@ -551,7 +598,10 @@ int cli_watch(const struct cli_options *o, char **keys, int n_keys)
      */
     status = cli_raw_connect(o, 0, &w.ctx);
     if (status == 0)
-        status = cli_raw_version(w.ctx, &w.major, &w.minor);
+        status = cli_raw_version(w.ctx, &w.major, &w.minor, &cluster);
+    if (status == 0 && cluster)
+        status = follow_owner(&w, keys, n_keys);
+    w.cluster = cluster;
     if (status == 0)
         status = add_keys(&w, keys, n_keys);
     if (status == 0)
