@@ -285,6 +285,81 @@ static void test_every_scheme_every_node(void)
     tslock_client_free(b);
 }
 
+/* ------------------------------- shared holds and permits on every node */
+
+static tslock_lock *kind_lock(tslock_client *c, const char *key, int rw,
+                              int64_t permits)
+{
+    tslock_lock *l = NULL;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, key) == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 20000);
+    if (rw != TSLOCK_RW_OFF)
+        CU_ASSERT_FATAL(tslock_lock_set_rw(l, rw) == TSLOCK_OK);
+    if (permits > 0)
+        CU_ASSERT_FATAL(tslock_lock_set_permits(l, permits) == TSLOCK_OK);
+    return l;
+}
+
+/*
+ * Readers on two clients, each connected to another node, share a key
+ * while a writer is refused; two permits of a semaphore admit two and
+ * refuse a third.  The holders' sorted sets live beside the key, in its
+ * slot, on whichever node owns it.
+ */
+static void test_shared_and_permits_every_node(void)
+{
+    tslock_client *a = client_on(0), *b = client_on(1), *w = client_on(2);
+    int seen[TH_CLUSTER_MAX] = {0};
+    int i;
+
+    for (i = 0; i < N_KEYS; i++) {
+        char key[64];
+        tslock_lock *ra, *rb, *wr, *pa, *pb, *pw;
+        int64_t n = -1;
+
+        snprintf(key, sizeof(key), "kinds:%d", i);
+        seen[th_cluster_owner(&cl, key)]++;
+        ra = kind_lock(a, key, TSLOCK_RW_SHARED, 0);
+        rb = kind_lock(b, key, TSLOCK_RW_SHARED, 0);
+        wr = kind_lock(w, key, TSLOCK_RW_EXCLUSIVE, 0);
+        CU_ASSERT_EQUAL(tslock_acquire(ra, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(rb, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_lock_holders(ra, &n), TSLOCK_OK);
+        CU_ASSERT_EQUAL(n, 2);
+        CU_ASSERT_EQUAL(exists_on_owner(key), 1);
+        CU_ASSERT_EQUAL(tslock_acquire(wr, 0), TSLOCK_EBUSY);
+        CU_ASSERT_EQUAL(tslock_release(ra), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(rb), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(wr, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(wr), TSLOCK_OK);
+        CU_ASSERT_EQUAL(exists_on_owner(key), 0);
+        tslock_lock_free(ra);
+        tslock_lock_free(rb);
+        tslock_lock_free(wr);
+
+        snprintf(key, sizeof(key), "permits:%d", i);
+        pa = kind_lock(a, key, TSLOCK_RW_OFF, 2);
+        pb = kind_lock(b, key, TSLOCK_RW_OFF, 2);
+        pw = kind_lock(w, key, TSLOCK_RW_OFF, 2);
+        CU_ASSERT_EQUAL(tslock_acquire(pa, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(pb, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(pw, 0), TSLOCK_EBUSY);
+        CU_ASSERT_EQUAL(tslock_release(pa), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(pw, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(pb), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(pw), TSLOCK_OK);
+        tslock_lock_free(pa);
+        tslock_lock_free(pb);
+        tslock_lock_free(pw);
+    }
+    for (i = 0; i < cl.n; i++)
+        CU_ASSERT_TRUE(seen[i] > 0);
+    tslock_client_free(a);
+    tslock_client_free(b);
+    tslock_client_free(w);
+}
+
 /* ------------------------------------------- woken across the cluster */
 
 static tslock_lock *holder;
@@ -1026,6 +1101,8 @@ int main(void)
         s = CU_add_suite("schemes", NULL, NULL);
         CU_add_test(s, "every scheme on every node",
                     test_every_scheme_every_node);
+        CU_add_test(s, "shared holds and permits on every node",
+                    test_shared_and_permits_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
         CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
         CU_add_test(s, "a cluster with a password", test_password);
