@@ -114,7 +114,10 @@ typedef struct slot {
     int notify[2];
     int state, go, hold_go, setup, quit;
     /* schedule */
-    int believes, crashed, in_release, started_after_pass;
+    int believes, crashed, in_release;
+    int after_pass; /* this attempt was begun after the clock's pass */
+    int prepass;    /* its first command was already waiting at the pass */
+    int64_t wall;   /* this client's wall clock: the test clock + skew */
     char own[64];
     int64_t lease_end; /* wall ms through which its lease runs */
     op_event ev[8];
@@ -154,7 +157,6 @@ typedef struct explorer {
     frame fr[MAX_DEPTH];
     int depth, prefix;
     int clock_used, crash_used, pass_at; /* pass_at: step of the pass */
-    int acquired_after_pass;
     char value[64];     /* the key's value after the last step */
     int writer;         /* who wrote it: a slot, -1 nobody, -2 setup */
     char hist_v[8][64]; /* earlier values and writers, for restores */
@@ -367,12 +369,30 @@ static int tslock_hook(tslock_client *c, tslock_step step, const char *key,
     return 0;
 }
 
+/*
+ * Every client has its own wall clock, the test clock plus SKEW_MS per
+ * client index, as no two hosts agree to the millisecond: so two clients
+ * acting at one instant write different stamps, as they would in life.
+ */
+#define SKEW_MS 7
+
+static int64_t slot_clock(tslock_clock_id which, void *ud)
+{
+    const slot *s = ud;
+
+    if (which == TSLOCK_CLOCK_WALL)
+        return s->wall;
+    return which == TSLOCK_CLOCK_MONOTONIC ? s->ex->clk.mono_ms : -1;
+}
+
 static int64_t legacy_clock(void *ud)
 {
-    const th_clock *clk = ud;
+    const slot *s = ud;
 
-    return clk->wall_ms * 1000;
+    return s->wall * 1000;
 }
+
+static void sync_clocks(struct explorer *ex);
 
 static void record(slot *s, enum op_kind op, enum op_result r, const char *fmt,
                    ...)
@@ -578,7 +598,7 @@ static void connect_slot(slot *s)
         if (tslock_client_new(&s->tc) != TSLOCK_OK
             || tslock_client_wrap(s->tc, s->rc) != TSLOCK_OK)
             die("%s: cannot wrap: %s", s->name, tslock_client_errstr(s->tc));
-        tslock_client_set_clock(s->tc, th_clock_fn, &s->ex->clk);
+        tslock_client_set_clock(s->tc, slot_clock, s);
         tslock_client_set_step_hook(s->tc, tslock_hook, s);
     }
 }
@@ -657,7 +677,7 @@ static void slot_open(explorer *ex, int i, explore_kind kind)
     s->idx = i;
     s->ex = ex;
     s->kind = kind;
-    if (kind_is_legacy(kind))
+    if (ex->mixed && kind_is_legacy(kind))
         snprintf(s->name, sizeof(s->name), "L");
     else
         snprintf(s->name, sizeof(s->name), "%c", 'A' + i);
@@ -669,14 +689,14 @@ static void slot_open(explorer *ex, int i, explore_kind kind)
     if (s->rc == NULL || s->rc->err)
         die("redisConnectFd failed");
     s->nv.redis = s->rc;
-    s->nv.wall_ms = &ex->clk.wall_ms;
+    s->nv.wall_ms = &s->wall;
     if (kind_is_legacy(kind)) {
         legacy_kind lk = kind == EXPLORE_LEGACY_REDISDOC   ? LEGACY_REDISDOC
                          : kind == EXPLORE_LEGACY_REDISPY2 ? LEGACY_REDISPY2
                                                            : LEGACY_JAVA;
         legacy_init(&s->lg, lk, s->rc, ex->cfg->ttl_ms);
         s->lg.clock = legacy_clock;
-        s->lg.clock_ud = &ex->clk;
+        s->lg.clock_ud = s;
     }
     if (pthread_create(&s->th, NULL, slot_main, s) != 0)
         die("pthread_create");
@@ -732,7 +752,7 @@ static void violation(explorer *ex, int legacy, const char *fmt, ...)
     if (ex->violated)
         return; /* the first one names the schedule */
     ex->violated = 1;
-    ex->violation_legacy = legacy || ex->legacy_damage;
+    ex->violation_legacy = ex->mixed && (legacy || ex->legacy_damage);
     va_start(ap, fmt);
     vsnprintf(ex->why, sizeof(ex->why), fmt, ap);
     va_end(ap);
@@ -801,6 +821,42 @@ static const char *result_name(enum op_result r)
     return names[r];
 }
 
+static long long server_ttl(explorer *ex)
+{
+    redisReply *r = redisCommand(ex->ctl, "PTTL %s", ex->cfg->key);
+    long long t;
+
+    if (r == NULL)
+        die("control connection: %s", ex->ctl->errstr);
+    t = r->type == REDIS_REPLY_INTEGER ? r->integer : -2;
+    freeReplyObject(r);
+    return t;
+}
+
+/*
+ * Liveness: an attempt begun after the clock passed every lease must not
+ * be refused for a value whose lease has ended (a dead holder's, or one
+ * that never expires): that key would lock everyone out.
+ */
+static void check_lockout(explorer *ex, const slot *s)
+{
+    int w = ex->writer;
+    const slot *h = w >= 0 ? &ex->slots[w] : NULL;
+
+    if (ex->value[0] == '\0' || w == s->idx)
+        return;
+    if (h != NULL && !h->crashed && !h->believes && h->at != S_DONE)
+        return; /* written by an attempt still under way */
+    if (h != NULL && ex->clk.wall_ms <= h->lease_end)
+        return; /* a live hold */
+    if (server_ttl(ex) > 0)
+        return; /* set since the pass: it ends by itself */
+    violation(ex, 0,
+              "liveness: %s refused after every lease passed; the key "
+              "holds %s, whose lease has ended",
+              s->name, ex->value);
+}
+
 /* What a client was told must match the server. */
 static void check_event(explorer *ex, slot *s, const op_event *e, step_rec *st)
 {
@@ -821,10 +877,10 @@ static void check_event(explorer *ex, slot *s, const op_event *e, step_rec *st)
                 violation(ex, kind_is_legacy(s->kind),
                           "untruthful: %s told held, key holds %s", s->name,
                           ex->value[0] ? ex->value : "(nil)");
-            if (ex->pass_at >= 0)
-                ex->acquired_after_pass = 1;
             s->believes = 1;
-        }
+        } else if (e->result == R_BUSY && s->after_pass)
+            check_lockout(ex, s);
+        s->after_pass = 0;
         return;
     }
     s->in_release = 0;
@@ -869,6 +925,14 @@ static void take_events(explorer *ex, slot *s, step_rec *st)
 }
 
 /* ---------------------------------------------------------- schedule */
+
+static void sync_clocks(explorer *ex)
+{
+    int i;
+
+    for (i = 0; i < ex->n; i++)
+        ex->slots[i].wall = ex->clk.wall_ms + SKEW_MS * i;
+}
 
 /* Pending-step description for the counterexample. */
 static void describe_pending(const slot *s, char *buf, size_t size)
@@ -1002,8 +1066,10 @@ static void apply(explorer *ex, int c)
         ex->clock_used = 1;
         ex->pass_at = ex->n_steps;
         clock_pass(ex);
+        sync_clocks(ex);
         for (i = 0; i < ex->n; i++)
-            ex->slots[i].started_after_pass = 0;
+            ex->slots[i].prepass =
+                ex->slots[i].fresh && ex->slots[i].at == S_RUNNING;
         note_value(ex, -1);
     } else if (c >= CH_CRASH(0)) {
         slot *s = &ex->slots[c - CH_CRASH(0)];
@@ -1029,9 +1095,10 @@ static void apply(explorer *ex, int c)
             pthread_mutex_unlock(&ex->mu);
         } else {
             describe_pending(s, st->what, sizeof(st->what));
-            if (s->fresh && !s->in_release && ex->pass_at >= 0)
-                s->started_after_pass = 1;
-            s->fresh = 0;
+            if (s->fresh && !s->in_release && ex->pass_at >= 0
+                && !s->prepass)
+                s->after_pass = 1;
+            s->fresh = s->prepass = 0;
             relay_forward(s);
         }
         s->at = relay_settle(s);
@@ -1058,9 +1125,9 @@ static void reset(explorer *ex)
 
     ctl_ok(redisCommand(ex->ctl, "FLUSHALL"), ex);
     th_clock_init(&ex->clk);
+    sync_clocks(ex);
     ex->clock_used = ex->crash_used = 0;
     ex->pass_at = -1;
-    ex->acquired_after_pass = 0;
     ex->value[0] = '\0';
     ex->writer = -1;
     ex->n_hist = 0;
@@ -1072,7 +1139,7 @@ static void reset(explorer *ex)
     for (i = 0; i < ex->n; i++) {
         slot *s = &ex->slots[i];
         s->believes = s->crashed = s->in_release = 0;
-        s->started_after_pass = 0;
+        s->after_pass = s->prepass = 0;
         s->own[0] = '\0';
         s->lease_end = 0;
         s->n_ev = s->seen_ev = 0;
@@ -1095,23 +1162,6 @@ static void finish(explorer *ex)
 
     for (i = 0; i < ex->n; i++)
         passthrough(&ex->slots[i]);
-}
-
-/* Liveness: after the clock passed every lease, a try must win. */
-static void check_end(explorer *ex)
-{
-    int i, tried = 0;
-
-    if (ex->pass_at < 0)
-        return;
-    for (i = 0; i < ex->n; i++)
-        if (ex->slots[i].started_after_pass && !ex->slots[i].crashed)
-            tried = 1;
-    if (tried && !ex->acquired_after_pass)
-        violation(ex, 0,
-                  "liveness: every lease passed, yet no try after it won "
-                  "(key holds %s)",
-                  ex->value[0] ? ex->value : "(nil)");
 }
 
 static int lowest(unsigned m)
@@ -1180,7 +1230,6 @@ static void explore_run(explorer *ex)
             apply(ex, c);
         }
         if (complete) {
-            check_end(ex);
             res->schedules++;
             if (ex->violated) {
                 if (ex->violation_legacy)

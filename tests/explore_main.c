@@ -42,8 +42,7 @@ typedef struct scenario {
 static const scenario scenarios[] = {
     {"two", 2, 1, 0, 1, 0, 40, 0, 0},
     {"two-dead", 2, 1, 1, 1, 0, 40, 0, 0},
-    {"two-crash", 2, 1, 0, 1, 1, 40, 0, 0},
-    {"two-retry", 2, 2, 0, 1, 1, 48, 0, 1},
+    {"two-crash", 2, 2, 0, 1, 1, 48, 0, 0},
     {"three", 3, 1, 0, 1, 0, 48, 200000, 1},
     {"three-dead", 3, 1, 1, 0, 0, 48, 200000, 1},
 };
