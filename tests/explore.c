@@ -168,11 +168,12 @@ typedef struct explorer {
     char why[160];
     step_rec steps[MAX_DEPTH + 8];
     int n_steps;
-    /* results */
+    /* results: the shortest counterexample of each attribution, and the
+     * shortest schedule that left an orphan */
     explore_result *res;
-    step_rec best[MAX_DEPTH + 8];
-    int best_n;
-    char best_why[160];
+    step_rec best[3][MAX_DEPTH + 8];
+    int best_n[3];
+    char best_why[3][160];
 } explorer;
 
 static void die(const char *fmt, ...)
@@ -1095,8 +1096,7 @@ static void apply(explorer *ex, int c)
             pthread_mutex_unlock(&ex->mu);
         } else {
             describe_pending(s, st->what, sizeof(st->what));
-            if (s->fresh && !s->in_release && ex->pass_at >= 0
-                && !s->prepass)
+            if (s->fresh && !s->in_release && ex->pass_at >= 0 && !s->prepass)
                 s->after_pass = 1;
             s->fresh = s->prepass = 0;
             relay_forward(s);
@@ -1162,6 +1162,37 @@ static void finish(explorer *ex)
 
     for (i = 0; i < ex->n; i++)
         passthrough(&ex->slots[i]);
+}
+
+/* The property a violation's description names. */
+static int violation_kind(const char *why)
+{
+    if (strncmp(why, "mutual", 6) == 0)
+        return EXPLORE_V_EXCLUSION;
+    if (strncmp(why, "foreign", 7) == 0)
+        return EXPLORE_V_FOREIGN;
+    if (strncmp(why, "untruthful", 10) == 0)
+        return strstr(why, "told lost") != NULL ? EXPLORE_V_TOLD_LOST
+                                                : EXPLORE_V_UNTRUTHFUL;
+    if (strncmp(why, "liveness", 8) == 0)
+        return EXPLORE_V_LIVENESS;
+    return EXPLORE_V_ERROR;
+}
+
+/*
+ * Everyone is done and nobody crashed, yet the key still holds a value
+ * whose lease runs: nobody holds the lock until that lease ends.  Not a
+ * violation (exclusion holds, and the lease bounds the wait), but worth
+ * naming.
+ */
+static int is_orphan(explorer *ex)
+{
+    const slot *w;
+
+    if (ex->crash_used || ex->value[0] == '\0' || ex->writer < 0)
+        return 0;
+    w = &ex->slots[ex->writer];
+    return ex->clk.wall_ms <= w->lease_end;
 }
 
 static int lowest(unsigned m)
@@ -1230,18 +1261,32 @@ static void explore_run(explorer *ex)
             apply(ex, c);
         }
         if (complete) {
+            int which = -1;
             res->schedules++;
             if (ex->violated) {
+                which = ex->violation_legacy ? 1 : 0;
                 if (ex->violation_legacy)
                     res->legacy_violations++;
-                else
+                else {
                     res->violations++;
-                if (ex->best_n == 0 || ex->n_steps < ex->best_n) {
-                    ex->best_n = ex->n_steps;
-                    memcpy(ex->best, ex->steps,
-                           sizeof(step_rec) * (size_t)ex->n_steps);
-                    snprintf(ex->best_why, sizeof(ex->best_why), "%s", ex->why);
+                    res->by_kind[violation_kind(ex->why)]++;
                 }
+            } else if (is_orphan(ex)) {
+                which = 2;
+                res->orphans++;
+                snprintf(ex->why, sizeof(ex->why),
+                         "orphan: everyone is done, yet the key holds %s "
+                         "until its lease ends",
+                         ex->value);
+            }
+            if (which >= 0
+                && (ex->best_n[which] == 0
+                    || ex->n_steps < ex->best_n[which])) {
+                ex->best_n[which] = ex->n_steps;
+                memcpy(ex->best[which], ex->steps,
+                       sizeof(step_rec) * (size_t)ex->n_steps);
+                snprintf(ex->best_why[which], sizeof(ex->best_why[0]), "%s",
+                         ex->why);
             }
         }
         finish(ex);
@@ -1266,12 +1311,30 @@ static void explore_run(explorer *ex)
     }
 }
 
+static void print_steps(const explorer *ex, int which, int *n, char *why,
+                        size_t why_size, char *buf, size_t size)
+{
+    size_t used = 0;
+    int k;
+
+    *n = ex->best_n[which];
+    snprintf(why, why_size, "%s", ex->best_why[which]);
+    buf[0] = '\0';
+    for (k = 0; k < *n && used + 1 < size; k++) {
+        const step_rec *st = &ex->best[which][k];
+        used += (size_t)snprintf(
+            buf + used, size - used, "  %2d. %-3s %-26s -> %s%s%s%s\n", k + 1,
+            st->actor, st->what, st->value, st->note[0] ? "  (" : "", st->note,
+            st->note[0] ? ")" : "");
+    }
+}
+
 int explore(const explore_config *cfg, const char *upstream,
             const char *ctl_socket, explore_result *res)
 {
     explorer *ex = calloc(1, sizeof(*ex));
     struct timespec t0, t1;
-    int i;
+    int i, k;
 
     if (ex == NULL)
         die("out of memory");
@@ -1303,20 +1366,9 @@ int explore(const explore_config *cfg, const char *upstream,
     res->seconds = (double)(t1.tv_sec - t0.tv_sec)
                    + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     res->exhausted = !res->bounded;
-    res->n_steps = ex->best_n;
-    if (ex->best_n > 0) {
-        size_t used = 0;
-        int k;
-        snprintf(res->why, sizeof(res->why), "%s", ex->best_why);
-        for (k = 0; k < ex->best_n && used + 1 < sizeof(res->steps); k++) {
-            const step_rec *st = &ex->best[k];
-            used += (size_t)snprintf(
-                res->steps + used, sizeof(res->steps) - used,
-                "  %2d. %-3s %-26s -> %s%s%s%s\n", k + 1, st->actor, st->what,
-                st->value, st->note[0] ? "  (" : "", st->note,
-                st->note[0] ? ")" : "");
-        }
-    }
+    for (k = 0; k < 3; k++)
+        print_steps(ex, k, res->n_steps + k, res->why[k], sizeof(res->why[k]),
+                    res->steps[k], sizeof(res->steps[k]));
     redisFree(ex->ctl);
     pthread_mutex_destroy(&ex->mu);
     pthread_cond_destroy(&ex->cv);

@@ -43,6 +43,17 @@ typedef struct explore_config {
     long max_schedules;       /* 0: no bound */
 } explore_config;
 
+/* The properties, as counted in explore_result.by_kind. */
+enum explore_violation {
+    EXPLORE_V_EXCLUSION = 0, /* two live holders, both leases running */
+    EXPLORE_V_FOREIGN,       /* a release removed a value it did not write */
+    EXPLORE_V_UNTRUTHFUL,    /* told held or released, the server disagrees */
+    EXPLORE_V_TOLD_LOST,     /* told lost while its value stands and runs */
+    EXPLORE_V_LIVENESS,      /* refused by a value whose lease has ended */
+    EXPLORE_V_ERROR,         /* an operation failed */
+    EXPLORE_V_KINDS
+};
+
 typedef struct explore_result {
     long schedules;         /* complete schedules run */
     long pruned;            /* partial schedules cut by sleep sets */
@@ -51,9 +62,16 @@ typedef struct explore_result {
     int bounded;            /* some bound cut the search */
     int exhausted;          /* every schedule was run */
     double seconds;
-    int n_steps;      /* of the shortest counterexample */
-    char why[160];    /* what it broke */
-    char steps[6000]; /* its numbered steps, as tslock replay prints */
+    long by_kind[EXPLORE_V_KINDS]; /* violations by the property broken */
+    long orphans;                  /* schedules that left the key to nobody */
+    /*
+     * The shortest counterexample of [0] tslock's (or the control's) own
+     * steps, [1] a legacy client's flaw, [2] an orphan: its length, what
+     * it broke, its numbered steps as `tslock replay` prints them.
+     */
+    int n_steps[3];
+    char why[3][160];
+    char steps[3][6000];
 } explore_result;
 
 /*
