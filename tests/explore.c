@@ -164,6 +164,7 @@ typedef struct explorer {
     int mixed;         /* tslock beside a legacy client */
     int legacy_damage; /* a legacy step destroyed a live foreign hold */
     int violated;      /* this schedule broke a property */
+    int violated_at;   /* after this many steps */
     int violation_legacy;
     char why[160];
     step_rec steps[MAX_DEPTH + 8];
@@ -753,6 +754,7 @@ static void violation(explorer *ex, int legacy, const char *fmt, ...)
     if (ex->violated)
         return; /* the first one names the schedule */
     ex->violated = 1;
+    ex->violated_at = ex->n_steps;
     ex->violation_legacy = ex->mixed && (legacy || ex->legacy_damage);
     va_start(ap, fmt);
     vsnprintf(ex->why, sizeof(ex->why), fmt, ap);
@@ -1036,13 +1038,22 @@ static unsigned enabled_set(explorer *ex, unsigned *readonly, unsigned *hold)
  * that both only read, or a client leaving its critical section (which
  * sends nothing) and any step of another client.
  */
-static int independent(const frame *f, int a, int b)
+static int independent(const explorer *ex, const frame *f, int a, int b)
 {
+    int ra, rb;
+
     if (a >= MAX_SLOTS || b >= MAX_SLOTS || a == b)
         return 0;
+    ra = f->readonly >> a & 1;
+    rb = f->readonly >> b & 1;
+    /*
+     * Beside a legacy client, whether its write destroyed a live hold
+     * (and so who is blamed) depends on whether the holder had left its
+     * critical section: there, leaving commutes only with reads.
+     */
     if ((f->hold >> a & 1) || (f->hold >> b & 1))
-        return 1;
-    return (f->readonly >> a & 1) && (f->readonly >> b & 1);
+        return !ex->mixed || ra || rb;
+    return ra && rb;
 }
 
 static void settle_all(explorer *ex)
@@ -1242,7 +1253,7 @@ static void explore_run(explorer *ex)
                     unsigned cand = p->sleep | (p->done & ~(1u << p->cur));
                     int t;
                     for (t = 0; t < N_CHOICES; t++)
-                        if ((cand >> t & 1) && independent(p, t, p->cur))
+                        if ((cand >> t & 1) && independent(ex, p, t, p->cur))
                             f->sleep |= 1u << t;
                     f->sleep &= e;
                 }
@@ -1279,6 +1290,9 @@ static void explore_run(explorer *ex)
                          "until its lease ends",
                          ex->value);
             }
+            /* A counterexample ends at the step that broke the property. */
+            if (which >= 0 && which < 2)
+                ex->n_steps = ex->violated_at;
             if (which >= 0
                 && (ex->best_n[which] == 0
                     || ex->n_steps < ex->best_n[which])) {

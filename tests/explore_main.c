@@ -55,8 +55,9 @@ static const scenario scenarios[] = {
     {"two", 2, 1, 0, 1, 0, 40, 0, 0},
     {"two-dead", 2, 1, 1, 1, 0, 40, 0, 0},
     {"two-crash", 2, 2, 0, 1, 1, 48, 0, 0},
-    {"three", 3, 1, 0, 1, 0, 48, 200000, 1},
-    {"three-dead", 3, 1, 1, 0, 0, 48, 200000, 1},
+    {"two-retry", 2, 2, 1, 1, 0, 56, 0, 1},
+    {"three", 3, 1, 0, 1, 0, 48, 5000, 1},
+    {"three-dead", 3, 1, 1, 1, 0, 48, 5000, 1},
 };
 #define N_SCEN (sizeof(scenarios) / sizeof(scenarios[0]))
 
