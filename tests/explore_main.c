@@ -205,7 +205,7 @@ static void control_rows(int full)
                 found += v;
             }
         }
-        if (ran && found == 0) {
+        if (ran && found == 0 && only == NULL) {
             printf("FAIL: control %s found no counterexample\n",
                    controls[c].name);
             failures++;
