@@ -19,7 +19,8 @@
  * Reduction (sound): sleep sets over an independence relation that holds
  * only where two steps commute on the server and in the clients: two
  * steps of different clients that only read (GET, PTTL, TTL, WATCH ...),
- * and a client leaving its critical section, which sends nothing.  Sleep
+ * and a client leaving its critical section, which sends nothing, with
+ * any step of another (beside a legacy client, with a read only).  Sleep
  * sets alone still visit every reachable state (Godefroid, 1996), so a
  * property checked after every step is checked in every state.
  *
@@ -155,7 +156,7 @@ typedef struct explorer {
     pthread_cond_t cv;
     /* the schedule being run */
     frame fr[MAX_DEPTH];
-    int depth, prefix;
+    int prefix;
     int clock_used, crash_used, pass_at; /* pass_at: step of the pass */
     char value[64];     /* the key's value after the last step */
     int writer;         /* who wrote it: a slot, -1 nobody, -2 setup */
