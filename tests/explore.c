@@ -142,7 +142,10 @@ typedef struct step_rec {
 
 typedef struct frame {
     unsigned enabled, sleep, done, readonly, hold;
+    unsigned full; /* enabled before the preemption bound cut it */
     int cur;
+    int last;    /* the client that took the step before, or -1 */
+    int preempt; /* preemptions before this step */
 } frame;
 
 typedef struct explorer {
@@ -1176,6 +1179,13 @@ static void finish(explorer *ex)
         passthrough(&ex->slots[i]);
 }
 
+/* Whether choosing c at f switches away from a client that could go on. */
+static int is_preemption(const frame *f, int c)
+{
+    return c < MAX_SLOTS && f->last >= 0 && c != f->last
+           && (f->full >> f->last & 1);
+}
+
 /* The property a violation's description names. */
 static int violation_kind(const char *why)
 {
@@ -1229,14 +1239,28 @@ static void explore_run(explorer *ex)
         reset(ex);
         complete = 0;
         for (d = 0;; d++) {
-            unsigned ro, hold, e = enabled_set(ex, &ro, &hold);
+            unsigned ro, hold, e = enabled_set(ex, &ro, &hold), full = e;
             frame *f = &ex->fr[d];
-            int c;
+            int c, last = -1, used = 0;
 
             if (d >= MAX_DEPTH || d >= ex->cfg->max_depth) {
                 res->bounded = 1;
+                d--; /* backtrack from the last frame this run set */
                 break;
             }
+            /*
+             * The preemption bound (CHESS): past it, the client that took
+             * the last step keeps going while it can; events may still
+             * come.
+             */
+            if (d > 0) {
+                const frame *p = &ex->fr[d - 1];
+                last = p->cur < MAX_SLOTS ? p->cur : p->last;
+                used = p->preempt + is_preemption(p, p->cur);
+            }
+            if (ex->cfg->preemptions >= 0 && used >= ex->cfg->preemptions
+                && last >= 0 && (e >> last & 1))
+                e &= 1u << last | ~((1u << MAX_SLOTS) - 1);
             if (d < ex->prefix) {
                 if (e != f->enabled)
                     die("schedule did not replay: depth %d enabled %x, "
@@ -1245,11 +1269,16 @@ static void explore_run(explorer *ex)
                 c = f->cur;
             } else {
                 f->enabled = e;
+                f->full = full;
+                f->last = last;
+                f->preempt = used;
                 f->readonly = ro;
                 f->hold = hold;
                 f->done = 0;
                 f->sleep = 0;
-                if (d > 0) {
+                /* Sleep sets and a preemption bound do not mix soundly;
+                 * a bounded search goes without them. */
+                if (d > 0 && ex->cfg->preemptions < 0) {
                     const frame *p = &ex->fr[d - 1];
                     unsigned cand = p->sleep | (p->done & ~(1u << p->cur));
                     int t;

@@ -41,6 +41,7 @@ typedef struct explore_config {
     int crash;                /* one client may crash once */
     int max_depth;            /* steps per schedule (bound) */
     long max_schedules;       /* 0: no bound */
+    int preemptions;          /* CHESS's preemption bound; -1: none */
 } explore_config;
 
 /* The properties, as counted in explore_result.by_kind. */

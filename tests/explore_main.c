@@ -49,15 +49,16 @@ typedef struct scenario {
     int n, tries, dead, clock, crash, depth;
     long max_schedules;
     int full_only;
+    int preemptions; /* -1: every schedule */
 } scenario;
 
 static const scenario scenarios[] = {
-    {"two", 2, 1, 0, 1, 0, 40, 0, 0},
-    {"two-dead", 2, 1, 1, 1, 0, 40, 0, 0},
-    {"two-crash", 2, 2, 0, 1, 1, 48, 0, 0},
-    {"two-retry", 2, 2, 1, 1, 0, 56, 0, 1},
-    {"three", 3, 1, 0, 1, 0, 48, 5000, 1},
-    {"three-dead", 3, 1, 1, 1, 0, 48, 5000, 1},
+    {"two", 2, 1, 0, 1, 0, 40, 0, 0, -1},
+    {"two-dead", 2, 1, 1, 1, 0, 40, 0, 0, -1},
+    {"two-crash", 2, 2, 0, 1, 1, 48, 0, 0, -1},
+    {"two-retry", 2, 2, 1, 1, 0, 56, 0, 1, -1},
+    {"three", 3, 1, 0, 1, 0, 48, 100000, 1, 2},
+    {"three-dead", 3, 1, 1, 1, 0, 48, 100000, 1, 2},
 };
 #define N_SCEN (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -111,11 +112,16 @@ static long row(const char *label, int g, const scenario *sc, explore_kind a,
     cfg.crash = sc->crash;
     cfg.max_depth = sc->depth;
     cfg.max_schedules = sc->max_schedules;
+    cfg.preemptions = sc->preemptions;
     explore(&cfg, g == 0 ? srv.socket : proxies[g].socket, srv.socket, &res);
     total_schedules += res.schedules;
     total_seconds += res.seconds;
     printf("explore %s schedules=%ld exhausted=%s violations=%ld", name,
-           res.schedules, res.exhausted ? "yes" : "no", res.violations);
+           res.schedules, res.exhausted && sc->preemptions < 0 ? "yes" : "no",
+           res.violations);
+    if (sc->preemptions >= 0)
+        printf(" preemptions<=%d%s", sc->preemptions,
+               res.exhausted ? " (every such schedule)" : "");
     if (res.legacy_violations > 0 || a != b)
         printf(" legacy-flaws=%ld", res.legacy_violations);
     if (res.orphans > 0)
@@ -226,7 +232,7 @@ static void legacy_rows(void)
     } legacy[] = {{"java", EXPLORE_LEGACY_JAVA, TSLOCK_UNIT_MS},
                   {"redisdoc", EXPLORE_LEGACY_REDISDOC, TSLOCK_UNIT_S},
                   {"redispy2", EXPLORE_LEGACY_REDISPY2, TSLOCK_UNIT_FLOAT}};
-    scenario sc = {"", 2, 1, 0, 1, 0, 40, 0, 0};
+    scenario sc = {"", 2, 1, 0, 1, 0, 40, 0, 0, -1};
     char scname[64];
     size_t l;
     int g, bridge;
