@@ -125,6 +125,7 @@ typedef struct slot {
     int n_ev, seen_ev;
     int at;    /* where the scheduler last found it (S_RUNNING: pending) */
     int fresh; /* its next command starts an acquisition attempt */
+    int wrote; /* the step forwarded a command that may write */
 } slot;
 
 /* One step of the schedule as printed in a counterexample. */
@@ -327,8 +328,12 @@ static int relay_settle(slot *s)
 }
 
 /* Let the slot's pending commands go to the server, as one write. */
+static int pending_read_only(const slot *s);
+
 static void relay_forward(slot *s)
 {
+    if (!pending_read_only(s))
+        s->wrote = 1;
     if (s->n_cmds > 0)
         snprintf(s->last_cmd, sizeof(s->last_cmd), "%s",
                  s->cmds[s->n_cmds > MAX_STEP_CMDS ? MAX_STEP_CMDS - 1
@@ -1124,7 +1129,10 @@ static void apply(explorer *ex, int c)
             relay_forward(s);
             s->at = relay_settle(s);
         }
-        note_value(ex, c);
+        /* Only a step that may write can change the key. */
+        if (s->wrote)
+            note_value(ex, c);
+        s->wrote = 0;
         take_events(ex, s, st);
     }
     snprintf(st->value, sizeof(st->value), "%s",
@@ -1154,7 +1162,7 @@ static void reset(explorer *ex)
     for (i = 0; i < ex->n; i++) {
         slot *s = &ex->slots[i];
         s->believes = s->crashed = s->in_release = 0;
-        s->after_pass = s->prepass = 0;
+        s->after_pass = s->prepass = s->wrote = 0;
         s->own[0] = '\0';
         s->lease_end = 0;
         s->n_ev = s->seen_ev = 0;
