@@ -20,6 +20,45 @@ static int watch_get(tslock_lock *l, redisReply **value)
     return tslock__watch_read(l, 1, keys, 1, q, value);
 }
 
+/*
+ * guarded_watch_once's EXEC came back nil: the key changed after WATCH,
+ * nothing ran, and it is to be read again (at most WATCH_CHANGES_MAX
+ * times in all).
+ */
+#define WATCH_CHANGED     1
+#define WATCH_CHANGES_MAX 4
+
+/*
+ * The key did not hold our value.  UNWATCH goes out anyway, so it takes
+ * a GET with it: a GETSET that lost a takeover writes its stamp over ours
+ * and then puts ours back (race k of doc/races.md), and if ours is back
+ * by now, the hold stands and the operation is tried again.  Otherwise
+ * the loss stands, as of this last look.
+ */
+static int unwatch_and_look_again(tslock_lock *l, const char *expect,
+                                  int lost_rc)
+{
+    const char *unwatch[1] = {"UNWATCH"}, *get[2] = {"GET", l->key};
+    const struct tslock__queued q[2] = {{TSLOCK_STEP_UNWATCH, 1, unwatch},
+                                        {TSLOCK_STEP_GET, 2, get}};
+    char keep[TSLOCK__ERRSTR_SIZE];
+    redisReply *r[2] = {NULL, NULL};
+    int back;
+
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    if (tslock__pipeline(l->client, l->key, 2, q, r) != TSLOCK_OK) {
+        memcpy(l->client->errstr, keep, sizeof(keep));
+        return lost_rc; /* the loss seen is what we know */
+    }
+    back = r[1] != NULL && r[1]->type == REDIS_REPLY_STRING
+           && strcmp(r[1]->str, expect) == 0;
+    tslock__free_replies(2, r);
+    if (back)
+        return WATCH_CHANGED;
+    memcpy(l->client->errstr, keep, sizeof(keep));
+    return lost_rc;
+}
+
 /* MULTI, "STEP key [arg]" for each step, EXEC. */
 static int transaction(tslock_lock *l, int n, const tslock_step *steps,
                        const char *const *args, redisReply **out)
@@ -64,6 +103,8 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
     rc = tslock__guard_compare(l, r, expect, verb);
     freeReplyObject(r);
     r = NULL;
+    if (rc == TSLOCK_ELOST && (!check_lease || tslock__lease_runs(l)))
+        return unwatch_and_look_again(l, expect, rc);
     if (rc == TSLOCK_OK && check_lease && !tslock__lease_runs(l))
         rc = tslock__guard_lost(l, verb, "our lease ran out");
     if (rc != TSLOCK_OK) {
@@ -79,8 +120,7 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
     if (rc != TSLOCK_OK)
         return rc;
     if (r->type == REDIS_REPLY_NIL)
-        rc = tslock__guard_lost(l, verb,
-                                "the key changed between WATCH and EXEC");
+        rc = WATCH_CHANGED;
     else if (r->element[0]->type == REDIS_REPLY_ERROR)
         rc = tslock__reply_error(l->client, tslock_step_name(steps[op]),
                                  r->element[0]);
@@ -91,18 +131,31 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
     return rc;
 }
 
-/* Again from the WATCH when the key's cluster slot moved under it. */
+/*
+ * Again from the WATCH when the key's cluster slot moved under it, or
+ * when the key changed between WATCH and EXEC.  A change is not a loss:
+ * a GETSET that lost a takeover writes its own stamp and then puts ours
+ * back, so the key can change and still be ours (race k of
+ * doc/races.md).  Reading it again tells; only a key that keeps changing
+ * through every try is reported lost.
+ */
 int tslock__guarded_watch(tslock_lock *l, enum tslock__guarded_op op,
                           const char *expect, const char *arg, int check_lease,
                           const char *verb)
 {
-    int rc, tries = 0;
+    int rc, tries = 0, changes = 0;
 
     (void)tslock__rewatch(l->client); /* nothing left from before */
-    do
+    for (;;) {
         rc = guarded_watch_once(l, op, expect, arg, check_lease, verb);
-    while (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX);
-    return rc;
+        if (tslock__rewatch(l->client) && ++tries < TSLOCK__REWATCH_MAX)
+            continue;
+        if (rc != WATCH_CHANGED)
+            return rc;
+        if (++changes == WATCH_CHANGES_MAX)
+            return tslock__guard_lost(
+                l, verb, "the key changed between WATCH and EXEC every time");
+    }
 }
 
 static int token_acquire_watch_once(tslock_lock *l, int64_t *holder_pttl)

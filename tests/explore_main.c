@@ -171,7 +171,7 @@ static void tslock_rows(int full)
             if (gen_has(g, "watch"))
                 row("timestamp-watch", g, sc, EXPLORE_TIMESTAMP,
                     EXPLORE_TIMESTAMP, TSLOCK_UNIT_MS, TSLOCK_RELEASE_WATCH,
-                    SAFE, EXPLORE_V_TOLD_LOST);
+                    SAFE, -1);
             row("timestamp-classic", g, sc, EXPLORE_TIMESTAMP,
                 EXPLORE_TIMESTAMP, TSLOCK_UNIT_MS, TSLOCK_RELEASE_CLASSIC, GAP,
                 -1);
@@ -245,7 +245,7 @@ static void legacy_rows(void)
                 row(bridge ? "bridge" : "timestamp", g, &sc,
                     bridge ? EXPLORE_BRIDGE : EXPLORE_TIMESTAMP, legacy[l].kind,
                     legacy[l].unit, TSLOCK_RELEASE_BEST,
-                    gen_has(g, "watch") ? SAFE : GAP, EXPLORE_V_TOLD_LOST);
+                    gen_has(g, "watch") ? SAFE : GAP, -1);
             }
 }
 

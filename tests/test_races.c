@@ -415,7 +415,7 @@ static void test_race_d_watch_keeps_other(void)
 {
     run_race_d(TSLOCK_RELEASE_WATCH, "race:d:watch", "MULTI",
                "A:WATCH A:GET B:SETNX B:GET B:GETSET A:MULTI A:DEL A:PUBLISH "
-               "A:EXEC",
+               "A:EXEC A:WATCH A:GET A:UNWATCH",
                TSLOCK_ELOST, 1);
 }
 
