@@ -1064,8 +1064,10 @@ static void test_cli_watch(void)
     char out[4096], args[1024], k2[32];
     int i, owner = th_cluster_owner(&cl, "cli:w"), url = (owner + 1) % cl.n;
 
-    for (i = 0; th_cluster_owner(&cl, k2) == owner || i == 0; i++)
-        snprintf(k2, sizeof(k2), "cli:w%d", i);
+    i = 0;
+    do
+        snprintf(k2, sizeof(k2), "cli:w%d", i++);
+    while (th_cluster_owner(&cl, k2) == owner);
     snprintf(args, sizeof(args), "watch --for 1 cli:w %s 2>&1", k2);
     CU_ASSERT_EQUAL(cli(url, args, out, sizeof(out)), 64);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "watch them separately"));
