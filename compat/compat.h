@@ -2,8 +2,8 @@
  * compat.h - the one interface between lib/ and compat/: the forms of
  * lock operations for servers without SET NX PX, Lua or WATCH.  lib/
  * calls these and nothing else of compat/; compat/ builds them on what
- * lib/ keeps below both (command.c, proof.c, transaction.c, scripts.c)
- * and never calls a scheme of lib/.
+ * lib/ keeps below both (wire.c, command.c, proof.c, transaction.c,
+ * scripts.c) and never calls a scheme of lib/.
  */
 #ifndef TSLOCK_COMPAT_H
 #define TSLOCK_COMPAT_H

@@ -1,7 +1,8 @@
 /*
- * client.c - the client: connecting over TCP or a Unix socket (or
- * wrapping the caller's connection), AUTH and SELECT, reconnecting, and
- * learning once per connection what the server can do.
+ * client.c - the client: connecting over TCP, a Unix socket or to the
+ * master Sentinel names (or wrapping the caller's connection), AUTH and
+ * SELECT, reconnecting, and learning once per connection what the
+ * server can do.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -61,12 +62,6 @@ void tslock_client_free(tslock_client *c)
     free(c);
 }
 
-static struct timeval ms_to_timeval(int ms)
-{
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    return tv;
-}
-
 int tslock_client_set_timeouts(tslock_client *c, int connect_ms, int command_ms)
 {
     if (c == NULL || connect_ms < 0 || command_ms < 0)
@@ -76,22 +71,9 @@ int tslock_client_set_timeouts(tslock_client *c, int connect_ms, int command_ms)
     if (c->cluster != NULL && !c->broken)
         return tslock__cluster_set_timeout(c);
     if (c->ctx != NULL && !c->broken
-        && redisSetTimeout(c->ctx, ms_to_timeval(command_ms)) != REDIS_OK)
+        && redisSetTimeout(c->ctx, tslock__ms_to_timeval(command_ms))
+               != REDIS_OK)
         return tslock__io_failure(c, "set command timeout");
-    return TSLOCK_OK;
-}
-
-int tslock__replace_string(char **slot, const char *value)
-{
-    char *copy = NULL;
-
-    if (value != NULL && (copy = strdup(value)) == NULL)
-        return TSLOCK_ENOMEM;
-    if (*slot != NULL) {
-        memset(*slot, 0, strlen(*slot));
-        free(*slot);
-    }
-    *slot = copy;
     return TSLOCK_OK;
 }
 
@@ -182,7 +164,8 @@ static int finish_connect(tslock_client *c, int send_auth)
     c->broken = 0;
     tslock__clear_error(c);
     if (c->command_ms > 0
-        && redisSetTimeout(c->ctx, ms_to_timeval(c->command_ms)) != REDIS_OK)
+        && redisSetTimeout(c->ctx, tslock__ms_to_timeval(c->command_ms))
+               != REDIS_OK)
         return tslock__io_failure(c, "set command timeout");
     if (send_auth)
         rc = authenticate(c);
@@ -213,7 +196,7 @@ static int finish_connect(tslock_client *c, int send_auth)
  */
 static redisContext *connect_first(tslock_client *c)
 {
-    struct timeval tv = ms_to_timeval(c->connect_ms);
+    struct timeval tv = tslock__ms_to_timeval(c->connect_ms);
     redisContext *ctx = c->connect_ms > 0
                             ? redisConnectWithTimeout(c->host, c->port, tv)
                             : redisConnect(c->host, c->port);
@@ -237,7 +220,7 @@ static redisContext *connect_first(tslock_client *c)
 
 int tslock__open_socket(tslock_client *c)
 {
-    struct timeval tv = ms_to_timeval(c->connect_ms);
+    struct timeval tv = tslock__ms_to_timeval(c->connect_ms);
     int rc, flags;
 
     drop_connection(c);
@@ -286,56 +269,6 @@ int tslock__connect_side(tslock_client *c, redisContext **out)
     return tslock__connect_node(c, c->host, c->port, out);
 }
 
-/*
- * A new connection with the client's timeouts and credentials, to
- * host:port, or to the client's own Unix socket when host is c->host and
- * the client speaks over one.
- */
-int tslock__connect_node(tslock_client *c, const char *host, int port,
-                         redisContext **out)
-{
-    struct timeval tv = ms_to_timeval(c->connect_ms);
-    const char *argv[3] = {"AUTH", c->user, c->password};
-    redisContext *ctx;
-    redisReply *r;
-    int flags;
-
-    *out = NULL;
-    if (c->host == NULL) /* a Sentinel client that never found a master */
-        return TSLOCK_EIO;
-    if (c->transport == TRANSPORT_TCP || host != c->host)
-        ctx = c->connect_ms > 0 ? redisConnectWithTimeout(host, port, tv)
-                                : redisConnect(host, port);
-    else if (c->transport == TRANSPORT_UNIX)
-        ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
-                                : redisConnectUnix(c->host);
-    else
-        return TSLOCK_EUNSUPPORTED; /* a wrapped connection: where to? */
-    if (ctx == NULL || ctx->err) {
-        redisFree(ctx);
-        return TSLOCK_EIO;
-    }
-    flags = fcntl(ctx->fd, F_GETFD);
-    if (flags != -1)
-        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-    if (c->command_ms > 0)
-        (void)redisSetTimeout(ctx, ms_to_timeval(c->command_ms));
-    if (c->password != NULL) {
-        if (c->user == NULL)
-            argv[1] = c->password;
-        if (tslock__roundtrip(ctx, c->user != NULL ? 3 : 2, argv, &r)
-                != REDIS_OK
-            || r->type == REDIS_REPLY_ERROR) {
-            freeReplyObject(r);
-            redisFree(ctx);
-            return TSLOCK_EAUTH;
-        }
-        freeReplyObject(r);
-    }
-    *out = ctx;
-    return TSLOCK_OK;
-}
-
 static int connect_to(tslock_client *c, enum tslock__transport t,
                       const char *where, int port)
 {
@@ -366,6 +299,44 @@ int tslock_client_connect_unix(tslock_client *c, const char *path)
     return connect_to(c, TRANSPORT_UNIX, path, 0);
 }
 
+int tslock_client_connect_sentinel(tslock_client *c, int n,
+                                   const char *const *hosts, const int *ports,
+                                   const char *master_name)
+{
+    int i;
+
+    if (c == NULL || n < 1 || hosts == NULL || ports == NULL
+        || master_name == NULL || master_name[0] == '\0')
+        return TSLOCK_EINVAL;
+    for (i = 0; i < n; i++)
+        if (hosts[i] == NULL || hosts[i][0] == '\0' || ports[i] <= 0
+            || ports[i] > 65535)
+            return TSLOCK_EINVAL;
+    if (c->transport == TRANSPORT_WRAPPED)
+        return tslock__fail(c, TSLOCK_ESTATE,
+                            "client wraps a caller's connection");
+    tslock__sentinel_free(c);
+    c->sentinel_hosts = calloc((size_t)n, sizeof(*c->sentinel_hosts));
+    c->sentinel_ports = calloc((size_t)n, sizeof(*c->sentinel_ports));
+    c->master_name = strdup(master_name);
+    if (c->sentinel_hosts == NULL || c->sentinel_ports == NULL
+        || c->master_name == NULL) {
+        tslock__sentinel_free(c);
+        return TSLOCK_ENOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        c->sentinel_hosts[i] = strdup(hosts[i]);
+        c->sentinel_ports[i] = ports[i];
+        c->nsentinels = i + 1;
+        if (c->sentinel_hosts[i] == NULL) {
+            tslock__sentinel_free(c);
+            return TSLOCK_ENOMEM;
+        }
+    }
+    c->transport = TRANSPORT_TCP;
+    return tslock__sentinel_connect(c, tslock__open_socket);
+}
+
 int tslock_client_wrap(tslock_client *c, struct redisContext *ctx)
 {
     if (c == NULL || ctx == NULL)
@@ -394,8 +365,9 @@ int tslock_client_reconnect(tslock_client *c)
         }
         return finish_connect(c, 1);
     default:
-        return c->nsentinels > 0 ? tslock__sentinel_connect(c)
-                                 : tslock__open_socket(c);
+        return c->nsentinels > 0
+                   ? tslock__sentinel_connect(c, tslock__open_socket)
+                   : tslock__open_socket(c);
     }
 }
 

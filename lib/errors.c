@@ -74,3 +74,9 @@ void tslock__clear_error(tslock_client *c)
     if (c != NULL && !c->broken)
         c->errstr[0] = '\0';
 }
+
+int tslock__is_transient(const tslock_client *c, int rc)
+{
+    return (rc == TSLOCK_EIO || rc == TSLOCK_ETIMEDOUT)
+           && c->transport != TRANSPORT_NONE && (c->broken || c->ctx == NULL);
+}

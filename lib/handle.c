@@ -30,18 +30,6 @@ const char *tslock_lock_handle(const tslock_lock *l)
     return m->handle;
 }
 
-int tslock__is_token(const char *v, size_t len)
-{
-    size_t i;
-
-    if (len != 32)
-        return 0;
-    for (i = 0; i < len; i++)
-        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
-            return 0;
-    return 1;
-}
-
 int tslock_lock_adopt(tslock_lock *l, const char *handle)
 {
     const char *colon, *value, *slash;

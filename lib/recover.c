@@ -29,12 +29,6 @@ struct recovery {
     int restarted; /* the server came back with another run_id */
 };
 
-int tslock__is_transient(const tslock_client *c, int rc)
-{
-    return (rc == TSLOCK_EIO || rc == TSLOCK_ETIMEDOUT)
-           && c->transport != TRANSPORT_NONE && (c->broken || c->ctx == NULL);
-}
-
 int64_t tslock__recovery_margin_ms(const tslock_lock *l)
 {
     /* The clock drift allowance of Redlock: 1% of the lease plus 2 ms. */

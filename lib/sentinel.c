@@ -179,7 +179,8 @@ static void to_front(tslock_client *c, int i)
  * reporting (a refusal of credentials or an unknown name outranks a
  * connection failure, which may pass), with the pass's story in summary.
  */
-static int one_pass(tslock_client *c, char *summary, size_t size)
+static int one_pass(tslock_client *c, int (*open_socket)(tslock_client *),
+                    char *summary, size_t size)
 {
     char host[256], why[300], line[600];
     int i, port = 0, rc, worst = TSLOCK_EIO;
@@ -192,7 +193,7 @@ static int one_pass(tslock_client *c, char *summary, size_t size)
                 return rc;
             c->port = port;
             c->transport = TRANSPORT_TCP;
-            rc = tslock__open_socket(c);
+            rc = open_socket(c);
             if (rc == TSLOCK_OK) {
                 to_front(c, i);
                 return rc;
@@ -217,8 +218,10 @@ static int one_pass(tslock_client *c, char *summary, size_t size)
  * Ask the sentinels in turn, and while every failure is one a failover
  * explains (a sentinel or the named master unreachable, the named node
  * not yet promoted), pass over them again until the connect timeout.
+ * open_socket (the client's) connects to the address they name.
  */
-int tslock__sentinel_connect(tslock_client *c)
+int tslock__sentinel_connect(tslock_client *c,
+                             int (*open_socket)(tslock_client *))
 {
     int64_t budget = c->connect_ms > 0 ? c->connect_ms : SENTINEL_DEFAULT_MS;
     int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + budget;
@@ -228,7 +231,7 @@ int tslock__sentinel_connect(tslock_client *c)
     for (;;) {
         int64_t left;
         summary[0] = '\0';
-        rc = one_pass(c, summary, sizeof(summary) - 80);
+        rc = one_pass(c, open_socket, summary, sizeof(summary) - 80);
         passes++;
         if (rc == TSLOCK_OK || (rc != TSLOCK_EIO && rc != TSLOCK_ETIMEDOUT))
             break;
@@ -247,44 +250,6 @@ int tslock__sentinel_connect(tslock_client *c)
                         c->master_name, c->nsentinels,
                         c->nsentinels == 1 ? "" : "s", passes,
                         passes == 1 ? "" : "es", summary);
-}
-
-int tslock_client_connect_sentinel(tslock_client *c, int n,
-                                   const char *const *hosts, const int *ports,
-                                   const char *master_name)
-{
-    int i;
-
-    if (c == NULL || n < 1 || hosts == NULL || ports == NULL
-        || master_name == NULL || master_name[0] == '\0')
-        return TSLOCK_EINVAL;
-    for (i = 0; i < n; i++)
-        if (hosts[i] == NULL || hosts[i][0] == '\0' || ports[i] <= 0
-            || ports[i] > 65535)
-            return TSLOCK_EINVAL;
-    if (c->transport == TRANSPORT_WRAPPED)
-        return tslock__fail(c, TSLOCK_ESTATE,
-                            "client wraps a caller's connection");
-    tslock__sentinel_free(c);
-    c->sentinel_hosts = calloc((size_t)n, sizeof(*c->sentinel_hosts));
-    c->sentinel_ports = calloc((size_t)n, sizeof(*c->sentinel_ports));
-    c->master_name = strdup(master_name);
-    if (c->sentinel_hosts == NULL || c->sentinel_ports == NULL
-        || c->master_name == NULL) {
-        tslock__sentinel_free(c);
-        return TSLOCK_ENOMEM;
-    }
-    for (i = 0; i < n; i++) {
-        c->sentinel_hosts[i] = strdup(hosts[i]);
-        c->sentinel_ports[i] = ports[i];
-        c->nsentinels = i + 1;
-        if (c->sentinel_hosts[i] == NULL) {
-            tslock__sentinel_free(c);
-            return TSLOCK_ENOMEM;
-        }
-    }
-    c->transport = TRANSPORT_TCP;
-    return tslock__sentinel_connect(c);
 }
 
 /* The value of "role:" in an INFO reply, into buf; 0 when absent. */

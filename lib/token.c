@@ -9,25 +9,6 @@
 
 #include "compat.h"
 
-/* 16 bytes from the kernel, as 32 hex digits. */
-int tslock__make_token(tslock_client *c, char *buf)
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char raw[16];
-    size_t i;
-
-    if (tslock__random_bytes(raw, sizeof(raw)) != TSLOCK_OK)
-        return tslock__fail(c, TSLOCK_EIO,
-                            "no randomness for a token (getrandom and "
-                            "/dev/urandom failed)");
-    for (i = 0; i < sizeof(raw); i++) {
-        buf[2 * i] = hex[raw[i] >> 4];
-        buf[2 * i + 1] = hex[raw[i] & 15];
-    }
-    buf[2 * sizeof(raw)] = '\0';
-    return TSLOCK_OK;
-}
-
 /*
  * The key exists: read it and its TTL in one round trip.  GET fails with
  * WRONGTYPE when the key is not a string (a hash, a list), which must be

@@ -142,6 +142,8 @@ int tslock__fail(tslock_client *c, int code, const char *fmt, ...)
 #endif
     ;
 void tslock__clear_error(tslock_client *c);
+/* Whether rc from an operation on c is a fault worth reconnecting for. */
+int tslock__is_transient(const tslock_client *c, int rc);
 
 /* ---- clock.c */
 int64_t tslock__now(tslock_client *c, tslock_clock_id which);
@@ -149,39 +151,13 @@ int64_t tslock__system_ms(tslock_clock_id which);
 uint64_t tslock__random64(tslock_client *c);
 int tslock__random_bytes(void *buf, size_t len);
 
-/* ---- command.c */
-/*
- * Send one command of a lock operation: call the step hook, send argv,
- * read the reply.  Server error replies come back as replies (so callers
- * can tell NOSCRIPT from WRONGTYPE); connection failures mark the client
- * broken and return the I/O code with the cause in errstr.
- */
-int tslock__command(tslock_client *c, tslock_step step, const char *key,
-                    int argc, const char **argv, redisReply **out);
+/* ---- wire.c: commands on a connection, no hooks */
 /* One command of a pipeline: its step (for the hook) and argv. */
 struct tslock__queued {
     tslock_step step;
     int argc;
     const char **argv;
 };
-/*
- * Send n commands in one round trip: every step hook is called first (a
- * stop sends nothing), then the commands go out together and out[i]
- * gets the reply to q[i].  On failure every out[i] is NULL.  key is what
- * the hooks are told.
- */
-int tslock__pipeline(tslock_client *c, const char *key, int n,
-                     const struct tslock__queued *q, redisReply **out);
-void tslock__free_replies(int n, redisReply **r);
-/* Map an error reply to a code with the server's line in errstr. */
-int tslock__reply_error(tslock_client *c, const char *what,
-                        const redisReply *r);
-/* A short description of a reply for error messages. */
-const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size);
-/* Fail with EPROTO naming what was expected and what came. */
-int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
-                       const redisReply *r);
-int tslock__check_usable(tslock_client *c);
 /*
  * Send n commands with our own writer (send(2) with MSG_NOSIGNAL, so a
  * closed connection gives EPIPE, never SIGPIPE): REDIS_OK or REDIS_ERR
@@ -195,6 +171,40 @@ int tslock__roundtrip(redisContext *ctx, int argc, const char **argv,
 int tslock__exchange(tslock_client *c, int n, const struct tslock__queued *q,
                      redisReply **out);
 int tslock__io_failure(tslock_client *c, const char *what);
+void tslock__free_replies(int n, redisReply **r);
+/* Map an error reply to a code with the server's line in errstr. */
+int tslock__reply_error(tslock_client *c, const char *what,
+                        const redisReply *r);
+/* A short description of a reply for error messages. */
+const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size);
+/* Fail with EPROTO naming what was expected and what came. */
+int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
+                       const redisReply *r);
+
+/* ---- connect.c: a new connection, and helpers of every connecting file */
+struct timeval tslock__ms_to_timeval(int ms);
+/* A new connection to host:port, timeouts set, AUTHed. */
+int tslock__connect_node(tslock_client *c, const char *host, int port,
+                         redisContext **out);
+
+/* ---- command.c */
+/*
+ * Send one command of a lock operation: call the step hook, send argv,
+ * read the reply.  Server error replies come back as replies (so callers
+ * can tell NOSCRIPT from WRONGTYPE); connection failures mark the client
+ * broken and return the I/O code with the cause in errstr.
+ */
+int tslock__command(tslock_client *c, tslock_step step, const char *key,
+                    int argc, const char **argv, redisReply **out);
+/*
+ * Send n commands in one round trip: every step hook is called first (a
+ * stop sends nothing), then the commands go out together and out[i]
+ * gets the reply to q[i].  On failure every out[i] is NULL.  key is what
+ * the hooks are told.
+ */
+int tslock__pipeline(tslock_client *c, const char *key, int n,
+                     const struct tslock__queued *q, redisReply **out);
+int tslock__check_usable(tslock_client *c);
 
 /* ---- client.c */
 int tslock__probe(tslock_client *c);
@@ -204,8 +214,12 @@ int tslock__open_socket(tslock_client *c);
 int tslock__replace_string(char **slot, const char *value);
 
 /* ---- sentinel.c: the master named by Sentinel */
-/* Ask the sentinels in turn and connect to the master they name. */
-int tslock__sentinel_connect(tslock_client *c);
+/*
+ * Ask the sentinels in turn and connect to the master they name with
+ * open_socket (tslock__open_socket).
+ */
+int tslock__sentinel_connect(tslock_client *c,
+                             int (*open_socket)(tslock_client *));
 void tslock__sentinel_free(tslock_client *c);
 /*
  * Judge the probe's ROLE reply (role) and INFO reply (info): TSLOCK_OK
@@ -254,9 +268,6 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
  */
 int tslock__rewatch(tslock_client *c);
 #define TSLOCK__REWATCH_MAX 8
-/* client.c: a new connection to host:port, timeouts set, AUTHed. */
-int tslock__connect_node(tslock_client *c, const char *host, int port,
-                         redisContext **out);
 
 /* ---- names.c: companions of a lock key, in its Cluster hash slot */
 /*
@@ -330,8 +341,6 @@ int tslock__connect_side(tslock_client *c, redisContext **out);
 
 /* ---- recover.c: release and extend across a dropped connection */
 enum tslock__recover_op { RECOVER_RELEASE, RECOVER_EXTEND };
-/* Whether rc from an operation on c is a fault worth reconnecting for. */
-int tslock__is_transient(const tslock_client *c, int rc);
 /*
  * After the transient failure first_rc of a release or extend, reconnect
  * with bounded, jittered backoff and finish the operation, for as long as
@@ -475,7 +484,9 @@ extern const struct tslock__scheme_ops tslock__bridge_ops;
 /* ---- timestamp.c, shared with bridge.c */
 int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
                           int64_t ttl_ms, int64_t *lease_end);
-/* Exactly 32 lowercase hex digits: a token (handle.c). */
+
+/* ---- value.c: tokens */
+/* Exactly 32 lowercase hex digits: a token. */
 int tslock__is_token(const char *v, size_t len);
 /* 16 random bytes as 32 hex digits and a NUL, into buf[33]. */
 int tslock__make_token(tslock_client *c, char *buf);

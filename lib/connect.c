@@ -1,0 +1,81 @@
+/*
+ * connect.c - a new connection to a node with the client's timeouts and
+ * credentials (cluster nodes, the subscriber), and the small helpers
+ * every connecting file shares.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "tslock_int.h"
+
+struct timeval tslock__ms_to_timeval(int ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    return tv;
+}
+
+int tslock__replace_string(char **slot, const char *value)
+{
+    char *copy = NULL;
+
+    if (value != NULL && (copy = strdup(value)) == NULL)
+        return TSLOCK_ENOMEM;
+    if (*slot != NULL) {
+        memset(*slot, 0, strlen(*slot));
+        free(*slot);
+    }
+    *slot = copy;
+    return TSLOCK_OK;
+}
+
+/*
+ * A new connection with the client's timeouts and credentials, to
+ * host:port, or to the client's own Unix socket when host is c->host and
+ * the client speaks over one.
+ */
+int tslock__connect_node(tslock_client *c, const char *host, int port,
+                         redisContext **out)
+{
+    struct timeval tv = tslock__ms_to_timeval(c->connect_ms);
+    const char *argv[3] = {"AUTH", c->user, c->password};
+    redisContext *ctx;
+    redisReply *r;
+    int flags;
+
+    *out = NULL;
+    if (c->host == NULL) /* a Sentinel client that never found a master */
+        return TSLOCK_EIO;
+    if (c->transport == TRANSPORT_TCP || host != c->host)
+        ctx = c->connect_ms > 0 ? redisConnectWithTimeout(host, port, tv)
+                                : redisConnect(host, port);
+    else if (c->transport == TRANSPORT_UNIX)
+        ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
+                                : redisConnectUnix(c->host);
+    else
+        return TSLOCK_EUNSUPPORTED; /* a wrapped connection: where to? */
+    if (ctx == NULL || ctx->err) {
+        redisFree(ctx);
+        return TSLOCK_EIO;
+    }
+    flags = fcntl(ctx->fd, F_GETFD);
+    if (flags != -1)
+        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+    if (c->command_ms > 0)
+        (void)redisSetTimeout(ctx, tslock__ms_to_timeval(c->command_ms));
+    if (c->password != NULL) {
+        if (c->user == NULL)
+            argv[1] = c->password;
+        if (tslock__roundtrip(ctx, c->user != NULL ? 3 : 2, argv, &r)
+                != REDIS_OK
+            || r->type == REDIS_REPLY_ERROR) {
+            freeReplyObject(r);
+            redisFree(ctx);
+            return TSLOCK_EAUTH;
+        }
+        freeReplyObject(r);
+    }
+    *out = ctx;
+    return TSLOCK_OK;
+}

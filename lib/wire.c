@@ -1,0 +1,223 @@
+/*
+ * wire.c - commands on a connection, without hooks: our writer (no
+ * SIGPIPE), one or n commands and their replies, the broken-connection
+ * rule, and turning replies the library did not expect into codes with
+ * a message naming what came.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "tslock_int.h"
+
+/*
+ * A NULL reply from hiredis means the connection is gone or timed out;
+ * either way the context cannot be trusted any more, so the client is
+ * marked broken until it reconnects.
+ */
+int tslock__io_failure(tslock_client *c, const char *what)
+{
+    redisContext *ctx = c->ctx;
+    int timed_out =
+        ctx != NULL && ctx->err == REDIS_ERR_IO
+        && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT);
+    const char *cause =
+        ctx != NULL && ctx->errstr[0] ? ctx->errstr : "connection lost";
+
+    c->broken = 1;
+    if (timed_out)
+        return tslock__fail(c, TSLOCK_ETIMEDOUT,
+                            "%s: no reply within %d ms (%s)", what,
+                            c->command_ms, cause);
+    if (ctx != NULL && ctx->err == REDIS_ERR_EOF)
+        return tslock__fail(c, TSLOCK_EIO, "%s: server closed the connection",
+                            what);
+    return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
+}
+
+/*
+ * Write the whole of buf with send(MSG_NOSIGNAL), so a connection the
+ * server closed gives EPIPE and never SIGPIPE, at no cost in system
+ * calls.  hiredis's own writer uses write(2), which raises SIGPIPE.  The
+ * socket's send timeout (set with the command timeout) bounds a stall.
+ */
+static int send_nosignal(redisContext *ctx, const char *buf, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = send(ctx->fd, buf + done, len - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ctx->err = REDIS_ERR_IO;
+            snprintf(ctx->errstr, sizeof(ctx->errstr), "%s",
+                     n < 0 ? strerror(errno) : "short write");
+            return REDIS_ERR;
+        }
+        done += (size_t)n;
+    }
+    return REDIS_OK;
+}
+
+/*
+ * Format every command into one buffer and send it in one go, with our
+ * writer.  Every command of the library goes this way, on the lock
+ * connection and on the subscriber alike, so none can raise SIGPIPE.
+ */
+int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
+{
+    char *buf = NULL, *grown;
+    size_t len = 0;
+    int i, rc = REDIS_OK;
+
+    for (i = 0; i < n && rc == REDIS_OK; i++) {
+        char *cmd = NULL;
+        long long cmdlen =
+            redisFormatCommandArgv(&cmd, q[i].argc, q[i].argv, NULL);
+        grown = cmdlen < 0 ? NULL : realloc(buf, len + (size_t)cmdlen);
+        if (grown == NULL) {
+            ctx->err = REDIS_ERR_OOM;
+            snprintf(ctx->errstr, sizeof(ctx->errstr), "out of memory");
+            rc = REDIS_ERR;
+        } else {
+            buf = grown;
+            memcpy(buf + len, cmd, (size_t)cmdlen);
+            len += (size_t)cmdlen;
+        }
+        redisFreeCommand(cmd);
+    }
+    if (rc == REDIS_OK)
+        rc = send_nosignal(ctx, buf, len);
+    free(buf);
+    return rc;
+}
+
+int tslock__roundtrip(redisContext *ctx, int argc, const char **argv,
+                      redisReply **out)
+{
+    const struct tslock__queued q = {TSLOCK_STEP_GET, argc, argv};
+    void *r = NULL;
+
+    *out = NULL;
+    if (tslock__send(ctx, 1, &q) != REDIS_OK
+        || redisGetReply(ctx, &r) != REDIS_OK || r == NULL)
+        return REDIS_ERR;
+    *out = r;
+    return REDIS_OK;
+}
+
+int tslock__exchange(tslock_client *c, int n, const struct tslock__queued *q,
+                     redisReply **out)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        out[i] = NULL;
+    if (tslock__send(c->ctx, n, q) != REDIS_OK)
+        return tslock__io_failure(c, tslock_step_name(q[0].step));
+    for (i = 0; i < n; i++) {
+        void *r = NULL;
+        if (redisGetReply(c->ctx, &r) != REDIS_OK || r == NULL) {
+            tslock__free_replies(i, out);
+            return tslock__io_failure(c, tslock_step_name(q[i].step));
+        }
+        out[i] = r;
+    }
+    return TSLOCK_OK;
+}
+
+void tslock__free_replies(int n, redisReply **r)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        freeReplyObject(r[i]);
+        r[i] = NULL;
+    }
+}
+
+const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size)
+{
+    if (r == NULL) {
+        snprintf(buf, size, "no reply");
+        return buf;
+    }
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+        snprintf(buf, size, "bulk string \"%.*s\"",
+                 r->len > 40 ? 40 : (int)r->len, r->str);
+        break;
+    case REDIS_REPLY_STATUS:
+        snprintf(buf, size, "status \"%.*s\"", r->len > 40 ? 40 : (int)r->len,
+                 r->str);
+        break;
+    case REDIS_REPLY_ERROR:
+        snprintf(buf, size, "error \"%.*s\"", r->len > 80 ? 80 : (int)r->len,
+                 r->str);
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(buf, size, "integer %lld", (long long)r->integer);
+        break;
+    case REDIS_REPLY_NIL:
+        snprintf(buf, size, "nil");
+        break;
+    case REDIS_REPLY_ARRAY:
+        snprintf(buf, size, "array of %zu", (size_t)r->elements);
+        break;
+    default:
+        snprintf(buf, size, "reply of type %d", r->type);
+    }
+    return buf;
+}
+
+int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
+{
+    int code = TSLOCK_ESERVER;
+
+    /*
+     * A master demoted by a failover keeps its connections and refuses
+     * writes.  For a client that finds its master through Sentinel that
+     * is a connection to the wrong node: broken, so reconnecting asks
+     * the sentinels again.
+     */
+    if (c->nsentinels > 0 && strncmp(r->str, "READONLY", 8) == 0) {
+        c->broken = 1;
+        return tslock__fail(c, TSLOCK_EIO,
+                            "%s: %s:%d is no longer the master of '%s' "
+                            "(a failover demoted it): server replied -%s",
+                            what, c->host, c->port, c->master_name, r->str);
+    }
+    /*
+     * Servers before 2.8 say "ERR Operation against a key holding the
+     * wrong kind of value", without the WRONGTYPE prefix; older servers
+     * also wrap a script's error in "ERR Error running script".
+     */
+    if (strstr(r->str, "WRONGTYPE") != NULL
+        || strstr(r->str, "wrong kind of value") != NULL)
+        code = TSLOCK_EWRONGTYPE;
+    else if (strncmp(r->str, "NOAUTH", 6) == 0
+             || strncmp(r->str, "WRONGPASS", 9) == 0
+             || strncmp(r->str, "ERR operation not permitted", 27) == 0)
+        code = TSLOCK_EAUTH;
+    else if (strncmp(r->str, "MOVED ", 6) == 0
+             || strncmp(r->str, "ASK ", 4) == 0
+             || strncmp(r->str, "TRYAGAIN", 8) == 0
+             || strncmp(r->str, "CROSSSLOT", 9) == 0
+             || strncmp(r->str, "CLUSTERDOWN", 11) == 0)
+        code = TSLOCK_ECLUSTER;
+    return tslock__fail(c, code, "%s: server replied -%s", what, r->str);
+}
+
+int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
+                       const redisReply *r)
+{
+    char buf[128];
+
+    if (r != NULL && r->type == REDIS_REPLY_ERROR)
+        return tslock__reply_error(c, what, r);
+    return tslock__fail(c, TSLOCK_EPROTO, "%s: expected %s, got %s", what,
+                        expected, tslock__reply_describe(r, buf, sizeof(buf)));
+}
