@@ -12,29 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "harness_cluster.h"
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-/* The median of n samples, in ns. */
-static double median(int64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp64);
-    return n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 enum op { OP_PING, OP_CYCLE, OP_BUSY, OP_EXTEND, N_OPS };
 
@@ -45,7 +24,7 @@ static int64_t *samples, *pings;
 static int sample(enum op op, redisContext *raw, tslock_lock *a, tslock_lock *b,
                   int64_t *ns)
 {
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     int ok = 1;
 
     switch (op) {
@@ -68,7 +47,7 @@ static int sample(enum op op, redisContext *raw, tslock_lock *a, tslock_lock *b,
     default:
         break;
     }
-    *ns = now_ns() - t0;
+    *ns = bench_now_ns() - t0;
     return ok ? 0 : -1;
 }
 
@@ -169,8 +148,8 @@ static int bench_clients(const char *name, redisContext *raw, tslock_client *c1,
             failed |= tslock_release(a) != TSLOCK_OK;
         if (failed)
             break;
-        med[OP_PING] += median(pings, rounds) / 3;
-        med[op] = median(samples, rounds) / median(pings, rounds);
+        med[OP_PING] += bench_median(pings, rounds) / 3;
+        med[op] = bench_median(samples, rounds) / bench_median(pings, rounds);
     }
     if (failed) {
         printf("%-12s %-9s failed: %s\n", name, scheme_name,

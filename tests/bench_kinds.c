@@ -10,33 +10,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "harness.h"
 
 enum op { OP_CYCLE, OP_REENTER, OP_SET2, OP_WITH, N_OPS };
 
 static int rounds;
 static int64_t *samples, *pings;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(int64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp64);
-    return n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 static int nothing(tslock_lock *lock, void *userdata)
 {
@@ -48,7 +28,7 @@ static int nothing(tslock_lock *lock, void *userdata)
 /* One timed sample: 0 when every call said what was expected. */
 static int sample(enum op op, tslock_lock **set, int64_t *ns)
 {
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     int ok = 0, result = -1;
 
     switch (op) {
@@ -69,18 +49,8 @@ static int sample(enum op op, tslock_lock **set, int64_t *ns)
              && result == 0;
         break;
     }
-    *ns = now_ns() - t0;
+    *ns = bench_now_ns() - t0;
     return ok ? 0 : -1;
-}
-
-static int ping(redisContext *raw, int64_t *ns)
-{
-    int64_t t0 = now_ns();
-    redisReply *r = redisCommand(raw, "PING");
-
-    *ns = now_ns() - t0;
-    freeReplyObject(r);
-    return r != NULL ? 0 : -1;
 }
 
 static int bench_target(const char *name, const th_server *ep)
@@ -102,14 +72,14 @@ static int bench_target(const char *name, const th_server *ep)
         if (op == OP_REENTER)
             failed |= tslock_acquire(set[0], 0) != TSLOCK_OK;
         for (i = 0; i < rounds && !failed; i++)
-            failed |= ping(raw, &pings[i]) != 0
+            failed |= bench_ping(raw, &pings[i]) != 0
                       || sample((enum op)op, set, &samples[i]) != 0;
         if (op == OP_REENTER)
             failed |= tslock_release(set[0]) != TSLOCK_OK;
         if (failed)
             break;
-        ping_us += median(pings, rounds) / 1000.0 / N_OPS;
-        ratio[op] = median(samples, rounds) / median(pings, rounds);
+        ping_us += bench_median(pings, rounds) / 1000.0 / N_OPS;
+        ratio[op] = bench_median(samples, rounds) / bench_median(pings, rounds);
     }
     if (failed)
         printf("%-8s failed: %s\n", name, tslock_client_errstr(c));

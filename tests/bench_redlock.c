@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "harness.h"
 
 #define N 3
@@ -18,42 +19,13 @@ static int64_t *samples, *pings;
 static th_server srv[N];
 static redisContext *raw;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(int64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp64);
-    return n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
-static int64_t ping_ns(void)
-{
-    int64_t t0 = now_ns();
-
-    freeReplyObject(redisCommand(raw, "PING"));
-    return now_ns() - t0;
-}
-
 enum op { SINGLE_CYCLE, CYCLE, BUSY, EXTEND };
 
 /* One timed sample; 0 when every call said what was expected. */
 static int sample(enum op op, tslock_lock *single, tslock_redlock *a,
                   tslock_redlock *b, int64_t *ns)
 {
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     int ok;
 
     switch (op) {
@@ -72,7 +44,7 @@ static int sample(enum op op, tslock_lock *single, tslock_redlock *a,
         ok = tslock_redlock_extend(a, 0) == TSLOCK_OK;
         break;
     }
-    *ns = now_ns() - t0;
+    *ns = bench_now_ns() - t0;
     return ok ? 0 : -1;
 }
 
@@ -83,13 +55,13 @@ static double measure(enum op op, tslock_lock *single, tslock_redlock *a,
     int i;
 
     for (i = 0; i < rounds; i++) {
-        pings[i] = ping_ns();
+        bench_ping(raw, &pings[i]);
         if (sample(op, single, a, b, &samples[i]) != 0) {
             printf("failed: %s\n", tslock_redlock_errstr(a));
             return -1;
         }
     }
-    return median(samples, rounds) / median(pings, rounds);
+    return bench_median(samples, rounds) / bench_median(pings, rounds);
 }
 
 int main(void)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "harness.h"
 
 enum op { OP_PLAIN, OP_SHARED, OP_EXCLUSIVE, OP_PERMIT, N_OPS };
@@ -17,46 +18,15 @@ enum op { OP_PLAIN, OP_SHARED, OP_EXCLUSIVE, OP_PERMIT, N_OPS };
 static int rounds;
 static int64_t *samples, *pings;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(int64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp64);
-    return n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 /* One timed acquire + release: 0 when both said OK. */
 static int sample(tslock_lock *l, int64_t *ns)
 {
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     int ok =
         tslock_acquire(l, 0) == TSLOCK_OK && tslock_release(l) == TSLOCK_OK;
 
-    *ns = now_ns() - t0;
+    *ns = bench_now_ns() - t0;
     return ok ? 0 : -1;
-}
-
-static int ping(redisContext *raw, int64_t *ns)
-{
-    int64_t t0 = now_ns();
-    redisReply *r = redisCommand(raw, "PING");
-
-    *ns = now_ns() - t0;
-    freeReplyObject(r);
-    return r != NULL ? 0 : -1;
 }
 
 static tslock_lock *make(tslock_client *c, const char *key, enum op op)
@@ -90,12 +60,13 @@ static int bench_target(const char *name, const th_server *ep)
         for (i = 0; i < 20 && !failed; i++) /* warm the script cache */
             failed |= sample(l, &samples[0]) != 0;
         for (i = 0; i < rounds && !failed; i++)
-            failed |= ping(raw, &pings[i]) != 0 || sample(l, &samples[i]) != 0;
+            failed |=
+                bench_ping(raw, &pings[i]) != 0 || sample(l, &samples[i]) != 0;
         tslock_lock_free(l);
         if (failed)
             break;
-        ping_us += median(pings, rounds) / 1000.0 / N_OPS;
-        ratio[op] = median(samples, rounds) / median(pings, rounds);
+        ping_us += bench_median(pings, rounds) / 1000.0 / N_OPS;
+        ratio[op] = bench_median(samples, rounds) / bench_median(pings, rounds);
     }
     if (failed)
         printf("%-8s failed: %s\n", name, tslock_client_errstr(c));

@@ -11,30 +11,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "harness_sentinel.h"
 
 #define ROUNDS 1000
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(int64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp64);
-    return n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 /* The median cycle and the median PING between cycles, in ns. */
 static int measure(th_topology *t, int replicas, unsigned caps, double *cycle,
@@ -59,24 +39,19 @@ static int measure(th_topology *t, int replicas, unsigned caps, double *cycle,
         return -1;
     }
     for (i = 0; i < ROUNDS && ok; i++) {
-        int64_t t0 = now_ns();
-        redisReply *r;
+        int64_t t0 = bench_now_ns();
         ok =
             tslock_acquire(l, 0) == TSLOCK_OK && tslock_release(l) == TSLOCK_OK;
-        cycles[i] = now_ns() - t0;
-        t0 = now_ns();
-        r = redisCommand(raw, "PING");
-        pings[i] = now_ns() - t0;
-        ok = ok && r != NULL;
-        freeReplyObject(r);
+        cycles[i] = bench_now_ns() - t0;
+        ok = bench_ping(raw, &pings[i]) == 0 && ok;
     }
     if (!ok)
         fprintf(stderr, "bench_sentinel: %s\n", tslock_client_errstr(c));
     redisFree(raw);
     tslock_lock_free(l);
     tslock_client_free(c);
-    *cycle = median(cycles, ROUNDS);
-    *ping = median(pings, ROUNDS);
+    *cycle = bench_median(cycles, ROUNDS);
+    *ping = bench_median(pings, ROUNDS);
     return ok ? 0 : -1;
 }
 
