@@ -6,7 +6,6 @@
  * clients.  A single server never comes here: tslock__pipeline tests one
  * pointer.
  */
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,8 +165,7 @@ void tslock__cluster_free(tslock_client *c)
 int tslock__cluster_set_timeout(tslock_client *c)
 {
     struct tslock__cluster *cl = c->cluster;
-    struct timeval tv = {.tv_sec = c->command_ms / 1000,
-                         .tv_usec = (c->command_ms % 1000) * 1000};
+    struct timeval tv = tslock__ms_to_timeval(c->command_ms);
     int i;
 
     for (i = 0; i < cl->n; i++)

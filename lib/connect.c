@@ -4,6 +4,7 @@
  * every connecting file shares.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -31,6 +32,34 @@ int tslock__replace_string(char **slot, const char *value)
 }
 
 /*
+ * Ready a connection just opened (redisConnect*, NULL or failed included):
+ * close-on-exec, so a program that forks and execs does not pass it on,
+ * and the client's command timeout.  TSLOCK_OK with *out set, or
+ * TSLOCK_ENOMEM / TSLOCK_EIO with the cause in why (ctx freed).
+ */
+int tslock__ready_connection(const tslock_client *c, redisContext *ctx,
+                             redisContext **out, char *why, size_t why_size)
+{
+    int flags;
+
+    *out = NULL;
+    if (ctx == NULL || ctx->err) {
+        if (why != NULL)
+            snprintf(why, why_size, "%s",
+                     ctx != NULL ? ctx->errstr : "out of memory");
+        redisFree(ctx);
+        return ctx == NULL ? TSLOCK_ENOMEM : TSLOCK_EIO;
+    }
+    flags = fcntl(ctx->fd, F_GETFD);
+    if (flags != -1)
+        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+    if (c->command_ms > 0)
+        (void)redisSetTimeout(ctx, tslock__ms_to_timeval(c->command_ms));
+    *out = ctx;
+    return TSLOCK_OK;
+}
+
+/*
  * A new connection with the client's timeouts and credentials, to
  * host:port, or to the client's own Unix socket when host is c->host and
  * the client speaks over one.
@@ -42,7 +71,6 @@ int tslock__connect_node(tslock_client *c, const char *host, int port,
     const char *argv[3] = {"AUTH", c->user, c->password};
     redisContext *ctx;
     redisReply *r;
-    int flags;
 
     *out = NULL;
     if (c->host == NULL) /* a Sentinel client that never found a master */
@@ -55,15 +83,8 @@ int tslock__connect_node(tslock_client *c, const char *host, int port,
                                 : redisConnectUnix(c->host);
     else
         return TSLOCK_EUNSUPPORTED; /* a wrapped connection: where to? */
-    if (ctx == NULL || ctx->err) {
-        redisFree(ctx);
+    if (tslock__ready_connection(c, ctx, &ctx, NULL, 0) != TSLOCK_OK)
         return TSLOCK_EIO;
-    }
-    flags = fcntl(ctx->fd, F_GETFD);
-    if (flags != -1)
-        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-    if (c->command_ms > 0)
-        (void)redisSetTimeout(ctx, tslock__ms_to_timeval(c->command_ms));
     if (c->password != NULL) {
         if (c->user == NULL)
             argv[1] = c->password;

@@ -4,7 +4,6 @@
  * going back to them after a failover; and WAIT, which narrows the
  * window in which a failover loses a lock.
  */
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +45,6 @@ int tslock_client_set_sentinel_auth(tslock_client *c, const char *user,
     return rc;
 }
 
-static struct timeval ms_timeval(int ms)
-{
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    return tv;
-}
-
 /* Append "; what" to the summary of a pass, as far as it fits. */
 static void note(char *buf, size_t size, const char *what)
 {
@@ -81,23 +74,16 @@ static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
     struct tslock__queued q[2];
     redisContext *ctx;
     redisReply *r[2] = {NULL, NULL};
-    int n = 0, k, rc = TSLOCK_OK, flags;
+    int n = 0, k, rc;
 
     ctx = c->connect_ms > 0
               ? redisConnectWithTimeout(c->sentinel_hosts[i],
                                         c->sentinel_ports[i],
-                                        ms_timeval(c->connect_ms))
+                                        tslock__ms_to_timeval(c->connect_ms))
               : redisConnect(c->sentinel_hosts[i], c->sentinel_ports[i]);
-    if (ctx == NULL || ctx->err) {
-        snprintf(why, why_size, "%s", ctx != NULL ? ctx->errstr : "no memory");
-        redisFree(ctx);
-        return ctx == NULL ? TSLOCK_ENOMEM : TSLOCK_EIO;
-    }
-    flags = fcntl(ctx->fd, F_GETFD);
-    if (flags != -1)
-        (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-    if (c->command_ms > 0)
-        (void)redisSetTimeout(ctx, ms_timeval(c->command_ms));
+    rc = tslock__ready_connection(c, ctx, &ctx, why, why_size);
+    if (rc != TSLOCK_OK)
+        return rc;
     if (c->sentinel_password != NULL) {
         if (c->sentinel_user == NULL)
             auth[1] = c->sentinel_password;

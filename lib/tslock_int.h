@@ -183,6 +183,12 @@ int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
 
 /* ---- connect.c: a new connection, and helpers of every connecting file */
 struct timeval tslock__ms_to_timeval(int ms);
+/*
+ * A connection just opened made ready: close-on-exec, the command
+ * timeout.  OK, or ENOMEM/EIO with the cause in why (ctx freed).
+ */
+int tslock__ready_connection(const tslock_client *c, redisContext *ctx,
+                             redisContext **out, char *why, size_t why_size);
 /* A new connection to host:port, timeouts set, AUTHed. */
 int tslock__connect_node(tslock_client *c, const char *host, int port,
                          redisContext **out);
