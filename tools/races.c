@@ -320,62 +320,138 @@ static int value_stands(replay *rp, tslock_lock *l)
     return same;
 }
 
-/* ------------------------------------------ c. release after expiry */
+/* A token lock on a new client, hooked to a; its lease is the key's TTL. */
+static tslock_lock *token_lock_as(replay *rp, actor *a, tslock_client **cp)
+{
+    tslock_lock *l = lock_as(rp, a, 10000, cp);
+
+    if (l != NULL
+        && tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN) != TSLOCK_OK) {
+        tslock_lock_free(l);
+        l = NULL;
+    }
+    return l;
+}
 
 /*
- * A holds a 1 s lease and stalls for 2 s; B takes the expired lock over;
- * then A releases: as the Java RedisLock does (its unlock0 deletes any
- * unexpired value), or as tslock does.  Does B's lock survive?
+ * A token lease ends on the server, not on the replay clock: the key's
+ * TTL runs out while A is paused.  PEXPIRE 0 is that moment, made now.
  */
-static int race_c(int broken, race_env *env, const char *key, race_result *out)
+static void lease_runs_out(replay *rp, const char *whose)
+{
+    char what[64];
+
+    freeReplyObject(redisCommand(rp->observer, "PEXPIRE %s 0", rp->key));
+    snprintf(what, sizeof(what), "%s's lease runs out (PEXPIRE 0)", whose);
+    observe(rp, "server", what);
+}
+
+/*
+ * The two lock clients of races c to g: A and B, each on its own
+ * client hooked to its actor, with timestamp locks of ttl_ms, or token
+ * locks (10 s TTL) when token.  0, or -1 when one could not be made.
+ */
+typedef struct pair {
+    tslock_client *ca, *cb;
+    tslock_lock *la, *lb;
+} pair;
+
+static int pair_open(pair *p, replay *rp, actor *a, actor *b, int64_t ttl_ms,
+                     int token)
+{
+    memset(p, 0, sizeof(*p));
+    p->la =
+        token ? token_lock_as(rp, a, &p->ca) : lock_as(rp, a, ttl_ms, &p->ca);
+    p->lb =
+        token ? token_lock_as(rp, b, &p->cb) : lock_as(rp, b, ttl_ms, &p->cb);
+    return p->la != NULL && p->lb != NULL ? 0 : -1;
+}
+
+/* Free both sides and close the replay; 0, or -1 when it failed. */
+static int pair_close(pair *p, replay *rp, race_result *out)
+{
+    tslock_lock_free(p->la);
+    tslock_lock_free(p->lb);
+    tslock_client_free(p->ca);
+    tslock_client_free(p->cb);
+    replay_close(rp);
+    return out->error[0] != '\0' ? -1 : 0;
+}
+
+/* After A's release: does B believe it holds, and does its value stand? */
+static void judge_b(replay *rp, tslock_lock *lb, race_result *out)
+{
+    flush_pending(rp);
+    out->believes[1] = tslock_lock_is_held(lb);
+    out->holds[1] = out->believes[1] && value_stands(rp, lb);
+}
+
+/* ------------------------------- c and f: release after expiry */
+
+/*
+ * c and f: A holds the lock and stalls past its lease (a 1 s stamp and a
+ * 2 s stall, or a token whose TTL runs out); B takes it over; then A
+ * releases: as the Java RedisLock's unlock0 (stamps) or a plain DEL
+ * (tokens) does, or as tslock does.  Does B's lock survive?
+ */
+static int expiry_race(int token, int broken, race_env *env, const char *key,
+                       race_result *out)
 {
     replay rp;
     actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
           b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
-    tslock_client *ca = NULL, *cb = NULL;
-    tslock_lock *la, *lb;
+    pair p;
 
     if (replay_open(&rp, env, key, out) != 0)
         return -1;
-    la = lock_as(&rp, &a, 1000, &ca);
-    lb = lock_as(&rp, &b, 1000, &cb);
-    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
-        env->wall_ms += 2000;
-        env->mono_ms += 2000;
-        tslock_acquire(lb, 0);
+    if (pair_open(&p, &rp, &a, &b, 1000, token) == 0
+        && tslock_acquire(p.la, 0) == TSLOCK_OK) {
+        if (token) {
+            flush_pending(&rp);
+            lease_runs_out(&rp, "A");
+        } else {
+            env->wall_ms += 2000;
+            env->mono_ms += 2000;
+        }
+        tslock_acquire(p.lb, 0);
         out->trace[0] = '\0'; /* the race is A's release */
         if (broken) {
             naive_client na = naive_as(&rp, &a);
 
-            if (na.redis != NULL)
+            if (na.redis != NULL && token)
+                naive_unconditional_release(&na, key);
+            else if (na.redis != NULL)
                 naive_java_release(&na, key);
             redisFree(na.redis);
-        } else if (tslock_release(la) == TSLOCK_ELOST)
+        } else if (tslock_release(p.la) == TSLOCK_ELOST && !token)
             observe(&rp, "A", "(lease over: sends nothing)");
-        flush_pending(&rp);
-        out->believes[1] = tslock_lock_is_held(lb);
-        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
+        judge_b(&rp, p.lb, out);
     } else
         snprintf(out->error, sizeof(out->error), "cannot take the lock");
-    tslock_lock_free(la);
-    tslock_lock_free(lb);
-    tslock_client_free(ca);
-    tslock_client_free(cb);
-    replay_close(&rp);
-    return out->error[0] != '\0' ? -1 : 0;
+    return pair_close(&p, &rp, out);
 }
 
 static int race_c_broken(race_env *env, const char *key, race_result *out)
 {
-    return race_c(1, env, key, out);
+    return expiry_race(0, 1, env, key, out);
 }
 
 static int race_c_tslock(race_env *env, const char *key, race_result *out)
 {
-    return race_c(0, env, key, out);
+    return expiry_race(0, 0, env, key, out);
 }
 
-/* ------------------------------------------ d. check, then delete */
+static int race_f_broken(race_env *env, const char *key, race_result *out)
+{
+    return expiry_race(1, 1, env, key, out);
+}
+
+static int race_f_tslock(race_env *env, const char *key, race_result *out)
+{
+    return expiry_race(1, 0, env, key, out);
+}
+
+/* ------------------------------------------ d and g: check, then delete */
 
 /* A has checked its stamp; now its lease runs out and B takes over. */
 static void release_takeover(actor *self)
@@ -385,50 +461,69 @@ static void release_takeover(actor *self)
     self->inner_rc = tslock_acquire(self->other, 0);
 }
 
+/* A has seen its own token; now its lease runs out and B acquires. */
+static void token_takeover(actor *self)
+{
+    lease_runs_out(self->rp, "A");
+    self->inner_rc = tslock_acquire(self->other, 0);
+}
+
 /*
- * A holds a 1 s lease and releases; paused at `pause`, after its check,
- * its lease runs out and B takes over.  Does B's lock survive A's release?
+ * d and g: A releases a lock it still holds, pausing at `pause`, after
+ * its check; inside the pause its lease runs out and B takes over.  A
+ * releases in `form` (stamps), or with a token: tslock's release, or the
+ * naive GET, compare, DEL.  Does B's lock survive A's release?
  */
-static int release_race(tslock_release_form form, const char *pause,
-                        race_env *env, const char *key, race_result *out)
+static int release_race(int token, tslock_release_form form, int naive,
+                        const char *pause, race_env *env, const char *key,
+                        race_result *out)
 {
     replay rp;
-    actor a = {&rp, "A", pause, release_takeover, NULL, NULL, 0, 0},
+    actor a = {&rp,  "A",  pause, token ? token_takeover : release_takeover,
+               NULL, NULL, 0,     0},
           b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
-    tslock_client *ca = NULL, *cb = NULL;
-    tslock_lock *la, *lb;
+    pair p;
 
     if (replay_open(&rp, env, key, out) != 0)
         return -1;
-    la = lock_as(&rp, &a, 1000, &ca);
-    lb = lock_as(&rp, &b, 1000, &cb);
-    a.other = lb;
-    if (la == NULL || lb == NULL
-        || tslock_lock_set_release_form(la, form) != TSLOCK_OK
-        || tslock_acquire(la, 0) != TSLOCK_OK)
+    if (pair_open(&p, &rp, &a, &b, 1000, token) != 0
+        || tslock_lock_set_release_form(p.la, form) != TSLOCK_OK
+        || tslock_acquire(p.la, 0) != TSLOCK_OK)
         snprintf(out->error, sizeof(out->error), "cannot take the lock");
     else {
+        a.other = p.lb;
         out->trace[0] = '\0'; /* the race starts at A's release */
-        tslock_release(la);
-        out->believes[1] = tslock_lock_is_held(lb);
-        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
+        if (naive) {
+            naive_client na = naive_as(&rp, &a);
+
+            if (na.redis != NULL)
+                naive_token_get_then_del(&na, key, tslock_lock_value(p.la));
+            redisFree(na.redis);
+        } else
+            tslock_release(p.la);
+        judge_b(&rp, p.lb, out);
     }
-    tslock_lock_free(la);
-    tslock_lock_free(lb);
-    tslock_client_free(ca);
-    tslock_client_free(cb);
-    replay_close(&rp);
-    return out->error[0] != '\0' ? -1 : 0;
+    return pair_close(&p, &rp, out);
 }
 
 static int race_d_broken(race_env *env, const char *key, race_result *out)
 {
-    return release_race(TSLOCK_RELEASE_CLASSIC, "DEL", env, key, out);
+    return release_race(0, TSLOCK_RELEASE_CLASSIC, 0, "DEL", env, key, out);
 }
 
 static int race_d_tslock(race_env *env, const char *key, race_result *out)
 {
-    return release_race(TSLOCK_RELEASE_LUA, "EVALSHA", env, key, out);
+    return release_race(0, TSLOCK_RELEASE_LUA, 0, "EVALSHA", env, key, out);
+}
+
+static int race_g_broken(race_env *env, const char *key, race_result *out)
+{
+    return release_race(1, TSLOCK_RELEASE_BEST, 1, "DEL", env, key, out);
+}
+
+static int race_g_tslock(race_env *env, const char *key, race_result *out)
+{
+    return release_race(1, TSLOCK_RELEASE_BEST, 0, "EVALSHA", env, key, out);
 }
 
 /* ------------------------------- e. crash between SETNX and EXPIRE */
@@ -478,171 +573,25 @@ static int race_e_tslock(race_env *env, const char *key, race_result *out)
     replay rp;
     actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
           b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
-    tslock_client *ca = NULL, *cb = NULL;
-    tslock_lock *la, *lb;
+    pair p;
 
     if (replay_open(&rp, env, key, out) != 0)
         return -1;
-    la = lock_as(&rp, &a, 1000, &ca);
-    lb = lock_as(&rp, &b, 1000, &cb);
-    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
-        tslock_lock_free(la); /* A dies holding it */
-        la = NULL;
+    if (pair_open(&p, &rp, &a, &b, 1000, 0) == 0
+        && tslock_acquire(p.la, 0) == TSLOCK_OK) {
+        tslock_lock_free(p.la); /* A dies holding it */
+        p.la = NULL;
         flush_pending(&rp);
         observe(&rp, "A", "dies holding it");
         env->wall_ms += 1002;
         env->mono_ms += 1002;
-        tslock_acquire(lb, 0);
-        out->believes[1] = out->holds[1] = tslock_lock_is_held(lb);
+        tslock_acquire(p.lb, 0);
+        out->believes[1] = out->holds[1] = tslock_lock_is_held(p.lb);
         flush_pending(&rp);
         note_stuck(&rp, out);
     } else
         snprintf(out->error, sizeof(out->error), "cannot take the lock");
-    tslock_lock_free(la);
-    tslock_lock_free(lb);
-    tslock_client_free(ca);
-    tslock_client_free(cb);
-    replay_close(&rp);
-    return out->error[0] != '\0' ? -1 : 0;
-}
-
-/* ------------------------------- f and g: the same races with tokens */
-
-/* A token lock on a new client, hooked to a; its lease is the key's TTL. */
-static tslock_lock *token_lock_as(replay *rp, actor *a, tslock_client **cp)
-{
-    tslock_lock *l = lock_as(rp, a, 10000, cp);
-
-    if (l != NULL
-        && tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN) != TSLOCK_OK) {
-        tslock_lock_free(l);
-        l = NULL;
-    }
-    return l;
-}
-
-/*
- * A token lease ends on the server, not on the replay clock: the key's
- * TTL runs out while A is paused.  PEXPIRE 0 is that moment, made now.
- */
-static void lease_runs_out(replay *rp, const char *whose)
-{
-    char what[64];
-
-    freeReplyObject(redisCommand(rp->observer, "PEXPIRE %s 0", rp->key));
-    snprintf(what, sizeof(what), "%s's lease runs out (PEXPIRE 0)", whose);
-    observe(rp, "server", what);
-}
-
-/*
- * f: A holds a token lock and stalls past its TTL; B takes the free key;
- * then A releases, with a plain DEL or with tslock's compare-and-delete.
- */
-static int race_f(int broken, race_env *env, const char *key, race_result *out)
-{
-    replay rp;
-    actor a = {&rp, "A", NULL, NULL, NULL, NULL, 0, 0},
-          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
-    tslock_client *ca = NULL, *cb = NULL;
-    tslock_lock *la, *lb;
-
-    if (replay_open(&rp, env, key, out) != 0)
-        return -1;
-    la = token_lock_as(&rp, &a, &ca);
-    lb = token_lock_as(&rp, &b, &cb);
-    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
-        flush_pending(&rp);
-        lease_runs_out(&rp, "A");
-        tslock_acquire(lb, 0);
-        out->trace[0] = '\0'; /* the race is A's release */
-        if (broken) {
-            naive_client na = naive_as(&rp, &a);
-
-            if (na.redis != NULL)
-                naive_unconditional_release(&na, key);
-            redisFree(na.redis);
-        } else
-            tslock_release(la);
-        flush_pending(&rp);
-        out->believes[1] = tslock_lock_is_held(lb);
-        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
-    } else
-        snprintf(out->error, sizeof(out->error), "cannot take the lock");
-    tslock_lock_free(la);
-    tslock_lock_free(lb);
-    tslock_client_free(ca);
-    tslock_client_free(cb);
-    replay_close(&rp);
-    return out->error[0] != '\0' ? -1 : 0;
-}
-
-static int race_f_broken(race_env *env, const char *key, race_result *out)
-{
-    return race_f(1, env, key, out);
-}
-
-static int race_f_tslock(race_env *env, const char *key, race_result *out)
-{
-    return race_f(0, env, key, out);
-}
-
-/* A has seen its own token; now its lease runs out and B acquires. */
-static void token_takeover(actor *self)
-{
-    lease_runs_out(self->rp, "A");
-    self->inner_rc = tslock_acquire(self->other, 0);
-}
-
-/*
- * g: A releases a token lock it still holds, pausing after its check:
- * GET, compare, DEL in three commands, or tslock's one script.  Inside
- * the pause A's lease runs out and B acquires.  Does B's lock survive?
- */
-static int race_g(int broken, race_env *env, const char *key, race_result *out)
-{
-    replay rp;
-    actor a = {&rp, "A", broken ? "DEL" : "EVALSHA", token_takeover, NULL, NULL,
-               0,   0},
-          b = {&rp, "B", NULL, NULL, NULL, NULL, 0, 0};
-    tslock_client *ca = NULL, *cb = NULL;
-    tslock_lock *la, *lb;
-
-    if (replay_open(&rp, env, key, out) != 0)
-        return -1;
-    la = token_lock_as(&rp, &a, &ca);
-    lb = token_lock_as(&rp, &b, &cb);
-    a.other = lb;
-    if (la != NULL && lb != NULL && tslock_acquire(la, 0) == TSLOCK_OK) {
-        out->trace[0] = '\0'; /* the race starts at A's release */
-        if (broken) {
-            naive_client na = naive_as(&rp, &a);
-
-            if (na.redis != NULL)
-                naive_token_get_then_del(&na, key, tslock_lock_value(la));
-            redisFree(na.redis);
-        } else
-            tslock_release(la);
-        flush_pending(&rp);
-        out->believes[1] = tslock_lock_is_held(lb);
-        out->holds[1] = out->believes[1] && value_stands(&rp, lb);
-    } else
-        snprintf(out->error, sizeof(out->error), "cannot take the lock");
-    tslock_lock_free(la);
-    tslock_lock_free(lb);
-    tslock_client_free(ca);
-    tslock_client_free(cb);
-    replay_close(&rp);
-    return out->error[0] != '\0' ? -1 : 0;
-}
-
-static int race_g_broken(race_env *env, const char *key, race_result *out)
-{
-    return race_g(1, env, key, out);
-}
-
-static int race_g_tslock(race_env *env, const char *key, race_result *out)
-{
-    return race_g(0, env, key, out);
+    return pair_close(&p, &rp, out);
 }
 
 /* ------------------------------------------ h. an identical stamp */
