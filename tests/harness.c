@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -749,4 +751,29 @@ int th_run_all(void)
     if (run == 0)
         fprintf(stderr, "th_run_all: no tests ran\n");
     return err != CUE_SUCCESS || failed != 0 || run == 0;
+}
+
+static void *cancel_later(void *arg)
+{
+    th_bound *b = arg;
+    struct pollfd p = {.fd = b->stop[0], .events = POLLIN};
+
+    if (poll(&p, 1, 10000) == 0)
+        tslock_lock_cancel(b->lock);
+    return NULL;
+}
+
+void th_bound_start(th_bound *b, tslock_lock *lock)
+{
+    b->lock = lock;
+    CU_ASSERT_FATAL(pipe(b->stop) == 0);
+    CU_ASSERT_FATAL(pthread_create(&b->thread, NULL, cancel_later, b) == 0);
+}
+
+void th_bound_end(th_bound *b)
+{
+    (void)!write(b->stop[1], "x", 1);
+    pthread_join(b->thread, NULL);
+    close(b->stop[0]);
+    close(b->stop[1]);
 }

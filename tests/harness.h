@@ -11,6 +11,7 @@
 #ifndef TSLOCK_TEST_HARNESS_H
 #define TSLOCK_TEST_HARNESS_H
 
+#include <pthread.h>
 #include <sys/types.h>
 #include <stdint.h>
 #include <hiredis/hiredis.h>
@@ -169,5 +170,18 @@ int th_workers(int n, void (*child)(int index, void *userdata), void *userdata);
  * failure if it cannot be made.
  */
 tslock_lock *th_stamp_lock(tslock_client *c, const char *key, int64_t ttl_ms);
+
+/*
+ * A bound on a wait that should end at once: a thread cancels lock's
+ * wait after 10 s, so a missed wake-up fails the test instead of passing
+ * slowly.  It is a bound for a broken build, not an order.
+ */
+typedef struct th_bound {
+    tslock_lock *lock;
+    int stop[2];
+    pthread_t thread;
+} th_bound;
+void th_bound_start(th_bound *b, tslock_lock *lock);
+void th_bound_end(th_bound *b);
 
 #endif /* TSLOCK_TEST_HARNESS_H */

@@ -6,7 +6,6 @@
  * while a slot holding the lock keys migrates (the -ASK and -MOVED paths
  * counted by the servers), with a control showing the checker fails.
  */
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -377,23 +376,6 @@ static int release_after_failed_try(tslock_client *c, tslock_step step,
     return 0;
 }
 
-struct bound {
-    tslock_lock *lock;
-    int stop[2];
-    pthread_t thread;
-};
-
-/* Cancel the wait after 10 s: a bound for a broken build, not an order. */
-static void *cancel_later(void *arg)
-{
-    struct bound *b = arg;
-    struct pollfd p = {.fd = b->stop[0], .events = POLLIN};
-
-    if (poll(&p, 1, 10000) == 0)
-        tslock_lock_cancel(b->lock);
-    return NULL;
-}
-
 /*
  * The holder's release (on the key's node) is announced with PUBLISH,
  * which the cluster bus carries to the node the waiter subscribed on;
@@ -419,7 +401,7 @@ static void test_woken_across_nodes(void)
         tslock_client *h = client_on(th_cluster_owner(&cl, key)),
                       *w = client_on(0);
         tslock_lock *l = NULL;
-        struct bound b = {0};
+        th_bound b;
 
         CU_ASSERT_FATAL(tslock_lock_new(&l, w, key) == TSLOCK_OK);
         CU_ASSERT_FATAL(tslock_lock_new(&holder, h, key) == TSLOCK_OK);
@@ -431,14 +413,9 @@ static void test_woken_across_nodes(void)
         released = 0;
         CU_ASSERT_EQUAL_FATAL(tslock_acquire(holder, 0), TSLOCK_OK);
         tslock_client_set_step_hook(w, release_after_failed_try, &last[i]);
-        b.lock = l;
-        CU_ASSERT_FATAL(pipe(b.stop) == 0);
-        CU_ASSERT_FATAL(pthread_create(&b.thread, NULL, cancel_later, &b) == 0);
+        th_bound_start(&b, l);
         CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
-        (void)!write(b.stop[1], "x", 1);
-        pthread_join(b.thread, NULL);
-        close(b.stop[0]);
-        close(b.stop[1]);
+        th_bound_end(&b);
         CU_ASSERT_TRUE(released);
         tslock_client_set_step_hook(w, NULL, NULL);
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);

@@ -4,7 +4,6 @@
  * broken order beside it; legacy holders that never publish; a
  * subscriber that dies; and every scheme's release heard.
  */
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,42 +12,6 @@
 #include "harness.h"
 
 static th_server srv;
-
-/*
- * A bound on a wait that should end at once: a thread cancels it after
- * 10 s, so a missed wake-up fails the test instead of passing slowly.
- * It is a bound for a broken build, not an order.
- */
-struct bound {
-    tslock_lock *lock;
-    int stop[2];
-    pthread_t thread;
-};
-
-static void *cancel_later(void *arg)
-{
-    struct bound *b = arg;
-    struct pollfd p = {.fd = b->stop[0], .events = POLLIN};
-
-    if (poll(&p, 1, 10000) == 0)
-        tslock_lock_cancel(b->lock);
-    return NULL;
-}
-
-static void bound_start(struct bound *b, tslock_lock *l)
-{
-    b->lock = l;
-    CU_ASSERT_FATAL(pipe(b->stop) == 0);
-    CU_ASSERT_FATAL(pthread_create(&b->thread, NULL, cancel_later, b) == 0);
-}
-
-static void bound_end(struct bound *b)
-{
-    (void)!write(b->stop[1], "x", 1);
-    pthread_join(b->thread, NULL);
-    close(b->stop[0]);
-    close(b->stop[1]);
-}
 
 static tslock_lock *new_lock(tslock_client *c, const char *key,
                              tslock_scheme scheme, int64_t ttl)
@@ -104,7 +67,7 @@ static void test_missed_wakeup_replay(void)
     for (i = 0; i < 3; i++) {
         tslock_client *h = th_client(&srv), *w = th_client(&srv);
         tslock_lock *l = new_lock(w, "wake:missed", schemes[i], 30000);
-        struct bound b;
+        th_bound b;
 
         if (schemes[i] == TSLOCK_SCHEME_BRIDGE) {
             tslock_client_limit_caps(w,
@@ -116,9 +79,9 @@ static void test_missed_wakeup_replay(void)
         released_at_step = 0;
         CU_ASSERT_EQUAL_FATAL(tslock_acquire(holder, 0), TSLOCK_OK);
         tslock_client_set_step_hook(w, release_after_failed_try, &last[i]);
-        bound_start(&b, l);
+        th_bound_start(&b, l);
         CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
-        bound_end(&b);
+        th_bound_end(&b);
         CU_ASSERT_TRUE(released_at_step);
         tslock_client_set_step_hook(w, NULL, NULL);
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
@@ -203,7 +166,7 @@ static void test_legacy_holder_taken_at_expiry(void)
     for (i = 0; i < 2; i++) {
         tslock_client *w = th_client(&srv);
         tslock_lock *l = new_lock(w, "wake:legacy", schemes[i], 30000);
-        struct bound b;
+        th_bound b;
         char stamp[32];
 
         if (schemes[i] == TSLOCK_SCHEME_TIMESTAMP) {
@@ -215,9 +178,9 @@ static void test_legacy_holder_taken_at_expiry(void)
                 raw, "SET wake:legacy 0123456789abcdef0123456789abcdef "
                      "NX PX 300"));
         }
-        bound_start(&b, l);
+        th_bound_start(&b, l);
         CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
-        bound_end(&b);
+        th_bound_end(&b);
         CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
         tslock_lock_free(l);
         tslock_client_free(w);
@@ -253,7 +216,7 @@ static void test_expiry_passed_before_the_wait(void)
     tslock_lock *l =
         new_lock(w, "wake:late-expiry", TSLOCK_SCHEME_TOKEN, 30000);
     redisContext *raw = th_redis(&srv);
-    struct bound b;
+    th_bound b;
     int jumped = 0;
 
     late_clock.wall_ms = th_wall_us() / 1000;
@@ -262,9 +225,9 @@ static void test_expiry_passed_before_the_wait(void)
     tslock_client_set_step_hook(w, clock_jumps, &jumped);
     freeReplyObject(redisCommand(
         raw, "SET wake:late-expiry 0123456789abcdef0123456789abcdef PX 300"));
-    bound_start(&b, l);
+    th_bound_start(&b, l);
     CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
-    bound_end(&b);
+    th_bound_end(&b);
     CU_ASSERT_TRUE(jumped);
     tslock_client_set_step_hook(w, NULL, NULL);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
@@ -299,15 +262,15 @@ static void test_expired_between_try_and_read(void)
     tslock_client *w = th_client(&srv);
     tslock_lock *l = new_lock(w, "wake:gone", TSLOCK_SCHEME_TOKEN, 30000);
     redisContext *raw = th_redis(&srv);
-    struct bound b;
+    th_bound b;
     int done = 0;
 
     tslock_client_set_step_hook(w, expire_before_read, &done);
     freeReplyObject(redisCommand(
         raw, "SET wake:gone 0123456789abcdef0123456789abcdef PX 60000"));
-    bound_start(&b, l);
+    th_bound_start(&b, l);
     CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
-    bound_end(&b);
+    th_bound_end(&b);
     CU_ASSERT_TRUE(done);
     tslock_client_set_step_hook(w, NULL, NULL);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
@@ -327,7 +290,7 @@ static void test_subscriber_dies(void)
     tslock_client *h = th_client(&srv), *w = th_client(&srv);
     tslock_lock *l = new_lock(w, "wake:dies", TSLOCK_SCHEME_TOKEN, 30000);
     redisContext *raw = th_redis(&srv);
-    struct bound b;
+    th_bound b;
     redisReply *r;
 
     holder = new_lock(h, "wake:dies", TSLOCK_SCHEME_TOKEN, 30000);
@@ -341,9 +304,9 @@ static void test_subscriber_dies(void)
     freeReplyObject(r);
     tslock_lock_set_retry(l, 60000, 60000);
     tslock_client_set_step_hook(w, release_after_failed_try, &last);
-    bound_start(&b, l);
+    th_bound_start(&b, l);
     CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
-    bound_end(&b);
+    th_bound_end(&b);
     CU_ASSERT_TRUE(released_at_step);
     tslock_client_set_step_hook(w, NULL, NULL);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
