@@ -9,6 +9,23 @@
 
 #include "tslock_int.h"
 
+/*
+ * The opening of every script of shared holds (readers and permits):
+ * mark(now) puts the latest holder's stamp in KEYS[1] with a TTL to its
+ * end (or deletes both keys when nobody holds), and marked(v) says
+ * whether v is that stamp, or nothing.  The text is part of each
+ * script's SHA, so it is spelled once here.
+ */
+#define SHARED_MARK                                                            \
+    "local function mark(now) local t = redis.call('zrange', KEYS[2], "        \
+    "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "           \
+    "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "        \
+    "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "            \
+    "redis.call('pexpire', KEYS[2], ms) else redis.call('del', "               \
+    "KEYS[1], KEYS[2]) end end local function marked(v) local t = "            \
+    "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "        \
+    "nil and v == string.sub(t, 33)) end "
+
 static const struct {
     const char *text;
     const char *sha;
@@ -126,57 +143,39 @@ static const struct {
      * {0, holder's PTTL} with the intent kept.
      */
     [SCRIPT_SHARED_ACQUIRE] =
-        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
-         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
-         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
-         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
-         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
-         "KEYS[2]) end end local function marked(v) local t = "
-         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
-         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[3]) "
-         "if not now then redis.replicate_commands() local t = "
-         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
-         "local score = now + tonumber(ARGV[2]) local v = redis.call('get', "
-         "KEYS[1]) if not marked(v) then return {0, redis.call('pttl', "
-         "KEYS[1]), 0} end redis.call('zremrangebyscore', KEYS[2], '-inf', "
-         "'(' .. now) local why = 0 if ARGV[5] == '1' and "
-         "redis.call('exists', KEYS[3]) == 1 then why = 1 elseif "
-         "tonumber(ARGV[4]) > 0 and redis.call('zcard', KEYS[2]) >= "
-         "tonumber(ARGV[4]) then why = 2 else redis.call('zadd', KEYS[2], "
-         "score, ARGV[1]) end mark(now) if why == 1 then return {0, "
-         "redis.call('pttl', KEYS[3]), 1} end if why == 2 then local f = "
-         "redis.call('zrange', KEYS[2], 0, 0, 'withscores') return {0, "
-         "math.floor(tonumber(f[2]) - now), 2} end return {1, 0, 0}",
+        {SHARED_MARK
+         "local now = tonumber(ARGV[3]) if not now then "
+         "redis.replicate_commands() local t = redis.call('time') now = "
+         "t[1] * 1000 + math.floor(t[2] / 1000) end local score = now + "
+         "tonumber(ARGV[2]) local v = redis.call('get', KEYS[1]) if not "
+         "marked(v) then return {0, redis.call('pttl', KEYS[1]), 0} end "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) local "
+         "why = 0 if ARGV[5] == '1' and redis.call('exists', KEYS[3]) == 1 "
+         "then why = 1 elseif tonumber(ARGV[4]) > 0 and redis.call('zcard', "
+         "KEYS[2]) >= tonumber(ARGV[4]) then why = 2 else "
+         "redis.call('zadd', KEYS[2], score, ARGV[1]) end mark(now) if why "
+         "== 1 then return {0, redis.call('pttl', KEYS[3]), 1} end if why "
+         "== 2 then local f = redis.call('zrange', KEYS[2], 0, 0, "
+         "'withscores') return {0, math.floor(tonumber(f[2]) - now), 2} end "
+         "return {1, 0, 0}",
          "a8de2721e6dec11f2216817782c58788c1863ef3"},
     [SCRIPT_SHARED_RELEASE] =
-        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
-         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
-         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
-         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
-         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
-         "KEYS[2]) end end local function marked(v) local t = "
-         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
-         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[2]) "
-         "if not now then redis.replicate_commands() local t = "
-         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
-         "local ours = marked(redis.call('get', KEYS[1])) local n = "
-         "redis.call('zrem', KEYS[2], ARGV[1]) if not ours then return -1 "
-         "end redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) "
+        {SHARED_MARK
+         "local now = tonumber(ARGV[2]) if not now then "
+         "redis.replicate_commands() local t = redis.call('time') now = "
+         "t[1] * 1000 + math.floor(t[2] / 1000) end local ours = "
+         "marked(redis.call('get', KEYS[1])) local n = redis.call('zrem', "
+         "KEYS[2], ARGV[1]) if not ours then return -1 end "
+         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) "
          "mark(now) redis.pcall('publish', ARGV[3], KEYS[1]) return n",
          "29f9385c661c9da101827ea5870487013ae72abf"},
     [SCRIPT_SHARED_EXTEND] =
-        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
-         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
-         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
-         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
-         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
-         "KEYS[2]) end end local function marked(v) local t = "
-         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
-         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[4]) "
-         "if not now then redis.replicate_commands() local t = "
-         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
-         "if not marked(redis.call('get', KEYS[1])) then return -1 end local "
-         "s = redis.call('zscore', KEYS[2], ARGV[1]) if not s then if "
+        {SHARED_MARK
+         "local now = tonumber(ARGV[4]) if not now then "
+         "redis.replicate_commands() local t = redis.call('time') now = "
+         "t[1] * 1000 + math.floor(t[2] / 1000) end if not "
+         "marked(redis.call('get', KEYS[1])) then return -1 end local s = "
+         "redis.call('zscore', KEYS[2], ARGV[1]) if not s then if "
          "redis.call('zscore', KEYS[2], ARGV[2]) then return 1 end return 0 "
          "end if tonumber(s) < now then return 0 end redis.call('zrem', "
          "KEYS[2], ARGV[1]) redis.call('zadd', KEYS[2], now + "
@@ -184,17 +183,11 @@ static const struct {
          "KEYS[2], '-inf', '(' .. now) mark(now) return 1",
          "b30fe3cf4809ee3076e07bdc2c4cecda9b2bc4ca"},
     [SCRIPT_RW_EXCLUSIVE] =
-        {"local function mark(now) local t = redis.call('zrange', KEYS[2], "
-         "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "
-         "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "
-         "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "
-         "redis.call('pexpire', KEYS[2], ms) else redis.call('del', KEYS[1], "
-         "KEYS[2]) end end local function marked(v) local t = "
-         "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "
-         "nil and v == string.sub(t, 33)) end local now = tonumber(ARGV[3]) "
-         "if not now then redis.replicate_commands() local t = "
-         "redis.call('time') now = t[1] * 1000 + math.floor(t[2] / 1000) end "
-         "if marked(redis.call('get', KEYS[1])) then "
+        {SHARED_MARK
+         "local now = tonumber(ARGV[3]) if not now then "
+         "redis.replicate_commands() local t = redis.call('time') now = "
+         "t[1] * 1000 + math.floor(t[2] / 1000) end if "
+         "marked(redis.call('get', KEYS[1])) then "
          "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) if "
          "redis.call('zcard', KEYS[2]) == 0 then redis.call('set', KEYS[1], "
          "ARGV[1]) redis.call('pexpire', KEYS[1], ARGV[2]) if "
