@@ -86,6 +86,8 @@ struct cli_options {
     int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
     int64_t watch_for_ms;     /* watch --for: 0 until a signal */
     int replay_list;          /* replay --list: the races, one a line */
+    const char *html_path;    /* replay --html: the classroom page, or NULL */
+    const char *doc_url;      /* replay --doc: where doc/races.md is read */
 };
 
 /* --replicas-timeout's default: how long WAIT waits for the replicas. */
@@ -321,6 +323,12 @@ void cli_cluster_free(struct cli_cluster *cl);
 /* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
 int cli_watch(const struct cli_options *o, char **keys, int n_keys);
 int cli_replay(const struct cli_options *o, const char *id, int list);
+
+/*
+ * replay --html: run the races named (every race when n is 0) and write
+ * the classroom page to o->html_path, narrating each as replay does.
+ */
+int cli_replay_html(const struct cli_options *o, char **ids, int n);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */
 

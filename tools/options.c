@@ -43,7 +43,9 @@ enum long_only {
     OPT_REPLICAS_TIMEOUT,
     OPT_SHARED,
     OPT_EXCLUSIVE,
-    OPT_PERMITS
+    OPT_PERMITS,
+    OPT_HTML,
+    OPT_DOC
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -82,6 +84,8 @@ static const struct option long_options[] = {
     {"shared", no_argument, NULL, OPT_SHARED},
     {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"doc", required_argument, NULL, OPT_DOC},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -336,6 +340,17 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
         if (optarg[0] == '\0')
             return cli_usage_error("--svg expects a file name, got ''");
         o->svg_path = optarg; /* argv outlives every form */
+        return 0;
+    case OPT_HTML:
+        if (optarg[0] == '\0')
+            return cli_usage_error("--html expects a file name, got ''");
+        o->html_path = optarg;
+        return 0;
+    case OPT_DOC:
+        if (optarg[0] == '\0')
+            return cli_usage_error("--doc expects the address of "
+                                   "doc/races.md, got ''");
+        o->doc_url = optarg;
         return 0;
     case 'q':
         cli_verbosity = -1;

@@ -23,6 +23,7 @@ typedef struct replay {
     redisContext *observer;
     race_result *out;
     char pending[64];
+    int64_t start_ms; /* the replay clock when the side began */
 } replay;
 
 /*
@@ -40,15 +41,36 @@ typedef struct actor {
     int fired;
 } actor;
 
+/* The key's PTTL; from TTL where the server has no PTTL (before 2.6). */
+static long long observe_pttl(replay *rp)
+{
+    redisReply *t = redisCommand(rp->observer, "PTTL %s", rp->key);
+    long long ms = -2;
+
+    if (t != NULL && t->type == REDIS_REPLY_INTEGER)
+        ms = t->integer;
+    else if (t != NULL && t->type == REDIS_REPLY_ERROR) {
+        freeReplyObject(t);
+        t = redisCommand(rp->observer, "TTL %s", rp->key);
+        if (t != NULL && t->type == REDIS_REPLY_INTEGER)
+            ms = t->integer > 0 ? t->integer * 1000 : t->integer;
+    }
+    freeReplyObject(t);
+    return ms;
+}
+
 static void observe(replay *rp, const char *who, const char *command)
 {
     redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
-    const char *value = "(nil)";
+    race_step st;
 
-    if (r != NULL && r->type == REDIS_REPLY_STRING)
-        value = r->str;
+    st.actor = who;
+    st.command = command;
+    st.value = r != NULL && r->type == REDIS_REPLY_STRING ? r->str : "(nil)";
+    st.pttl = observe_pttl(rp);
+    st.clock_ms = rp->env->wall_ms - rp->start_ms;
     if (rp->env->narrate != NULL)
-        rp->env->narrate(who, command, value, rp->env->ud);
+        rp->env->narrate(&st, rp->env->ud);
     freeReplyObject(r);
 }
 
@@ -133,6 +155,7 @@ static int replay_open(replay *rp, race_env *env, const char *key,
     rp->env = env;
     rp->key = key;
     rp->out = out;
+    rp->start_ms = env->wall_ms;
     rp->observer = env->raw(env->ud);
     if (rp->observer == NULL) {
         snprintf(out->error, sizeof(out->error), "cannot connect");
@@ -414,6 +437,7 @@ static int expiry_race(int token, int broken, race_env *env, const char *key,
             env->mono_ms += 2000;
         }
         tslock_acquire(p.lb, 0);
+        flush_pending(&rp);   /* B's takeover, shown before A's release */
         out->trace[0] = '\0'; /* the race is A's release */
         if (broken) {
             naive_client na = naive_as(&rp, &a);
@@ -682,7 +706,10 @@ const race races[] = {
      2,
      1,
      "P3:SETNX P3:GET P2:SETNX P2:GET P2:DEL P2:SETNX P3:DEL P3:SETNX",
-     "P3:SETNX P3:GET P2:SETNX P2:GET P2:GETSET P3:GETSET P3:EVALSHA"},
+     "P3:SETNX P3:GET P2:SETNX P2:GET P2:GETSET P3:GETSET P3:EVALSHA",
+     "P3:SETNX",
+     "P3:GETSET",
+     "a-del-after-seeing-expiry-p2p3"},
     {"b",
      "the GETSET loser (P4/P5, C4/C5)",
      {"P5", "P4"},
@@ -693,7 +720,10 @@ const race races[] = {
      2,
      1,
      "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET",
-     "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET P4:EVALSHA"},
+     "P4:SETNX P4:GET P5:SETNX P5:GET P5:GETSET P4:GETSET P4:EVALSHA",
+     "P4:GETSET",
+     "P4:GETSET",
+     "b-the-getset-loser-p4p5"},
     {"c",
      "release after expiry (A stalled past its lease)",
      {"A", "B"},
@@ -704,7 +734,10 @@ const race races[] = {
      0,
      1,
      "A:GET A:DEL",
-     ""},
+     "",
+     "A:DEL",
+     "A:(lease over: sends nothing)",
+     "c-release-after-expiry"},
     {"d",
      "check, then delete: A's release after its lease ran out",
      {"A", "B"},
@@ -715,7 +748,10 @@ const race races[] = {
      0,
      1,
      "A:GET B:SETNX B:GET B:GETSET A:DEL A:PUBLISH",
-     "B:SETNX B:GET B:GETSET A:EVALSHA"},
+     "B:SETNX B:GET B:GETSET A:EVALSHA",
+     "A:DEL",
+     "A:EVALSHA",
+     "d-check-then-delete"},
     {"e",
      "crash between SETNX and EXPIRE",
      {"A", "B"},
@@ -726,7 +762,10 @@ const race races[] = {
      0,
      1,
      "A:SETNX A:crash B:SETNX",
-     "A:SETNX B:SETNX B:GET B:GETSET"},
+     "A:SETNX B:SETNX B:GET B:GETSET",
+     "A:dies before EXPIRE",
+     "B:GETSET",
+     "e-crash-between-setnx-and-expire"},
     {"f",
      "release after expiry, with tokens (A stalled past its TTL)",
      {"A", "B"},
@@ -737,7 +776,10 @@ const race races[] = {
      0,
      1,
      "A:DEL",
-     "A:EVALSHA"},
+     "A:EVALSHA",
+     "A:DEL",
+     "A:EVALSHA",
+     "c-release-after-expiry"},
     {"g",
      "check, then delete, with tokens: GET, compare, DEL",
      {"A", "B"},
@@ -748,7 +790,10 @@ const race races[] = {
      0,
      1,
      "A:GET B:SET A:DEL",
-     "B:SET A:EVALSHA"},
+     "B:SET A:EVALSHA",
+     "A:DEL",
+     "A:EVALSHA",
+     "d-check-then-delete"},
     {"h",
      "an identical stamp after a legacy DEL (bridge mode)",
      {"A", "J2"},
@@ -759,7 +804,10 @@ const race races[] = {
      0,
      1,
      "J1:GET J1:DEL J2:SETNX A:EVALSHA",
-     "J1:GET J1:DEL J2:SETNX A:EVALSHA"},
+     "J1:GET J1:DEL J2:SETNX A:EVALSHA",
+     "A:EVALSHA",
+     "A:EVALSHA",
+     "h-an-identical-stamp"},
 };
 const size_t n_races = sizeof(races) / sizeof(races[0]);
 
@@ -806,4 +854,112 @@ void race_verdict(const race *rc, const race_result *r, char *buf, size_t size)
                  rc->actors[r->holds[0] ? 0 : 1]);
     else
         snprintf(buf, size, "nobody holds it");
+}
+
+/* ------------------------------------------------ a race, both sides */
+
+/* What race_play() puts between a side and the caller's env. */
+struct play_tap {
+    race_side *side;
+    const race_env *outer;
+};
+
+static redisContext *play_raw(void *ud)
+{
+    const struct play_tap *tap = ud;
+
+    return tap->outer->raw(tap->outer->ud);
+}
+
+static tslock_client *play_client(void *ud)
+{
+    const struct play_tap *tap = ud;
+
+    return tap->outer->client(tap->outer->ud);
+}
+
+/* Keep the step, then hand it on to the caller's narration. */
+static void play_keep(const race_step *st, void *ud)
+{
+    struct play_tap *tap = ud;
+    race_side *sd = tap->side;
+
+    if (sd->n_steps < RACE_MAX_STEPS) {
+        race_step_rec *k = &sd->steps[sd->n_steps++];
+        snprintf(k->actor, sizeof(k->actor), "%s", st->actor);
+        snprintf(k->command, sizeof(k->command), "%s", st->command);
+        snprintf(k->value, sizeof(k->value), "%s", st->value);
+        k->pttl = st->pttl;
+        k->clock_ms = st->clock_ms;
+    }
+    if (tap->outer->narrate != NULL)
+        tap->outer->narrate(st, tap->outer->ud);
+}
+
+/* The last step narrated as "ACTOR:what", or -1. */
+static int play_find(const race_side *sd, const char *at)
+{
+    const char *colon = strchr(at, ':');
+    size_t alen = colon != NULL ? (size_t)(colon - at) : 0;
+    int i;
+
+    for (i = sd->n_steps - 1; colon != NULL && i >= 0; i--)
+        if (strlen(sd->steps[i].actor) == alen
+            && strncmp(sd->steps[i].actor, at, alen) == 0
+            && strcmp(sd->steps[i].command, colon + 1) == 0)
+            return i;
+    return -1;
+}
+
+/* Compare a side with the table; 1 and why when it differs. */
+static int play_judge(const race *r, race_side *sd, int broken)
+{
+    int want = broken ? r->broken_holders : r->tslock_holders;
+    const char *trace = broken ? r->broken_trace : r->tslock_trace;
+    const char *at = broken ? r->broken_at : r->tslock_at;
+
+    race_verdict(r, &sd->res, sd->verdict, sizeof(sd->verdict));
+    sd->mark = play_find(sd, at);
+    if (race_holders(&sd->res) != want)
+        snprintf(sd->mismatch, sizeof(sd->mismatch),
+                 "%d holder%s at the end, documented %d",
+                 race_holders(&sd->res), race_holders(&sd->res) == 1 ? "" : "s",
+                 want);
+    else if (strcmp(sd->res.trace, trace) != 0)
+        snprintf(sd->mismatch, sizeof(sd->mismatch),
+                 "trace \"%.100s\", documented \"%.100s\"", sd->res.trace,
+                 trace);
+    else if (sd->mark < 0)
+        snprintf(sd->mismatch, sizeof(sd->mismatch),
+                 "no step %s, documented as the one that decides it", at);
+    sd->documented = sd->mismatch[0] == '\0';
+    return sd->documented ? 0 : 1;
+}
+
+int race_play(const race *r, race_env *env, const char *key, race_side out[2])
+{
+    int64_t wall = env->wall_ms, mono = env->mono_ms;
+    int side, rc = 0;
+
+    for (side = 0; side < 2; side++) {
+        struct play_tap tap = {&out[side], env};
+        race_env e = {play_raw, play_client, play_keep, &tap, wall, mono};
+        int (*run)(race_env *, const char *, race_result *) =
+            side == 0 ? r->run_broken : r->run_tslock;
+
+        memset(&out[side], 0, sizeof(out[side]));
+        if (env->narrate != NULL)
+            env->narrate(NULL, env->ud); /* a side begins */
+        if (run(&e, key, &out[side].res) != 0) {
+            snprintf(out[side].mismatch, sizeof(out[side].mismatch),
+                     "the replay failed: %.200s", out[side].res.error);
+            out[side].mark = -1;
+            return -1;
+        }
+        if (play_judge(r, &out[side], side == 0) != 0)
+            rc = 1;
+        env->wall_ms = e.wall_ms;
+        env->mono_ms = e.mono_ms;
+    }
+    return rc;
 }

@@ -14,16 +14,30 @@
 #include "tslock.h"
 
 /*
+ * One step of a replay, as the observer saw it once the server answered:
+ * who sent what, the key's value after it ("(nil)" for none), its PTTL
+ * (-1: no expiry, -2: no key) and the replay clock, in ms since the side
+ * began.  The strings are borrowed for the call.
+ */
+typedef struct race_step {
+    const char *actor;
+    const char *command;
+    const char *value;
+    long long pttl;
+    int64_t clock_ms;
+} race_step;
+
+/*
  * Where a replay runs: fresh connections to the server under test (the
  * caller's, handed over to the replay, which frees them), a callback that
- * sees every command once the server answered it with the key's value
- * after it, and the replay clock (Unix ms), which the replay moves.
+ * sees every command once the server answered it, with the key after it,
+ * and the replay clock (Unix ms), which the replay moves.  race_play()
+ * also calls narrate with NULL as each side begins.
  */
 typedef struct race_env {
     redisContext *(*raw)(void *ud);
     tslock_client *(*client)(void *ud);
-    void (*narrate)(const char *actor, const char *command, const char *value,
-                    void *ud);
+    void (*narrate)(const race_step *step, void *ud);
     void *ud;
     int64_t wall_ms;
     int64_t mono_ms;
@@ -53,6 +67,14 @@ typedef struct race {
     int tslock_holders;
     const char *broken_trace; /* documented command order */
     const char *tslock_trace;
+    /*
+     * The step that decides each side, as "ACTOR:what it did" in the
+     * narration: where the broken scheme loses the property, and where
+     * tslock, at the same moment of the story, keeps it.
+     */
+    const char *broken_at;
+    const char *tslock_at;
+    const char *doc_anchor; /* its section of doc/races.md */
 } race;
 
 extern const race races[];
@@ -69,5 +91,43 @@ int race_holders(const race_result *r);
  * mutual exclusion lost", "only P2 holds it", "nobody holds it".
  */
 void race_verdict(const race *rc, const race_result *r, char *buf, size_t size);
+
+/* ------------------------------------------------ a race, both sides */
+
+#define RACE_MAX_STEPS 40
+
+/* A narrated step, kept. */
+typedef struct race_step_rec {
+    char actor[12];
+    char command[48];
+    char value[64];
+    long long pttl;
+    int64_t clock_ms;
+} race_step_rec;
+
+/*
+ * One side of a race as it ran: the result, every step narrated, the
+ * step named by the table's broken_at or tslock_at (or -1), the verdict
+ * in one sentence, and whether it ended as documented, or why not.
+ */
+typedef struct race_side {
+    race_result res;
+    race_step_rec steps[RACE_MAX_STEPS];
+    int n_steps;
+    int mark;
+    char verdict[160];
+    int documented;
+    char mismatch[256];
+} race_side;
+
+/*
+ * Run both sides of r on key (the broken scheme, then tslock, each from
+ * the clock env holds on entry), keeping every step, and compare each
+ * side with the table: its holders, its trace and its marked step.
+ * env->narrate, if set, still sees every step as it happens.  Returns 0
+ * when both ended as documented, 1 when one did not (see mismatch), -1
+ * when a replay itself failed (res.error).
+ */
+int race_play(const race *r, race_env *env, const char *key, race_side out[2]);
 
 #endif

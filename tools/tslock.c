@@ -35,6 +35,9 @@ static const char help_text[] =
     "demonstration\n"
     "       tslock [options] replay RACE | --list  narrate a race of "
     "doc/races.md\n"
+    "       tslock [options] replay --html FILE [--doc URL] [RACE...]\n"
+    "                                                the races as a page "
+    "to step through\n"
     "\n"
     "  -u, --url URL        redis://[[user]:password@]host[:port][/db],\n"
     "                       unix:///path/to/socket[?db=N] or\n"
@@ -92,6 +95,10 @@ static const char help_text[] =
     "      --json           watch: JSON Lines, then a {\"summary\": ...} "
     "line\n"
     "      --list           replay: list the races, one a line\n"
+    "      --html FILE      replay: also write the races (default: all) as\n"
+    "                       one self-contained page to step through\n"
+    "      --doc URL        replay --html: where the page links to\n"
+    "                       doc/races.md (default doc/races.md)\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
@@ -191,6 +198,10 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
                    : cli_watch(o, r->words + 1, r->n_words - 1);
     if (f == FORM_REPLAY && o->replay_list)
         return cli_replay(o, NULL, 1);
+    if (f == FORM_REPLAY && o->html_path != NULL)
+        return parse_url(r, o, "replay") != 0
+                   ? CLI_EXIT_USAGE
+                   : cli_replay_html(o, r->words + 1, r->n_words - 1);
     if (f == FORM_REPLAY)
         return parse_url(r, o, "replay") != 0 ? CLI_EXIT_USAGE
                                               : cli_replay(o, r->words[1], 0);
@@ -264,8 +275,17 @@ static int dispatch_form(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("--svg is for demo only");
     if (o->replay_list && i != FORM_REPLAY)
         return cli_usage_error("--list is for replay only");
+    if ((o->html_path != NULL || o->doc_url != NULL) && i != FORM_REPLAY)
+        return cli_usage_error("--html and --doc are for replay only");
+    if (o->doc_url != NULL && o->html_path == NULL)
+        return cli_usage_error("--doc names the links of replay --html: "
+                               "expected --html FILE too");
+    if (i == FORM_REPLAY && o->replay_list && o->html_path != NULL)
+        return cli_usage_error("replay takes --list or --html, not both");
     if (i == FORM_REPLAY && o->replay_list && r->n_words == 1)
         return run_form(FORM_REPLAY, r, o);
+    if (i == FORM_REPLAY && o->html_path != NULL)
+        return run_form(FORM_REPLAY, r, o); /* RACE..., or every race */
     if (r->n_words != forms[i].words
         && !(i == FORM_WATCH && r->n_words > forms[i].words))
         return cli_usage_error("%s expects %s, got %d word%s", name,
@@ -326,6 +346,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("--svg is for demo only");
     if (o->replay_list)
         return cli_usage_error("--list is for replay only");
+    if (o->html_path != NULL || o->doc_url != NULL)
+        return cli_usage_error("--html and --doc are for replay only");
     if (survey_options_elsewhere(o) != 0 || o->watch_for_ms != 0)
         return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
                                                       "the watch form only")
