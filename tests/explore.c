@@ -134,6 +134,8 @@ typedef struct step_rec {
     char what[64];
     char value[64];
     char note[96];
+    long long pttl;     /* the key's PTTL after it */
+    long long clock_ms; /* the test clock, since the schedule began */
 } step_rec;
 
 /* A choice: 0..n-1 run a client's pending step; the events follow. */
@@ -163,6 +165,8 @@ typedef struct explorer {
     int prefix;
     int clock_used, crash_used, pass_at; /* pass_at: step of the pass */
     char value[64];     /* the key's value after the last step */
+    long long pttl;     /* and its PTTL, read with it */
+    int64_t t0;         /* the test clock when the schedule began */
     int writer;         /* who wrote it: a slot, -1 nobody, -2 setup */
     char hist_v[8][64]; /* earlier values and writers, for restores */
     int hist_w[8], n_hist;
@@ -180,6 +184,8 @@ typedef struct explorer {
     step_rec best[3][MAX_DEPTH + 8];
     int best_n[3];
     char best_why[3][160];
+    int best_ch[3][MAX_DEPTH + 8]; /* the choices of each, to the end */
+    int best_nch[3];
 } explorer;
 
 static void die(const char *fmt, ...)
@@ -741,14 +747,20 @@ static void ctl_ok(redisReply *r, explorer *ex)
     freeReplyObject(r);
 }
 
+/* The key's value, and its PTTL into ex->pttl, in one round trip. */
 static void read_key(explorer *ex, char *buf, size_t size)
 {
-    redisReply *r = redisCommand(ex->ctl, "GET %s", ex->cfg->key);
+    redisReply *r = NULL, *t = NULL;
 
-    if (r == NULL)
+    if (redisAppendCommand(ex->ctl, "GET %s", ex->cfg->key) != REDIS_OK
+        || redisAppendCommand(ex->ctl, "PTTL %s", ex->cfg->key) != REDIS_OK
+        || redisGetReply(ex->ctl, (void **)&r) != REDIS_OK
+        || redisGetReply(ex->ctl, (void **)&t) != REDIS_OK)
         die("control connection: %s", ex->ctl->errstr);
     snprintf(buf, size, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    ex->pttl = t->type == REDIS_REPLY_INTEGER ? t->integer : -2;
     freeReplyObject(r);
+    freeReplyObject(t);
 }
 
 static int lease_runs(const explorer *ex, const slot *s)
@@ -1014,6 +1026,7 @@ static void plant_dead(explorer *ex)
     if (v[0] != 'd')
         ctl_ok(redisCommand(ex->ctl, "SET %s %s", ex->cfg->key, v), ex);
     snprintf(ex->value, sizeof(ex->value), "%s", v);
+    ex->pttl = v[0] == 'd' ? ex->cfg->ttl_ms : -1;
     ex->writer = -2;
 }
 
@@ -1137,6 +1150,8 @@ static void apply(explorer *ex, int c)
     }
     snprintf(st->value, sizeof(st->value), "%s",
              ex->value[0] ? ex->value : "(nil)");
+    st->pttl = ex->value[0] ? ex->pttl : -2;
+    st->clock_ms = ex->clk.wall_ms - ex->t0;
     check_exclusion(ex);
 }
 
@@ -1149,6 +1164,8 @@ static void reset(explorer *ex)
     ctl_ok(redisCommand(ex->ctl, "FLUSHALL"), ex);
     th_clock_init(&ex->clk);
     sync_clocks(ex);
+    ex->t0 = ex->clk.wall_ms;
+    ex->pttl = -2;
     ex->clock_used = ex->crash_used = 0;
     ex->pass_at = -1;
     ex->value[0] = '\0';
@@ -1310,7 +1327,7 @@ static void explore_run(explorer *ex)
             apply(ex, c);
         }
         if (complete) {
-            int which = -1;
+            int which = -1, all = ex->n_steps, k;
             res->schedules++;
             if (ex->violated) {
                 which = ex->violation_legacy ? 1 : 0;
@@ -1335,6 +1352,9 @@ static void explore_run(explorer *ex)
                 && (ex->best_n[which] == 0
                     || ex->n_steps < ex->best_n[which])) {
                 ex->best_n[which] = ex->n_steps;
+                for (k = 0; k < all && k < d && k < MAX_DEPTH; k++)
+                    ex->best_ch[which][k] = ex->fr[k].cur;
+                ex->best_nch[which] = k;
                 memcpy(ex->best[which], ex->steps,
                        sizeof(step_rec) * (size_t)ex->n_steps);
                 snprintf(ex->best_why[which], sizeof(ex->best_why[0]), "%s",
@@ -1381,16 +1401,37 @@ static void print_steps(const explorer *ex, int which, int *n, char *why,
     }
 }
 
-int explore(const explore_config *cfg, const char *upstream,
-            const char *ctl_socket, explore_result *res)
+/* The steps and choices of counterexample which, for the page. */
+static void keep_example(const explorer *ex, int which, explore_result *res)
+{
+    int k;
+
+    for (k = 0; k < ex->best_n[which] && k < EXPLORE_MAX_STEPS; k++) {
+        const step_rec *st = &ex->best[which][k];
+        explore_step *o = &res->example[which][k];
+        memcpy(o->actor, st->actor, sizeof(o->actor));
+        memcpy(o->what, st->what, sizeof(o->what));
+        memcpy(o->value, st->value, sizeof(o->value));
+        memcpy(o->note, st->note, sizeof(o->note));
+        o->pttl = st->pttl;
+        o->clock_ms = st->clock_ms;
+    }
+    for (k = 0; k < ex->best_nch[which] && k < EXPLORE_MAX_STEPS; k++)
+        res->choices[which][k] = ex->best_ch[which][k];
+    res->n_choices[which] = k;
+}
+
+/* An explorer for cfg, its clients connected and waiting; never NULL. */
+static explorer *explorer_open(const explore_config *cfg, const char *upstream,
+                               const char *ctl_socket, explore_result *res)
 {
     explorer *ex = calloc(1, sizeof(*ex));
-    struct timespec t0, t1;
-    int i, k;
+    int i;
 
     if (ex == NULL)
         die("out of memory");
     memset(res, 0, sizeof(*res));
+    res->diverged = -1;
     ex->cfg = cfg;
     ex->res = res;
     ex->upstream = upstream;
@@ -1401,7 +1442,6 @@ int explore(const explore_config *cfg, const char *upstream,
     if (ex->ctl == NULL || ex->ctl->err)
         die("cannot connect to %s", ctl_socket);
     th_clock_init(&ex->clk);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (i = 0; i < ex->n; i++) {
         if (kind_is_tslock(cfg->kinds[i]))
             ex->mixed |= 1;
@@ -1411,19 +1451,86 @@ int explore(const explore_config *cfg, const char *upstream,
     ex->mixed = ex->mixed == 3;
     for (i = 0; i < ex->n; i++)
         slot_open(ex, i, cfg->kinds[i]);
-    explore_run(ex);
+    return ex;
+}
+
+/* Close the clients and hand the examples over to res. */
+static void explorer_close(explorer *ex, explore_result *res)
+{
+    int i, k;
+
     for (i = 0; i < ex->n; i++)
         slot_close(&ex->slots[i]);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    res->seconds = (double)(t1.tv_sec - t0.tv_sec)
-                   + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    res->exhausted = !res->bounded;
     for (k = 0; k < 3; k++)
         print_steps(ex, k, res->n_steps + k, res->why[k], sizeof(res->why[k]),
                     res->steps[k], sizeof(res->steps[k]));
+    keep_example(ex, 0, res);
+    keep_example(ex, 1, res);
     redisFree(ex->ctl);
     pthread_mutex_destroy(&ex->mu);
     pthread_cond_destroy(&ex->cv);
     free(ex);
+}
+
+int explore(const explore_config *cfg, const char *upstream,
+            const char *ctl_socket, explore_result *res)
+{
+    struct timespec t0, t1;
+    explorer *ex;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ex = explorer_open(cfg, upstream, ctl_socket, res);
+    explore_run(ex);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    res->seconds = (double)(t1.tv_sec - t0.tv_sec)
+                   + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    res->exhausted = !res->bounded;
+    explorer_close(ex, res);
+    return 0;
+}
+
+/*
+ * One schedule: the choices given while each is enabled, then the first
+ * enabled choice, to the end.  The whole schedule is kept as example 0,
+ * broken or not, so that the page shows where it ends.
+ */
+int explore_follow(const explore_config *cfg, const char *upstream,
+                   const char *ctl_socket, const int *choices, int n,
+                   explore_result *res)
+{
+    explorer *ex = explorer_open(cfg, upstream, ctl_socket, res);
+    unsigned ro, hold, e;
+    int d, c;
+
+    reset(ex);
+    for (d = 0; d < MAX_DEPTH && d < cfg->max_depth; d++) {
+        e = enabled_set(ex, &ro, &hold);
+        if (e == 0)
+            break;
+        if (d < n && (e >> choices[d] & 1))
+            c = choices[d];
+        else {
+            if (d < n && res->diverged < 0)
+                res->diverged = d;
+            c = lowest(e);
+        }
+        ex->fr[d].cur = c;
+        apply(ex, c);
+    }
+    res->schedules = 1;
+    res->exhausted = d < MAX_DEPTH && d < cfg->max_depth;
+    if (ex->violated) {
+        res->violations = 1;
+        res->by_kind[violation_kind(ex->why)]++;
+        res->broke_at = ex->violated_at;
+    }
+    ex->best_n[0] = ex->n_steps;
+    memcpy(ex->best[0], ex->steps, sizeof(step_rec) * (size_t)ex->n_steps);
+    snprintf(ex->best_why[0], sizeof(ex->best_why[0]), "%s", ex->why);
+    for (c = 0; c < d; c++)
+        ex->best_ch[0][c] = ex->fr[c].cur;
+    ex->best_nch[0] = d;
+    finish(ex);
+    explorer_close(ex, res);
     return 0;
 }

@@ -55,6 +55,23 @@ enum explore_violation {
     EXPLORE_V_KINDS
 };
 
+/* The most steps a schedule takes (MAX_DEPTH of explore.c, and events). */
+#define EXPLORE_MAX_STEPS 72
+
+/*
+ * A step of a counterexample, as the classroom page draws it: who, what
+ * it sent, the key after it (and its PTTL: -1 none, -2 no key), the test
+ * clock in ms since the schedule began, what the client was told.
+ */
+typedef struct explore_step {
+    char actor[8];
+    char what[64];
+    char value[64];
+    char note[96];
+    long long pttl;
+    long long clock_ms;
+} explore_step;
+
 typedef struct explore_result {
     long schedules;         /* complete schedules run */
     long pruned;            /* partial schedules cut by sleep sets */
@@ -73,6 +90,19 @@ typedef struct explore_result {
     int n_steps[3];
     char why[3][160];
     char steps[3][6000];
+    /*
+     * The same counterexamples ([0], [1]) as steps, and the choices that
+     * made each (one per step, taken from the schedule to its end, so
+     * explore_follow() can run it again on another configuration).
+     */
+    explore_step example[2][EXPLORE_MAX_STEPS];
+    int choices[2][EXPLORE_MAX_STEPS];
+    int n_choices[2];
+    /* explore_follow(): the first step at which a choice was not
+     * enabled and the first enabled one was taken instead, or -1. */
+    int diverged;
+    int broke_at; /* explore_follow(): the step (from 1) that broke a
+                     property, or 0 */
 } explore_result;
 
 /*
@@ -83,5 +113,16 @@ typedef struct explore_result {
  */
 int explore(const explore_config *cfg, const char *upstream,
             const char *ctl_socket, explore_result *res);
+
+/*
+ * Run one schedule of cfg: the choices given (a counterexample's, from
+ * another configuration), then the first enabled choice at every step
+ * until the schedule is complete.  res->schedules is 1, res->violations 1
+ * when it broke a property (res->why[0]); every step, to the end, is in
+ * res->example[0] and res->steps[0] (res->n_steps[0]).  Returns 0.
+ */
+int explore_follow(const explore_config *cfg, const char *upstream,
+                   const char *ctl_socket, const int *choices, int n,
+                   explore_result *res);
 
 #endif

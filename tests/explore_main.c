@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classroom.h"
 #include "explore.h"
 #include "harness.h"
 
@@ -30,6 +31,32 @@ static long total_schedules;
 static double total_seconds;
 static const char *only;
 static int verbose;
+static const char *html_path; /* --html: the classroom page, or NULL */
+static const char *doc_url = "doc/races.md";
+
+/*
+ * The page's scenes: one per distinct counterexample, with the rows that
+ * found it.  A side is a schedule as the explorer ran it.
+ */
+typedef struct xside {
+    char label[96];
+    char verdict[200];
+    int broken, mark;
+    explore_step steps[EXPLORE_MAX_STEPS];
+    int n;
+} xside;
+
+typedef struct xscene {
+    char id[8];
+    char title[160];
+    char about[1200];
+    char doc[256];
+    xside sides[2];
+    int n_sides;
+} xscene;
+
+static xscene *xscenes;
+static size_t n_xscenes, cap_xscenes;
 
 /*
  * What a row must show.  SAFE: no violation, except those of a kind
@@ -71,6 +98,209 @@ static int gen_has(int g, const char *what)
     return 1;
 }
 
+/* ------------------------------------------------ the classroom page */
+
+static void xside_fill(xside *x, const char *label, const char *verdict,
+                       int broken, int mark, const explore_step *steps, int n)
+{
+    snprintf(x->label, sizeof(x->label), "%s", label);
+    snprintf(x->verdict, sizeof(x->verdict), "%s", verdict);
+    x->broken = broken;
+    x->mark = mark;
+    x->n = n < EXPLORE_MAX_STEPS ? n : EXPLORE_MAX_STEPS;
+    memcpy(x->steps, steps, sizeof(explore_step) * (size_t)x->n);
+}
+
+static int xside_same(const xside *a, const xside *b)
+{
+    return a->n == b->n && a->broken == b->broken && a->mark == b->mark
+           && strcmp(a->verdict, b->verdict) == 0
+           && strcmp(a->label, b->label) == 0
+           && memcmp(a->steps, b->steps, sizeof(explore_step) * (size_t)a->n)
+                  == 0;
+}
+
+/*
+ * Add a scene, or name the row on the scene that already shows the very
+ * same schedules (as the generations that behave alike do).
+ */
+static void xscene_add(const xscene *sc, const char *row_name)
+{
+    size_t i;
+    int k;
+
+    for (i = 0; i < n_xscenes; i++) {
+        xscene *o = &xscenes[i];
+        if (o->n_sides != sc->n_sides)
+            continue;
+        for (k = 0; k < sc->n_sides; k++)
+            if (!xside_same(&o->sides[k], &sc->sides[k]))
+                break;
+        if (k == sc->n_sides) {
+            size_t used = strlen(o->about);
+            snprintf(o->about + used, sizeof(o->about) - used, "; %s",
+                     row_name);
+            return;
+        }
+    }
+    if (n_xscenes == cap_xscenes) {
+        cap_xscenes = cap_xscenes ? cap_xscenes * 2 : 16;
+        xscenes = realloc(xscenes, cap_xscenes * sizeof(*xscenes));
+        if (xscenes == NULL) {
+            fprintf(stderr, "explore: out of memory\n");
+            exit(2);
+        }
+    }
+    xscenes[n_xscenes] = *sc;
+    snprintf(xscenes[n_xscenes].id, sizeof(sc->id), "%zu", n_xscenes + 1);
+    snprintf(xscenes[n_xscenes].about, sizeof(sc->about),
+             "Run against a real redis-server; the shortest counterexample "
+             "of: %s",
+             row_name);
+    n_xscenes++;
+}
+
+static void to_classroom(const xside *x, classroom_step *out)
+{
+    int i;
+
+    for (i = 0; i < x->n; i++) {
+        out[i].actor = x->steps[i].actor;
+        out[i].command = x->steps[i].what;
+        out[i].value = x->steps[i].value;
+        out[i].note = x->steps[i].note[0] ? x->steps[i].note : NULL;
+        out[i].pttl = x->steps[i].pttl;
+        out[i].clock_ms = x->steps[i].clock_ms;
+    }
+}
+
+/* Write the page of every scene collected; 0, or -1. */
+static int write_html(void)
+{
+    classroom_scene *cs = calloc(n_xscenes + 1, sizeof(*cs));
+    classroom_step(*steps)[2][EXPLORE_MAX_STEPS] =
+        calloc(n_xscenes + 1, sizeof(*steps));
+    FILE *f = fopen(html_path, "w");
+    size_t i;
+    int k, rc = -1;
+
+    if (cs != NULL && steps != NULL && f != NULL) {
+        for (i = 0; i < n_xscenes; i++) {
+            xscene *x = &xscenes[i];
+            cs[i].id = x->id;
+            cs[i].title = x->title;
+            cs[i].doc = x->doc;
+            cs[i].about = x->about;
+            cs[i].n_sides = x->n_sides;
+            for (k = 0; k < x->n_sides; k++) {
+                classroom_side *sd = &cs[i].sides[k];
+                to_classroom(&x->sides[k], steps[i][k]);
+                sd->label = x->sides[k].label;
+                sd->verdict = x->sides[k].verdict;
+                sd->broken = x->sides[k].broken;
+                sd->documented = 1; /* the explorer's own checks say */
+                sd->mismatch = NULL;
+                sd->mark = x->sides[k].mark;
+                sd->steps = steps[i][k];
+                sd->n_steps = x->sides[k].n;
+            }
+        }
+        rc = classroom_write(f, "tslock: the explorer's counterexamples",
+                             "The shortest schedule that breaks a property, "
+                             "for every row of tests/explore that has one, "
+                             "as the explorer ran it against a real Redis "
+                             "server.",
+                             "tests/explore --html", cs, n_xscenes);
+    }
+    if (f == NULL || fclose(f) != 0)
+        rc = -1;
+    free(cs);
+    free(steps);
+    return rc;
+}
+
+/* The property a violation broke, in words for a title. */
+static const char *broken_what(const char *why)
+{
+    if (strncmp(why, "mutual", 6) == 0)
+        return "mutual exclusion lost";
+    if (strncmp(why, "foreign", 7) == 0)
+        return "a foreign delete";
+    if (strncmp(why, "untruthful", 10) == 0)
+        return "an untruthful report";
+    if (strncmp(why, "liveness", 8) == 0)
+        return "locked out for good";
+    return "an operation failed";
+}
+
+/*
+ * The counterexample [which] of a row as a scene; with a second side
+ * when given (the same schedule on another configuration).
+ */
+static void collect(const char *label, const char *sc_name,
+                    const char *row_name, const explore_result *res, int which,
+                    enum expect expect, const xside *beside)
+{
+    xscene x;
+    char side_label[96];
+
+    memset(&x, 0, sizeof(x));
+    snprintf(x.title, sizeof(x.title), "%s, %s: %s%s", label, sc_name,
+             broken_what(res->why[which]),
+             which == 1          ? " (the legacy client's own flaw)"
+             : expect == GAP     ? " (the documented gap)"
+             : expect == CONTROL ? " (a control)"
+                                 : "");
+    snprintf(x.doc, sizeof(x.doc), "%s#%s", doc_url,
+             expect == CONTROL ? "the-controls-counterexamples"
+             : expect == GAP && strncmp(label, "timestamp-classic", 17) == 0
+                 ? "d-check-then-delete"
+                 : "every-interleaving-the-schedule-explorer");
+    snprintf(side_label, sizeof(side_label), "%s (%s)", label, sc_name);
+    xside_fill(&x.sides[0], side_label, res->why[which], 1,
+               res->n_steps[which] - 1, res->example[which],
+               res->n_steps[which]);
+    x.n_sides = 1;
+    if (beside != NULL) {
+        x.sides[1] = *beside;
+        x.n_sides = 2;
+    }
+    xscene_add(&x, row_name);
+}
+
+/*
+ * The classic release's gap beside the WATCH form on the same schedule:
+ * run the counterexample's choices with the WATCH form, which must keep
+ * every property, from the same choices up to the break.  Returns 1 when
+ * it did not.
+ */
+static int watch_beside(const explore_config *classic, int g,
+                        const explore_result *res, xside *out)
+{
+    explore_config cfg = *classic;
+    explore_result *w = malloc(sizeof(*w));
+    int bad, at = res->n_steps[0] - 1;
+
+    if (w == NULL)
+        exit(2);
+    cfg.form = TSLOCK_RELEASE_WATCH;
+    explore_follow(&cfg, g == 0 ? srv.socket : proxies[g].socket, srv.socket,
+                   res->choices[0], res->n_choices[0], w);
+    bad = w->violations > 0 || (w->diverged >= 0 && w->diverged <= at);
+    printf("  same schedule, timestamp-watch: %s, %d steps%s\n%s",
+           w->violations > 0 ? w->why[0] : "every property held", w->n_steps[0],
+           w->diverged >= 0 && w->diverged <= at ? " (diverged)" : "",
+           w->steps[0]);
+    xside_fill(out, "timestamp-watch, the same schedule",
+               w->violations > 0 ? w->why[0]
+                                 : "every property held, to the end of the "
+                                   "same schedule",
+               w->violations > 0, w->violations > 0 ? w->broke_at - 1 : at,
+               w->example[0], w->n_steps[0]);
+    free(w);
+    return bad;
+}
+
 /* Run one row; returns its violations. */
 static void print_example(const explore_result *res, int which,
                           const char *what)
@@ -91,7 +321,7 @@ static long row(const char *label, int g, const scenario *sc, explore_kind a,
     long unexpected;
     int k;
     explore_config cfg;
-    explore_result res;
+    static explore_result res; /* large: off the stack */
     char name[128];
     int i;
 
@@ -136,7 +366,21 @@ static long row(const char *label, int g, const scenario *sc, explore_kind a,
             printf(" %s=%ld", kind_names[k], res.by_kind[k]);
     printf("\n");
     print_example(&res, 0, "counterexample");
+    if (res.n_steps[0] > 0 && form == TSLOCK_RELEASE_CLASSIC
+        && a == EXPLORE_TIMESTAMP && gen_has(g, "watch")) {
+        xside w;
+        if (watch_beside(&cfg, g, &res, &w) != 0) {
+            printf("FAIL: %s: the WATCH form did not hold on the same "
+                   "schedule\n",
+                   name);
+            failures++;
+        }
+        collect(label, sc->name, name, &res, 0, expect, &w);
+    } else if (res.n_steps[0] > 0)
+        collect(label, sc->name, name, &res, 0, expect, NULL);
     print_example(&res, 1, "counterexample of the legacy client's own flaw");
+    if (res.n_steps[1] > 0)
+        collect(label, sc->name, name, &res, 1, expect, NULL);
     if (verbose)
         print_example(&res, 2, "orphan");
     fflush(stdout);
@@ -258,9 +502,13 @@ int main(int argc, char **argv)
             verbose = 1;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "--html") == 0 && i + 1 < argc)
+            html_path = argv[++i];
+        else if (strcmp(argv[i], "--doc") == 0 && i + 1 < argc)
+            doc_url = argv[++i];
         else {
-            fprintf(stderr,
-                    "usage: explore [--full] [--verbose] [--only TEXT]\n");
+            fprintf(stderr, "usage: explore [--full] [--verbose] [--only TEXT] "
+                            "[--html FILE [--doc URL]]\n");
             return 2;
         }
     }
@@ -280,6 +528,15 @@ int main(int argc, char **argv)
     for (g = 1; g < N_GEN; g++)
         th_proxy_stop(&proxies[g]);
     th_server_stop(&srv);
+    if (html_path != NULL) {
+        if (write_html() != 0) {
+            printf("FAIL: cannot write %s\n", html_path);
+            failures++;
+        } else
+            printf("explore: %zu counterexamples drawn in %s\n", n_xscenes,
+                   html_path);
+    }
+    free(xscenes);
     if (failures > 0)
         printf("explore: %d failures\n", failures);
     return failures > 0 ? 1 : 0;

@@ -1024,6 +1024,25 @@ t "replay of an unknown race" 64 $tool -u "$U" replay zz
 check "replay zz: one line" one_line "no race 'zz'"
 t "replay without a race" 64 $tool replay
 t "--list on another form" 64 $tool -u "$U" status k --list
+page="$dir/races.html"
+t "replay --html of two races" 0 $tool -u "$U" replay --html "$page" a d
+check "replay --html: both narrated" \
+    eval 'has "^race a: " "$out" && has "^race d: " "$out"'
+check "replay --html: the page holds their data" \
+    eval 'grep -q "id=\"tslock-data\"" "$page" && grep -q "\"id\":\"d\"" "$page"'
+check "replay --html: no other race on it" eval '! grep -q "\"id\":\"b\"" "$page"'
+check "replay --html: self-contained" \
+    eval '! grep -q -i -e "src=" -e "@import" -e "http://" -e "https://" "$page"'
+check "replay --html: its scratch keys are gone" \
+    eval '! key_exists tslock:replay:a && ! key_exists tslock:replay:d'
+t "replay --html of an unknown race" 64 $tool -u "$U" replay --html "$page" a zz
+check "replay --html zz: one line" one_line "no race 'zz'"
+t "replay --html with an empty file name" 64 $tool -u "$U" replay --html ""
+t "replay --html into a missing directory" 71 \
+    $tool -u "$U" replay --html "$dir/no/such/dir/p.html" a
+t "--doc without --html" 64 $tool -u "$U" replay --doc x a
+t "--html on another form" 64 $tool -u "$U" status k --html "$page"
+t "replay with --list and --html" 64 $tool replay --list --html "$page"
 
 # -------------------------------------------------------------- demo
 svg="$dir/demo.svg"

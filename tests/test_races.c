@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classroom.h"
 #include "harness.h"
 #include "naive.h"
 #include "races.h"
@@ -723,22 +724,108 @@ static void test_replay_table_matches_documented_outcomes(void)
     for (i = 0; i < n_races; i++) {
         const race *r = &races[i];
         race_env env = {table_raw, table_client, NULL, NULL, 0, 0};
-        race_result bad, good;
+        race_side sides[2];
         char key[64];
 
         th_clock_init(&clk);
         env.wall_ms = clk.wall_ms;
         env.mono_ms = clk.mono_ms;
         snprintf(key, sizeof(key), "race:table:%s", r->id);
-        CU_ASSERT_EQUAL(r->run_broken(&env, key, &bad), 0);
-        CU_ASSERT_EQUAL(race_holders(&bad), r->broken_holders);
-        CU_ASSERT_STRING_EQUAL(bad.trace, r->broken_trace);
-        CU_ASSERT_EQUAL(r->run_tslock(&env, key, &good), 0);
-        CU_ASSERT_EQUAL(race_holders(&good), r->tslock_holders);
-        CU_ASSERT_STRING_EQUAL(good.trace, r->tslock_trace);
+        /* race_play() is what `tslock replay` and its page run. */
+        CU_ASSERT_EQUAL(race_play(r, &env, key, sides), 0);
+        CU_ASSERT_EQUAL(race_holders(&sides[0].res), r->broken_holders);
+        CU_ASSERT_STRING_EQUAL(sides[0].res.trace, r->broken_trace);
+        CU_ASSERT_EQUAL(race_holders(&sides[1].res), r->tslock_holders);
+        CU_ASSERT_STRING_EQUAL(sides[1].res.trace, r->tslock_trace);
+        /* The step each side is decided at was narrated. */
+        CU_ASSERT_TRUE(sides[0].documented && sides[1].documented);
+        CU_ASSERT_TRUE(sides[0].mark >= 0 && sides[1].mark >= 0);
     }
     CU_ASSERT_PTR_NOT_NULL(race_find("a"));
     CU_ASSERT_PTR_NULL(race_find("zz"));
+}
+
+/* The data of a page written from sides, in a string of its own. */
+static char *page_of(const race *r, race_side sides[2])
+{
+    classroom_step steps[2][RACE_MAX_STEPS];
+    classroom_scene sc;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int k, i;
+
+    memset(&sc, 0, sizeof(sc));
+    sc.id = r->id;
+    sc.title = r->title;
+    sc.doc = r->doc_anchor;
+    sc.n_sides = 2;
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < sides[k].n_steps; i++) {
+            steps[k][i].actor = sides[k].steps[i].actor;
+            steps[k][i].command = sides[k].steps[i].command;
+            steps[k][i].value = sides[k].steps[i].value;
+            steps[k][i].note = NULL;
+            steps[k][i].pttl = sides[k].steps[i].pttl;
+            steps[k][i].clock_ms = sides[k].steps[i].clock_ms;
+        }
+        sc.sides[k].label = k == 0 ? r->broken : r->fixed;
+        sc.sides[k].verdict = sides[k].verdict;
+        sc.sides[k].broken = k == 0;
+        sc.sides[k].documented = sides[k].documented;
+        sc.sides[k].mismatch = sides[k].mismatch;
+        sc.sides[k].mark = sides[k].mark;
+        sc.sides[k].steps = steps[k];
+        sc.sides[k].n_steps = sides[k].n_steps;
+    }
+    if (f == NULL)
+        return NULL;
+    classroom_write(f, r->title, "", "test_races", &sc, 1);
+    fclose(f);
+    return buf;
+}
+
+/*
+ * The page cannot drift from the table either.  A throwaway copy of the
+ * table, with one documented outcome changed (race a's broken scheme
+ * said to leave one holder), must make race_play() report the mismatch
+ * that fails the test above, and the page, drawn from the same run, must
+ * show the real outcome (both hold) and flag the side as not documented:
+ * page and table disagree, visibly, on both ends.
+ */
+static void test_page_and_table_cannot_disagree_silently(void)
+{
+    race copy = *race_find("a");
+    race_env env = {table_raw, table_client, NULL, NULL, 0, 0};
+    race_side sides[2];
+    char *page;
+
+    copy.broken_holders = 1; /* the change: the run still shows 2 */
+    th_clock_init(&clk);
+    env.wall_ms = clk.wall_ms;
+    env.mono_ms = clk.mono_ms;
+    CU_ASSERT_EQUAL(race_play(&copy, &env, "race:table:copy", sides), 1);
+    CU_ASSERT_FALSE(sides[0].documented);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sides[0].mismatch, "documented 1"));
+    CU_ASSERT_TRUE(sides[1].documented);
+    page = page_of(&copy, sides);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "\"documented\":false"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(page, "both P2 and P3 hold the lock - mutual exclusion lost"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "2 holders at the end, documented 1"));
+    free(page);
+
+    /* And the table as it is: documented on both sides, on the page too. */
+    th_clock_init(&clk);
+    env.wall_ms = clk.wall_ms;
+    env.mono_ms = clk.mono_ms;
+    CU_ASSERT_EQUAL(race_play(race_find("a"), &env, "race:table:a", sides), 0);
+    page = page_of(race_find("a"), sides);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NULL(strstr(page, "\"documented\":false"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "\"mark\":8"));
+    free(page);
 }
 
 int main(void)
@@ -782,6 +869,8 @@ int main(void)
                 test_race_h_bridge_keeps_identical);
     CU_add_test(s, "the replay table matches the documented outcomes",
                 test_replay_table_matches_documented_outcomes);
+    CU_add_test(s, "a changed outcome shows on the page and fails the table",
+                test_page_and_table_cannot_disagree_silently);
     {
         int rc = th_run_all();
         th_server_stop(&srv);

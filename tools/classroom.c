@@ -10,13 +10,17 @@
 #include "classroom_page.h"
 
 /*
- * A JSON string.  '<', '>' and '&' are escaped too, so no value can close
- * the script element the data sits in.
+ * A JSON string, or null for NULL.  '<', '>' and '&' are escaped too, so
+ * no value can close the script element the data sits in.
  */
 static void json_str(FILE *f, const char *s)
 {
+    if (s == NULL) {
+        fputs("null", f);
+        return;
+    }
     fputc('"', f);
-    for (; s != NULL && *s != '\0'; s++) {
+    for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
