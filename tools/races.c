@@ -429,10 +429,10 @@ static int expiry_race(int token, int broken, race_env *env, const char *key,
         return -1;
     if (pair_open(&p, &rp, &a, &b, 1000, token) == 0
         && tslock_acquire(p.la, 0) == TSLOCK_OK) {
-        if (token) {
-            flush_pending(&rp);
+        flush_pending(&rp); /* A's acquire, before its lease ends */
+        if (token)
             lease_runs_out(&rp, "A");
-        } else {
+        else {
             env->wall_ms += 2000;
             env->mono_ms += 2000;
         }
@@ -662,6 +662,7 @@ static int race_h(tslock_scheme scheme, race_env *env, const char *key,
     if (h.la != NULL && n1.redis != NULL && n2.redis != NULL
         && tslock_lock_set_scheme(h.la, scheme) == TSLOCK_OK
         && naive_del_recovery_acquire(&n1, key, 1000) == NAIVE_HELD) {
+        flush_pending(&rp); /* J1's acquire, before it stalls */
         env->wall_ms += 2000;
         env->mono_ms += 2000;
         if (tslock_acquire(h.la, 0) == TSLOCK_OK) {

@@ -28,14 +28,29 @@ for (const need of ["chromium", "races", "races-text", "explore",
     process.exit(2);
   }
 
-let failures = 0, checks = 0;
+let failures = 0, checks = 0, quiet = false;
 function check(ok, what) {
   checks++;
   if (!ok) {
     failures++;
-    console.log(`FAIL: ${what}`);
+    if (!quiet) console.log(`FAIL: ${what}`);
   }
   return ok;
+}
+
+// The checks must be able to fail: run fn on something known wrong and
+// demand that it fails, without counting those failures.
+async function mustCatch(what, fn) {
+  const before = failures;
+  quiet = true;
+  try {
+    await fn();
+  } finally {
+    quiet = false;
+  }
+  const caught = failures - before;
+  failures = before;
+  check(caught > 0, `the checks catch ${what}`);
 }
 function same(got, want, what) {
   return check(JSON.stringify(got) === JSON.stringify(want),
@@ -266,21 +281,8 @@ function checkLinks(data, name) {
   }
 }
 
-// --------------------------------------------------- the races page
-
-{
-  const size = readFileSync(args.races).length;
-  check(size < 300 * 1024, `races page under 300 KB (${size} bytes)`);
-  const html = readFileSync(args.races, "utf8");
-  check(!/\b(src|href)\s*=\s*["']?(https?:)?\/\//i.test(html),
-        "races page: no address of another host in src or href");
-  const opened = await open(args.races);
-  const { page } = opened;
-  const data = await page.evaluate(() =>
-    JSON.parse(document.getElementById("tslock-data").textContent));
-  const dump = parseReplay(readFileSync(args["races-text"], "utf8"));
-
-  // The JSON against the narration the same run printed.
+// The page's JSON against the narration of the same run.
+function compareDump(data, dump) {
   same(data.scenes.map((s) => s.id), dump.map((r) => r.id),
        "races: a scene per race narrated");
   for (const r of dump) {
@@ -303,10 +305,63 @@ function checkLinks(data, name) {
     check(sc.sides[0].broken && !sc.sides[1].broken,
           `race ${r.id}: broken beside fixed`);
   }
+}
+
+// --------------------------------------------------- the races page
+
+{
+  const size = readFileSync(args.races).length;
+  check(size < 300 * 1024, `races page under 300 KB (${size} bytes)`);
+  const html = readFileSync(args.races, "utf8");
+  check(!/\b(src|href)\s*=\s*["']?(https?:)?\/\//i.test(html),
+        "races page: no address of another host in src or href");
+  const opened = await open(args.races);
+  const { page } = opened;
+  const data = await page.evaluate(() =>
+    JSON.parse(document.getElementById("tslock-data").textContent));
+  const dump = parseReplay(readFileSync(args["races-text"], "utf8"));
+
+  // The JSON against the narration the same run printed.
+  compareDump(data, dump);
+  await mustCatch("a value the narration did not print", () => {
+    const bad = structuredClone(dump);
+    bad[0].sides[0].steps[1].value += "0";
+    compareDump(data, bad);
+  });
+  await mustCatch("a verdict the page does not give", () => {
+    const bad = structuredClone(dump);
+    bad[1].verdicts[1] = "nobody holds it";
+    compareDump(data, bad);
+  });
   checkLinks(data, "races");
 
   // Two races with the keyboard: the first, then down to race d.
   await stepThrough(page, data, "races");
+  // The DOM checks catch a page that shows other than its data.
+  await mustCatch("a key value drawn wrong", async () => {
+    await page.evaluate(() => {
+      document.querySelector("section.scene:not([hidden]) tbody tr.step " +
+                             "td.key .value").textContent = "1234";
+    });
+    checkStep(await shown(page), data.scenes[0], "tampered");
+  });
+  await mustCatch("a box in the wrong lane", async () => {
+    await page.evaluate(() => {
+      const row = document.querySelector("section.scene:not([hidden]) " +
+                                         "tbody tr.step");
+      const box = row.querySelector(".cmd");
+      const to = [...row.querySelectorAll("td.lane")]
+        .find((c) => !c.contains(box));
+      to.appendChild(box);
+    });
+    checkStep(await shown(page), data.scenes[0], "tampered");
+  });
+  // Drawn afresh from its data, the page is right again.
+  await page.reload({ waitUntil: "load" });
+  await page.waitForSelector("body[data-ready=true]", { timeout: 10000 });
+  const again = await shown(page);
+  same(again.step, 0, "races: a reload starts at step 0");
+  checkStep(again, data.scenes[0], "races after a reload");
   for (let i = 0; i < 3; i++) await page.keyboard.press("ArrowDown");
   same((await shown(page)).id, "d", "races: the down arrow reaches race d");
   await stepThrough(page, data, "races");
