@@ -1442,6 +1442,7 @@ static explorer *explorer_open(const explore_config *cfg, const char *upstream,
     if (ex->ctl == NULL || ex->ctl->err)
         die("cannot connect to %s", ctl_socket);
     th_clock_init(&ex->clk);
+    res->start_ms = ex->clk.wall_ms;
     for (i = 0; i < ex->n; i++) {
         if (kind_is_tslock(cfg->kinds[i]))
             ex->mixed |= 1;

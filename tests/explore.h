@@ -101,8 +101,9 @@ typedef struct explore_result {
     /* explore_follow(): the first step at which a choice was not
      * enabled and the first enabled one was taken instead, or -1. */
     int diverged;
-    int broke_at; /* explore_follow(): the step (from 1) that broke a
-                     property, or 0 */
+    int broke_at;       /* explore_follow(): the step (from 1) that broke a
+                           property, or 0 */
+    long long start_ms; /* the test clock (Unix ms) as a schedule begins */
 } explore_result;
 
 /*

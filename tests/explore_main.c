@@ -42,6 +42,7 @@ typedef struct xside {
     char label[96];
     char verdict[200];
     int broken, mark;
+    long long start_ms;
     explore_step steps[EXPLORE_MAX_STEPS];
     int n;
 } xside;
@@ -101,8 +102,10 @@ static int gen_has(int g, const char *what)
 /* ------------------------------------------------ the classroom page */
 
 static void xside_fill(xside *x, const char *label, const char *verdict,
-                       int broken, int mark, const explore_step *steps, int n)
+                       int broken, int mark, const explore_result *res,
+                       const explore_step *steps, int n)
 {
+    x->start_ms = res->start_ms;
     snprintf(x->label, sizeof(x->label), "%s", label);
     snprintf(x->verdict, sizeof(x->verdict), "%s", verdict);
     x->broken = broken;
@@ -196,6 +199,7 @@ static int write_html(void)
                 classroom_side *sd = &cs[i].sides[k];
                 to_classroom(&x->sides[k], steps[i][k]);
                 sd->label = x->sides[k].label;
+                sd->start_ms = x->sides[k].start_ms;
                 sd->verdict = x->sides[k].verdict;
                 sd->broken = x->sides[k].broken;
                 sd->documented = 1; /* the explorer's own checks say */
@@ -258,7 +262,7 @@ static void collect(const char *label, const char *sc_name,
                  : "every-interleaving-the-schedule-explorer");
     snprintf(side_label, sizeof(side_label), "%s (%s)", label, sc_name);
     xside_fill(&x.sides[0], side_label, res->why[which], 1,
-               res->n_steps[which] - 1, res->example[which],
+               res->n_steps[which] - 1, res, res->example[which],
                res->n_steps[which]);
     x.n_sides = 1;
     if (beside != NULL) {
@@ -295,7 +299,7 @@ static int watch_beside(const explore_config *classic, int g,
                w->violations > 0 ? w->why[0]
                                  : "every property held, to the end of the "
                                    "same schedule",
-               w->violations > 0, w->violations > 0 ? w->broke_at - 1 : at,
+               w->violations > 0, w->violations > 0 ? w->broke_at - 1 : at, w,
                w->example[0], w->n_steps[0]);
     free(w);
     return bad;

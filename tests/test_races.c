@@ -770,6 +770,7 @@ static char *page_of(const race *r, race_side sides[2])
             steps[k][i].clock_ms = sides[k].steps[i].clock_ms;
         }
         sc.sides[k].label = k == 0 ? r->broken : r->fixed;
+        sc.sides[k].start_ms = sides[k].start_ms;
         sc.sides[k].verdict = sides[k].verdict;
         sc.sides[k].broken = k == 0;
         sc.sides[k].documented = sides[k].documented;

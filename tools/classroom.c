@@ -75,6 +75,8 @@ static void write_side(FILE *f, const classroom_side *sd)
             sd->mark);
     fputs("\"mismatch\":", f);
     json_str(f, sd->mismatch);
+    fputs(",\"start\":", f);
+    json_num(f, sd->start_ms);
     fputc(',', f);
     write_lanes(f, sd);
     fputs(",\"steps\":[", f);

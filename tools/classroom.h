@@ -32,10 +32,12 @@ typedef struct classroom_step {
  * One side of a scene: a scheme run through the story.  broken: a
  * property breaks at step mark; otherwise mark is the step at which it
  * holds where the other side broke (or -1).  documented: it ended as its
- * table says (mismatch says how not).
+ * table says (mismatch says how not).  start_ms lets the page show a
+ * stamp as a time on the side's clock.
  */
 typedef struct classroom_side {
     const char *label;
+    long long start_ms; /* the wall clock (Unix ms) at step 0, or UNKNOWN */
     const char *verdict;
     int broken;
     int documented;

@@ -949,6 +949,7 @@ int race_play(const race *r, race_env *env, const char *key, race_side out[2])
             side == 0 ? r->run_broken : r->run_tslock;
 
         memset(&out[side], 0, sizeof(out[side]));
+        out[side].start_ms = wall;
         if (env->narrate != NULL)
             env->narrate(NULL, env->ud); /* a side begins */
         if (run(&e, key, &out[side].res) != 0) {

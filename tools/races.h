@@ -118,6 +118,7 @@ typedef struct race_side {
     char verdict[160];
     int documented;
     char mismatch[256];
+    int64_t start_ms; /* the replay clock (Unix ms) as the side began */
 } race_side;
 
 /*

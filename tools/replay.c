@@ -172,6 +172,7 @@ static void played_scene(struct played *p, const char *doc, classroom_scene *sc)
                  k == 0 ? "broken" : "tslock",
                  k == 0 ? p->r->broken : p->r->fixed);
         cs->label = p->labels[k];
+        cs->start_ms = rs->start_ms;
         cs->verdict = rs->verdict;
         /* The broken side loses the property; tslock keeps it. */
         cs->broken = k == 0;

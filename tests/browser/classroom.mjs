@@ -66,6 +66,18 @@ function ttlText(p) {
   return `TTL ${p} ms`;
 }
 
+// A stamp as the page should show it: ms since the side's start.
+function stampText(v, start) {
+  let ms = null;
+  if (/^\d{13}$/.test(v)) ms = Number(v);
+  else if (/^\d{10}(\.\d+)?$/.test(v)) ms = Math.round(parseFloat(v) * 1000);
+  if (ms === null || start === null || start === undefined ||
+      Math.abs(ms - start) > 2 * 86400000)
+    return null;
+  const rel = ms - start;
+  return `= t${rel >= 0 ? "+" : ""}${(rel / 1000).toFixed(3)} s`;
+}
+
 // GitHub's heading anchors: lower case, punctuation dropped, spaces to -.
 function slug(heading) {
   return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "")
@@ -194,6 +206,8 @@ async function shown(page) {
             cells: cells.filter((c) => c !== null),
             value: text(tr.querySelector("td.key .value")),
             ttl: text(tr.querySelector("td.key .ttl")),
+            stamp: text(tr.querySelector("td.key .stamp")),
+            clock: text(tr.querySelector("td.key .clock")),
           };
         }),
       })),
@@ -220,6 +234,10 @@ function checkStep(view, scene, where) {
            [[st.actor, st.command]], `${w}: one box, in ${st.actor}'s lane`);
       same(row.value, st.value, `${w}: the key's value`);
       same(row.ttl, ttlText(st.pttl), `${w}: the key's TTL`);
+      same(row.stamp, stampText(st.value, side.start), `${w}: the stamp`);
+      same(row.clock, st.clock === null ? null
+           : `now t${st.clock >= 0 ? "+" : ""}${(st.clock / 1000).toFixed(3)} s`,
+           `${w}: the clock`);
       const flag = row.cells[0] ? row.cells[0].flag : null;
       same(flag, i !== side.mark ? null
                  : side.broken ? "\u2716 BREAKS HERE" : "\u2714 HOLDS HERE",
