@@ -21,14 +21,17 @@ esac
 # clang: make fuzz, and make check replays the fuzz corpora under
 # libFuzzer with ASan and UBSan (without it, only through a plain driver).
 # libxml2-utils: xmllint, which checks the demo's --svg timeline.
-# chromium: make check opens the race classroom page in it, headless,
-# through puppeteer-core (installed below with npm, no browser download);
-# nodejs and npm run that test, where node is not installed already.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
-          libxml2-utils chromium"
-command -v node >/dev/null 2>&1 || packages="$packages nodejs"
-command -v npm >/dev/null 2>&1 || packages="$packages npm"
+          libxml2-utils"
+# For the tests, chromium: make check opens the race classroom pages in
+# it, headless, through puppeteer-core (installed below with npm ci, no
+# browser download); nodejs and npm run that test, where node is missing.
+if [ "$what" = test ]; then
+    packages="$packages chromium"
+    command -v node >/dev/null 2>&1 || packages="$packages nodejs"
+    command -v npm >/dev/null 2>&1 || packages="$packages npm"
+fi
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
@@ -43,7 +46,8 @@ if [ -n "$missing" ]; then
 fi
 
 # The browser test's own packages, as its lockfile pins them.
-if [ ! -f tests/browser/node_modules/puppeteer-core/package.json ]; then
+if [ "$what" = test ] \
+    && [ ! -f tests/browser/node_modules/puppeteer-core/package.json ]; then
     echo "quickstart: npm ci in tests/browser"
     (cd tests/browser && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund)
 fi
