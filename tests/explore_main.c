@@ -9,9 +9,12 @@
  *   explore SCHEME GENERATION SCENARIO schedules=N exhausted=yes|no
  *   violations=N
  *
- * then the shortest counterexample as numbered steps.  Exit status 1
- * when a tslock scheme broke a property, a control did not, or a
- * two-client space was not exhausted.
+ * then the shortest counterexample as numbered steps; for the classic
+ * release form, the same schedule again with the WATCH form, which must
+ * hold.  `--html FILE` also draws every counterexample as the classroom
+ * page (tools/classroom.c).  Exit status 1 when a tslock scheme broke a
+ * property, a control did not, the WATCH form broke on the classic
+ * form's counterexample, or a two-client space was not exhausted.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -86,7 +86,7 @@ static void replay_narrate(const race_step *st, void *ud)
 static int replay_race(const race *r, struct narration *n, race_side out[2])
 {
     race_env env = {replay_raw, replay_client, replay_narrate, n, 0, 0};
-    static char key[64];
+    char key[64];
     int rc;
 
     env.wall_ms = cli_wall_ms();
