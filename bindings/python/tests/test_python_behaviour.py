@@ -74,20 +74,20 @@ def test_ctrl_c_interrupts_a_blocking_acquire_promptly(client, r, key):
 
 
 def test_a_handler_that_does_not_raise_lets_the_wait_go_on(client, r, key):
-    holder = client.lock(key, timeout=30)
+    holder = client.lock(key, timeout=30, fair=True)
     assert holder.acquire()
     seen = []
     old = signal.signal(signal.SIGINT, lambda *a: seen.append(1))
     try:
         def interrupt_then_release():
-            wait_until(lambda: subscribers(r, key) >= 1)
+            wait_until(lambda: holder.queue_length() >= 1)
             os.kill(os.getpid(), signal.SIGINT)
             wait_until(lambda: seen)
             holder.release()
 
         t = threading.Thread(target=interrupt_then_release)
         t.start()
-        waiter = client.lock(key)
+        waiter = client.lock(key, fair=True)
         assert waiter.acquire(blocking_timeout=20) is True
         t.join()
         waiter.release()
@@ -97,11 +97,11 @@ def test_a_handler_that_does_not_raise_lets_the_wait_go_on(client, r, key):
 
 
 def test_cancel_from_another_thread(client, r, key):
-    holder = client.lock(key)
+    holder = client.lock(key, fair=True)
     assert holder.acquire()
-    waiter = client.lock(key, sleep=30)
+    waiter = client.lock(key, sleep=30, fair=True)
     t = threading.Thread(target=lambda: (
-        wait_until(lambda: subscribers(r, key) >= 1), waiter.cancel()))
+        wait_until(lambda: holder.queue_length() >= 1), waiter.cancel()))
     t.start()
     start = time.monotonic()
     assert waiter.acquire() is False
@@ -163,12 +163,12 @@ def test_the_overlap_checker_sees_a_broken_lock():
 
 
 def test_one_lock_object_used_by_two_threads_is_refused(client, r, key):
-    holder = client.lock(key)
+    holder = client.lock(key, fair=True)
     assert holder.acquire()
-    shared = client.lock(key)
+    shared = client.lock(key, fair=True)
     t = threading.Thread(target=lambda: shared.acquire(blocking_timeout=20))
     t.start()
-    wait_until(lambda: subscribers(r, key) >= 1)
+    wait_until(lambda: holder.queue_length() >= 1)
     with pytest.raises(tslock.LockError, match="in use by another thread"):
         shared.release()
     holder.release()
