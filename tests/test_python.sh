@@ -2,7 +2,8 @@
 # test_python.sh - the pytest suite of the tslock Python module
 # (bindings/python/tests) against the module and library just built; the
 # tests start their own redis-server processes.  Skipped (77) when the
-# python3 configure chose has no pytest.
+# python3 configure chose has no pytest.  "test_python.sh --run SCRIPT"
+# runs SCRIPT with the module instead (make bench: tests/bench_python.py).
 set -u
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 top_srcdir=$(cd "${top_srcdir:-.}" && pwd)
@@ -12,7 +13,11 @@ if [ ! -f "$so" ]; then
     echo "test_python: $so not built (./configure --enable-python)"
     exit 99
 fi
-if ! "$python" -c 'import pytest' 2>/dev/null; then
+run=""
+if [ "${1:-}" = --run ]; then
+    run=$2
+    shift 2
+elif ! "$python" -c 'import pytest' 2>/dev/null; then
     echo "test_python: $python has no pytest (apt-get install python3-pytest)"
     exit 77
 fi
@@ -41,5 +46,9 @@ if [ -n "$asan" ]; then
     export LD_PRELOAD ASAN_OPTIONS
 fi
 cd "$stage" || exit 99
+if [ -n "$run" ]; then
+    "$python" "$run" "$@"
+    exit
+fi
 exec "$python" -m pytest -q -p no:cacheprovider "$@" \
     "$top_srcdir/bindings/python/tests"
