@@ -38,7 +38,8 @@ setup(
     packages=["tslock"],
     ext_modules=[Extension(
         "tslock._tslock",
-        sources=["src/module.c", "src/client.c", "src/lock.c"],
+        sources=["src/module.c", "src/client.c", "src/lock.c",
+                 "src/sigint.c", "src/redlock.c"],
         depends=["src/pytslock.h"],
         include_dirs=[f[2:] for f in cflags if f.startswith("-I")],
         extra_compile_args=[f for f in cflags if not f.startswith("-I")],

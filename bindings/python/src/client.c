@@ -42,7 +42,7 @@ static void target_clear(pytslock_target *t)
 
 /* Connect a new client to t; runs without the GIL. */
 static int connect_target(const pytslock_target *t, tslock_client **out,
-                          char *detail, size_t size)
+                          char *detail, size_t size, int keep_failed)
 {
     tslock_client *c = NULL;
     int rc;
@@ -71,6 +71,10 @@ static int connect_target(const pytslock_target *t, tslock_client **out,
     }
     if (rc != TSLOCK_OK) {
         snprintf(detail, size, "%s", tslock_client_errstr(c));
+        if (keep_failed && rc != TSLOCK_ENOMEM && rc != TSLOCK_EINVAL) {
+            *out = c; /* broken; a later operation reconnects it */
+            return rc;
+        }
         tslock_client_free(c);
         return rc;
     }
@@ -106,7 +110,7 @@ void pytslock_client_check_fork(pytslock_client *self)
     self->pid = pid;
 }
 
-pytslock_conn *pytslock_pool_take(pytslock_client *self)
+static pytslock_conn *take(pytslock_client *self, int keep_failed)
 {
     pytslock_conn *conn;
     char detail[512] = "";
@@ -122,15 +126,28 @@ pytslock_conn *pytslock_pool_take(pytslock_client *self)
     }
     if ((conn = calloc(1, sizeof(*conn))) == NULL)
         return (pytslock_conn *)PyErr_NoMemory();
-    Py_BEGIN_ALLOW_THREADS rc =
-        connect_target(&self->target, &conn->client, detail, sizeof(detail));
-    Py_END_ALLOW_THREADS if (rc != TSLOCK_OK)
     {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        rc = connect_target(&self->target, &conn->client, detail,
+                            sizeof(detail), keep_failed);
+        PyEval_RestoreThread(gil_);
+    }
+    if (rc != TSLOCK_OK && conn->client == NULL) {
         free(conn);
         return (pytslock_conn *)pytslock_raise(rc, detail);
     }
     self->opened++;
     return conn;
+}
+
+pytslock_conn *pytslock_pool_take(pytslock_client *self)
+{
+    return take(self, 0);
+}
+
+pytslock_conn *pytslock_pool_take_or_broken(pytslock_client *self)
+{
+    return take(self, 1);
 }
 
 void pytslock_pool_give(pytslock_client *self, pytslock_conn *conn)

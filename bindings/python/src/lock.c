@@ -6,8 +6,6 @@
  */
 #include "pytslock.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -44,72 +42,14 @@ typedef struct {
     PyObject *weakrefs;
 } pytslock_lock;
 
-/* --------------------------------------------------- Ctrl-C and waits */
+/* ---------------------------------------------------------- waits */
 
-static volatile sig_atomic_t sigint_seen;
-static tslock_lock *volatile sigint_lock;
-static struct sigaction sigint_prev;
-
-/*
- * Cancel the main thread's wait, then run the handler that was there
- * (Python's own, which sets the flag PyErr_CheckSignals() reads).
- */
-static void on_sigint(int sig, siginfo_t *info, void *uctx)
+static int cancel_lock(void *l)
 {
-    int saved = errno;
-    tslock_lock *l = sigint_lock;
-
-    sigint_seen = 1;
-    if (l != NULL)
-        (void)tslock_lock_cancel(l);
-    if (sigint_prev.sa_flags & SA_SIGINFO) {
-        if (sigint_prev.sa_sigaction != NULL)
-            sigint_prev.sa_sigaction(sig, info, uctx);
-    } else if (sigint_prev.sa_handler != SIG_DFL
-               && sigint_prev.sa_handler != SIG_IGN) {
-        sigint_prev.sa_handler(sig);
-    }
-    errno = saved;
+    return tslock_lock_cancel(l);
 }
 
-/*
- * Chain on_sigint in front of the current SIGINT handler for one wait on
- * the main thread (where Python runs its signal handlers).  Returns 1 if
- * installed.  A default or ignored SIGINT is left as it is: the first
- * ends the process anyway, the second asks for nothing.
- */
-static int sigint_hook(tslock_lock *l)
-{
-    struct sigaction cur, sa;
-
-    if (PyThread_get_thread_ident() != pytslock_main_thread)
-        return 0;
-    if (sigaction(SIGINT, NULL, &cur) != 0)
-        return 0;
-    if (!(cur.sa_flags & SA_SIGINFO)
-        && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN))
-        return 0;
-    sigint_prev = cur;
-    sigint_seen = 0;
-    sigint_lock = l;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = on_sigint;
-    sa.sa_mask = cur.sa_mask;
-    sa.sa_flags = SA_SIGINFO | (cur.sa_flags & SA_ONSTACK);
-    if (sigaction(SIGINT, &sa, NULL) != 0) {
-        sigint_lock = NULL;
-        return 0;
-    }
-    return 1;
-}
-
-static void sigint_unhook(void)
-{
-    (void)sigaction(SIGINT, &sigint_prev, NULL);
-    sigint_lock = NULL;
-}
-
-static int64_t mono_ms(void)
+int64_t pytslock_mono_ms(void)
 {
     struct timespec ts;
 
@@ -292,8 +232,12 @@ static int watchdog_stop(pytslock_lock *self, char *detail, size_t size)
         return TSLOCK_OK;
     self->wd = NULL;
     self->report = NULL;
-    Py_BEGIN_ALLOW_THREADS rc = tslock_watchdog_stop(wd);
-    Py_END_ALLOW_THREADS if (detail != NULL)
+    {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        rc = tslock_watchdog_stop(wd);
+        PyEval_RestoreThread(gil_);
+    }
+    if (detail != NULL)
         snprintf(detail, size, "%s", r->detail);
     Py_XDECREF(r->on_lost);
     free(r);
@@ -458,28 +402,35 @@ static PyObject *lock_acquire(pytslock_lock *self, PyObject *args)
         goto fail;
     if (lock_make(self, conn, &l) != 0)
         goto fail_conn;
-    deadline = wait_ms > 0 ? mono_ms() + wait_ms : 0;
+    deadline = wait_ms > 0 ? pytslock_mono_ms() + wait_ms : 0;
     for (;;) {
-        hooked = wait_ms != 0 ? sigint_hook(l) : 0;
+        hooked = wait_ms != 0 ? pytslock_sigint_hook(cancel_lock, l) : 0;
         self->waiting = l;
-        Py_BEGIN_ALLOW_THREADS rc = tslock_acquire(l, wait_ms);
-        Py_END_ALLOW_THREADS self->waiting = NULL;
+        {
+            PyThreadState *gil_ = PyEval_SaveThread();
+            rc = tslock_acquire(l, wait_ms);
+            PyEval_RestoreThread(gil_);
+        }
+        self->waiting = NULL;
         if (hooked)
-            sigint_unhook();
-        if (!hooked || !sigint_seen)
+            pytslock_sigint_unhook();
+        if (!hooked || !pytslock_sigint_seen())
             break;
         /* Ctrl-C came: Python's handler runs now; if it raises, let go. */
         if (PyErr_CheckSignals() < 0) {
             if (rc == TSLOCK_OK) {
-                Py_BEGIN_ALLOW_THREADS(void) tslock_release(l);
-                Py_END_ALLOW_THREADS
+                {
+                    PyThreadState *gil_ = PyEval_SaveThread();
+                    (void)tslock_release(l);
+                    PyEval_RestoreThread(gil_);
+                }
             }
             goto fail_lock;
         }
         if (rc != TSLOCK_ECANCELED)
             break;
         /* The handler did not raise: wait on for what time is left. */
-        if (wait_ms > 0 && (wait_ms = deadline - mono_ms()) <= 0) {
+        if (wait_ms > 0 && (wait_ms = deadline - pytslock_mono_ms()) <= 0) {
             rc = TSLOCK_EBUSY;
             break;
         }
@@ -488,8 +439,12 @@ static PyObject *lock_acquire(pytslock_lock *self, PyObject *args)
         self->lock = l;
         self->conn = conn;
         if (self->auto_renew && watchdog_start(self) != 0) {
-            Py_BEGIN_ALLOW_THREADS(void) tslock_release(l);
-            Py_END_ALLOW_THREADS drop_hold(self);
+            {
+                PyThreadState *gil_ = PyEval_SaveThread();
+                (void)tslock_release(l);
+                PyEval_RestoreThread(gil_);
+            }
+            drop_hold(self);
             goto fail;
         }
         leave(self);
@@ -533,9 +488,12 @@ static PyObject *lock_release(pytslock_lock *self, PyObject *Py_UNUSED(x))
     }
     if (pause_watchdog(self) != 0)
         goto fail;
-    Py_BEGIN_ALLOW_THREADS rc = tslock_release(self->lock);
-    Py_END_ALLOW_THREADS if (rc == TSLOCK_OK)
     {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        rc = tslock_release(self->lock);
+        PyEval_RestoreThread(gil_);
+    }
+    if (rc == TSLOCK_OK) {
         drop_hold(self);
         leave(self);
         Py_RETURN_NONE;
@@ -568,9 +526,12 @@ static PyObject *lock_extend(pytslock_lock *self, PyObject *args)
     }
     if (pause_watchdog(self) != 0)
         goto fail;
-    Py_BEGIN_ALLOW_THREADS rc = tslock_extend(self->lock, ttl_ms);
-    Py_END_ALLOW_THREADS if (rc != TSLOCK_OK)
     {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        rc = tslock_extend(self->lock, ttl_ms);
+        PyEval_RestoreThread(gil_);
+    }
+    if (rc != TSLOCK_OK) {
         raise_on(self->conn, rc);
         if (!tslock_lock_is_held(self->lock))
             drop_hold(self);
@@ -610,10 +571,12 @@ static PyObject *lock_time_left(pytslock_lock *self, PyObject *Py_UNUSED(x))
             Py_RETURN_NONE;
         }
     }
-    Py_BEGIN_ALLOW_THREADS rc = tslock_lock_time_left(self->lock, &left);
-    Py_END_ALLOW_THREADS if (rc == TSLOCK_OK && self->auto_renew
-                             && watchdog_start(self) != 0)
     {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        rc = tslock_lock_time_left(self->lock, &left);
+        PyEval_RestoreThread(gil_);
+    }
+    if (rc == TSLOCK_OK && self->auto_renew && watchdog_start(self) != 0) {
         leave(self);
         return NULL;
     }
@@ -712,24 +675,25 @@ static PyObject *inspect(pytslock_lock *self, int what, const char *arg)
         pytslock_pool_give(self->client, conn);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS switch (what)
     {
-    case 'p':
-        rc = tslock_lock_peek(l, value, sizeof(value), &n);
-        break;
-    case 'h':
-        rc = tslock_lock_holders(l, &n);
-        break;
-    case 'q':
-        rc = tslock_lock_queue_length(l, &n);
-        break;
-    default:
-        rc = tslock_lock_break(l, arg);
-        break;
+        PyThreadState *gil_ = PyEval_SaveThread();
+        switch (what) {
+        case 'p':
+            rc = tslock_lock_peek(l, value, sizeof(value), &n);
+            break;
+        case 'h':
+            rc = tslock_lock_holders(l, &n);
+            break;
+        case 'q':
+            rc = tslock_lock_queue_length(l, &n);
+            break;
+        default:
+            rc = tslock_lock_break(l, arg);
+            break;
+        }
+        PyEval_RestoreThread(gil_);
     }
-    Py_END_ALLOW_THREADS if (rc != TSLOCK_OK
-                             && !(what == 'b' && rc == TSLOCK_ELOST))
-    {
+    if (rc != TSLOCK_OK && !(what == 'b' && rc == TSLOCK_ELOST)) {
         raise_on(conn, rc);
         tslock_lock_free(l);
         pytslock_pool_give(self->client, conn);

@@ -185,13 +185,15 @@ static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
         return -1;
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (timeout_ms % 1000) * 1000;
-    Py_BEGIN_ALLOW_THREADS ctx = path != NULL
-                                     ? redisConnectUnixWithTimeout(path, tv)
-                                     : redisConnectWithTimeout(host, port, tv);
-    if (ctx != NULL && ctx->err == 0)
-        (void)redisSetTimeout(ctx, tv);
-    Py_END_ALLOW_THREADS if (ctx == NULL || ctx->err != 0)
     {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        ctx = path != NULL ? redisConnectUnixWithTimeout(path, tv)
+                           : redisConnectWithTimeout(host, port, tv);
+        if (ctx != NULL && ctx->err == 0)
+            (void)redisSetTimeout(ctx, tv);
+        PyEval_RestoreThread(gil_);
+    }
+    if (ctx == NULL || ctx->err != 0) {
         char msg[512];
 
         if (path != NULL)
@@ -286,9 +288,12 @@ static PyObject *raw_pipeline(raw_conn *self, PyObject *args)
         redisReply *r = NULL;
         PyObject *item;
 
-        Py_BEGIN_ALLOW_THREADS rc = redisGetReply(self->ctx, (void **)&r);
-        Py_END_ALLOW_THREADS if (rc != REDIS_OK || r == NULL)
         {
+            PyThreadState *gil_ = PyEval_SaveThread();
+            rc = redisGetReply(self->ctx, (void **)&r);
+            PyEval_RestoreThread(gil_);
+        }
+        if (rc != REDIS_OK || r == NULL) {
             pytslock_raise(TSLOCK_EIO, self->ctx->errstr);
             redisFree(self->ctx); /* the stream is out of step now */
             self->ctx = NULL;
@@ -379,7 +384,9 @@ PyMODINIT_FUNC PyInit__tslock(void)
     PyObject *m;
 
     if (PyType_Ready(&pytslock_client_type) < 0
-        || PyType_Ready(&pytslock_lock_type) < 0 || PyType_Ready(&raw_type) < 0)
+        || PyType_Ready(&pytslock_lock_type) < 0
+        || PyType_Ready(&pytslock_redlock_type) < 0
+        || PyType_Ready(&raw_type) < 0)
         return NULL;
     if ((m = PyModule_Create(&module_def)) == NULL)
         return NULL;
@@ -411,9 +418,12 @@ PyMODINIT_FUNC PyInit__tslock(void)
     Py_INCREF(&pytslock_client_type);
     Py_INCREF(&pytslock_lock_type);
     Py_INCREF(&raw_type);
+    Py_INCREF(&pytslock_redlock_type);
     if (PyModule_AddObject(m, "Client", (PyObject *)&pytslock_client_type) < 0
         || PyModule_AddObject(m, "Lock", (PyObject *)&pytslock_lock_type) < 0
-        || PyModule_AddObject(m, "RawConnection", (PyObject *)&raw_type) < 0)
+        || PyModule_AddObject(m, "RawConnection", (PyObject *)&raw_type) < 0
+        || PyModule_AddObject(m, "Redlock", (PyObject *)&pytslock_redlock_type)
+               < 0)
         goto fail;
     return m;
 fail:

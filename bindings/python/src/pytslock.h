@@ -59,6 +59,7 @@ typedef struct {
 
 extern PyTypeObject pytslock_client_type;
 extern PyTypeObject pytslock_lock_type;
+extern PyTypeObject pytslock_redlock_type;
 
 /* The exceptions (new references kept by the module). */
 extern PyObject *pytslock_LockError;
@@ -84,6 +85,13 @@ PyObject *pytslock_exception(int code, const char *detail);
  */
 pytslock_conn *pytslock_pool_take(pytslock_client *self);
 
+/*
+ * As pytslock_pool_take(), but a server that cannot be reached still
+ * gives a client, marked broken (a Redlock counts that master as failed
+ * and reconnects it on its next operation).
+ */
+pytslock_conn *pytslock_pool_take_or_broken(pytslock_client *self);
+
 /* Give a connection back (a broken one is closed instead).  GIL held. */
 void pytslock_pool_give(pytslock_client *self, pytslock_conn *conn);
 
@@ -99,6 +107,20 @@ void pytslock_conn_close(pytslock_conn *conn);
  * its copies of their sockets, which leaves the parent's alone).
  */
 void pytslock_client_check_fork(pytslock_client *self);
+
+/*
+ * Chain a SIGINT handler that calls cancel(target) in front of Python's,
+ * for one wait; only on the main thread, and only while Python (or the
+ * program) handles SIGINT.  Returns 1 when installed: then call
+ * pytslock_sigint_unhook() after the wait, and if pytslock_sigint_seen(),
+ * PyErr_CheckSignals().
+ */
+int pytslock_sigint_hook(int (*cancel)(void *), void *target);
+void pytslock_sigint_unhook(void);
+int pytslock_sigint_seen(void);
+
+/* The monotonic clock in milliseconds. */
+int64_t pytslock_mono_ms(void);
 
 /* The id of the main thread, where Ctrl-C is delivered (set at import). */
 extern unsigned long pytslock_main_thread;

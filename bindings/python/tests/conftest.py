@@ -132,3 +132,12 @@ def old_server(request, server):
     p.version = request.param
     yield p
     p.stop()
+
+
+@pytest.fixture
+def masters():
+    """Three independent redis-servers, for a Redlock."""
+    servers = [Server() for _ in range(3)]
+    yield servers
+    for s in servers:
+        s.stop()

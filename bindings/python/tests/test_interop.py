@@ -107,7 +107,7 @@ class Bridge:
 
 
 def test_bridge_beside_the_redis_py_2_lock(server, key):
-    bridge_beside_legacy(server.url, key, 40)
+    bridge_beside_legacy(server.url, key, 30)
 
 
 def test_bridge_beside_the_redis_py_2_lock_on_old_servers(old_server, key):
@@ -115,7 +115,7 @@ def test_bridge_beside_the_redis_py_2_lock_on_old_servers(old_server, key):
     # bridge takes an expired stamp over with GETSET as the legacy clients
     # do, so a tslock loser may overwrite a holder too: every legacy-caused
     # loss is still reported, and tslock reports more.
-    bridge_beside_legacy(old_server.url, key, 15,
+    bridge_beside_legacy(old_server.url, key, 10,
                          exact=old_server.version != "2.0.5")
 
 
@@ -129,6 +129,9 @@ def bridge_beside_legacy(url, key, rounds, exact=True):
     assert counts == [rounds] * 6
     # Every hold tslock lost was lost to a legacy loser GETSET, and every
     # such overwrite of a tslock stamp was reported to its holder.
+    print("tslock stamps %d, overwritten by legacy losers %d, reported %d"
+          % (len(book.written), len(book.overwritten & book.written),
+             len(book.reported)))
     caused = book.overwritten & book.written
     assert caused <= book.reported
     if exact:

@@ -42,6 +42,7 @@ from ._tslock import (LockError, LockLostError, LockNotOwnedError,
                       UnsupportedError, WrongTypeError)
 
 __all__ = ["Client", "Lock", "ReadLock", "WriteLock", "Semaphore",
+           "RedlockClient", "Redlock",
            "LockError", "LockNotOwnedError", "LockLostError",
            "WrongTypeError", "UnsupportedError", "SurveyEntry",
            "library_version", "ERRORS"]
@@ -354,6 +355,129 @@ class Semaphore(Lock):
         return self._holders()
 
 
+class Redlock(_tslock.Redlock):
+    """One lock over several independent masters: the Redlock algorithm of
+    the Redis documentation (held while a majority holds the same token,
+    taken within the validity time).  Made by ``RedlockClient.lock()``;
+    used like a Lock: acquire, release, extend, reacquire, owned, with.
+
+    Differs from a Lock: ``owned()`` is this object's own knowledge (the
+    validity left by this host's monotonic clock), with no round trip;
+    there is no ``locked()`` (ask each master's Client).
+    """
+
+    def __init__(self, redlock_client, name, timeout=None, sleep=0.1,
+                 blocking=True, blocking_timeout=None, server_timeout=None):
+        if isinstance(name, bytes):
+            name = name.decode()
+        ttl = _DEFAULT_TTL_S if timeout is None else timeout
+        sleep_ms = max(1, _ms(sleep, "sleep"))
+        super().__init__(
+            tuple(redlock_client.clients), name,
+            ttl_ms=max(1, _ms(ttl, "timeout")),
+            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
+            server_timeout_ms=(0 if server_timeout is None
+                               else _ms(server_timeout, "server_timeout")))
+        self.timeout = timeout
+        self.blocking = blocking
+        self.blocking_timeout = blocking_timeout
+
+    def acquire(self, blocking=None, blocking_timeout=None):
+        """Take the lock on a majority; True when taken, False when busy
+        (or taken too slowly).  Raises LockError (TSLOCK_ENOQUORUM) when
+        too many masters failed for a majority."""
+        if blocking is None:
+            blocking = self.blocking
+        if blocking_timeout is None:
+            blocking_timeout = self.blocking_timeout
+        if not blocking:
+            wait_ms = 0
+        elif blocking_timeout is None:
+            wait_ms = -1
+        else:
+            wait_ms = _ms(blocking_timeout, "blocking_timeout")
+        return self._acquire(wait_ms)
+
+    def release(self):
+        """Delete our token from every master.  LockError when not held,
+        LockLostError when it was gone from too many masters."""
+        self._release()
+
+    def extend(self, additional_time, replace_ttl=False):
+        """As Lock.extend(); without replace_ttl the validity left (by
+        this host's clock) is added to."""
+        ms = _ms(additional_time, "additional_time")
+        if not replace_ttl:
+            info = self._hold_info()
+            if info is None:
+                raise LockError("Cannot extend an unlocked Redlock (%r)"
+                                % self.name)
+            ms += max(0, info["validity_ms"])
+        self._extend(ms)
+        return True
+
+    def reacquire(self):
+        """Reset the lease on every master to the Redlock's timeout."""
+        self._extend(0)
+        return True
+
+    def owned(self):
+        """Whether this object holds the Redlock and its validity runs."""
+        info = self._hold_info()
+        return bool(info) and info["validity_ms"] != 0
+
+    def validity(self):
+        """Seconds of validity left by this host's clock; None when not
+        held or unknown (an adopted handle, until the first extend)."""
+        info = self._hold_info()
+        if not info or info["validity_ms"] < 0:
+            return None
+        return info["validity_ms"] / 1000.0
+
+    def handle(self):
+        """"redlock:TOKEN", which RedlockClient.adopt() turns back into a
+        held Redlock over the same masters; None when not held."""
+        info = self._hold_info()
+        return info["handle"] if info else None
+
+    def __enter__(self):
+        if self.acquire():
+            return self
+        raise LockError("Unable to acquire Redlock %r within the time "
+                        "specified" % self.name)
+
+    def __exit__(self, exc_type, exc, tb):
+        self.release()
+
+
+class RedlockClient:
+    """Several independent masters (an odd number, 3 to 63), one Client
+    each: ``Client.from_url([url1, url2, url3])`` makes one, as the
+    tslock command does for several ``-u``."""
+
+    def __init__(self, clients):
+        self.clients = list(clients)
+        n = len(self.clients)
+        if n < 3 or n % 2 == 0 or n > 63:
+            raise ValueError("a Redlock needs an odd number of masters "
+                             "from 3 to 63, got %d" % n)
+
+    def lock(self, name, timeout=None, sleep=0.1, blocking=True,
+             blocking_timeout=None, server_timeout=None):
+        """A Redlock on ``name`` (nothing is sent until acquire()).
+        server_timeout: how long one master may take to answer before the
+        attempt moves on (default a tenth of the lease, 5 ms - 1 s)."""
+        return Redlock(self, name, timeout=timeout, sleep=sleep,
+                       blocking=blocking, blocking_timeout=blocking_timeout,
+                       server_timeout=server_timeout)
+
+    def adopt(self, handle, name, **kw):
+        """A Redlock that holds what ``handle`` describes."""
+        lock = Redlock(self, name, **kw)
+        lock._adopt(handle)
+        return lock
+
+
 #: One key of a survey() walk.
 SurveyEntry = _collections.namedtuple(
     "SurveyEntry", "key dialect state left_ms ttl_ms value")
@@ -410,7 +534,11 @@ class Client(_tslock.Client):
 
         Keyword arguments override what the URL says.  A bad URL raises
         ValueError naming the part that is wrong (never the password).
+        A list of URLs (an odd number, 3 or more, of independent masters)
+        gives a RedlockClient instead.
         """
+        if isinstance(url, (list, tuple)):
+            return RedlockClient(cls.from_url(u, **kwargs) for u in url)
         kw = _parse_url(url)
         kw.update(kwargs)
         return cls(**kw)
