@@ -132,9 +132,20 @@ static void check_fork(pytslock_lock *self)
     self->conn = NULL;
 }
 
+/* The report whose on_lost runs on this thread (the watchdog's). */
+static __thread struct wd_report *on_lost_running;
+
 static int enter(pytslock_lock *self)
 {
     check_fork(self);
+    if (self->report != NULL && self->report == on_lost_running) {
+        /* Stopping the watchdog from its own thread would join itself. */
+        pytslock_raise(TSLOCK_ESTATE,
+                       "on_lost runs on the watchdog's thread and must not "
+                       "use its own Lock; note the loss and act on it "
+                       "elsewhere (release() raises it too)");
+        return -1;
+    }
     if (self->busy) {
         char msg[256];
 
@@ -181,7 +192,9 @@ static void on_watchdog_failure(int code, const char *detail, void *userdata)
         PyGILState_Release(gil);
         return;
     }
+    on_lost_running = r;
     res = PyObject_CallFunctionObjArgs(r->on_lost, exc, NULL);
+    on_lost_running = NULL;
     if (res == NULL)
         PyErr_WriteUnraisable(r->on_lost);
     Py_XDECREF(res);

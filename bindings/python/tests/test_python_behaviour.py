@@ -250,6 +250,10 @@ def test_watchdog_reports_a_lost_lease(client, r, key):
 
     def on_lost(exc):
         reports.append(exc)
+        try:  # its own Lock is refused here, not a self-join deadlock
+            lock.release()
+        except tslock.LockError as e:
+            reports.append(e)
         event.set()
 
     lock = client.lock(key, timeout=2, auto_renew=True, renew_interval=0.05,
@@ -258,6 +262,7 @@ def test_watchdog_reports_a_lost_lease(client, r, key):
     r.set(key, "taken-by-someone")
     assert event.wait(10)
     assert isinstance(reports[0], tslock.LockLostError)
+    assert "must not use its own Lock" in str(reports[1])
     assert not lock.owned()
     with pytest.raises(tslock.LockLostError):
         lock.release()

@@ -566,7 +566,8 @@ class Client(_tslock.Client):
           ``renew_interval`` (s, default a third of the lease) and
           ``on_lost(exc)``, called from the watchdog's thread with a
           LockLostError when a renewal finds the lock lost (release()
-          raises it too);
+          raises it too); it must not use that Lock (LockError if it
+          does) and should return quickly;
         - ``release_margin``: refuse to release or extend a stamp with
           less than this many seconds of its lease left (clock skew).
         """
