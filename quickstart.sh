@@ -21,9 +21,11 @@ esac
 # clang: make fuzz, and make check replays the fuzz corpora under
 # libFuzzer with ASan and UBSan (without it, only through a plain driver).
 # libxml2-utils: xmllint, which checks the demo's --svg timeline.
+# python3-dev, python3-setuptools, python3-pytest: the Python module
+# (--enable-python) and its tests.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
-          libxml2-utils"
+          libxml2-utils python3-dev python3-setuptools python3-pytest"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
@@ -55,7 +57,8 @@ fi
 [ -x configure ] || autoreconf -fi
 mkdir -p _build
 cd _build
-[ -f Makefile ] || ../configure --enable-werror ${TSLOCK_CONFIGURE_FLAGS:-}
+[ -f Makefile ] || ../configure --enable-werror --enable-python \
+    ${TSLOCK_CONFIGURE_FLAGS:-}
 make -j"$(nproc)"
 if [ "$what" = demo ]; then
     exec ./tools/tslock demo

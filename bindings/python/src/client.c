@@ -1,0 +1,351 @@
+/*
+ * client.c - tslock._tslock.Client: where to connect, and a pool of
+ * connections to it, so one Client serves many threads (each operation
+ * has a connection to itself) and survives fork() (the child opens its
+ * own).
+ */
+#include "pytslock.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Idle connections kept for reuse; more are closed when given back. */
+#define POOL_MAX_IDLE 16
+
+static char *copy_or_null(const char *s)
+{
+    return s != NULL ? strdup(s) : NULL;
+}
+
+static void target_clear(pytslock_target *t)
+{
+    int i;
+
+    free(t->host);
+    free(t->unix_path);
+    for (i = 0; i < t->n_sentinels; i++)
+        free(t->sentinel_hosts[i]);
+    free(t->sentinel_hosts);
+    free(t->sentinel_ports);
+    free(t->master_name);
+    free(t->user);
+    if (t->password != NULL) {
+        /* Do not leave the password in freed memory. */
+        memset(t->password, 0, strlen(t->password));
+        free(t->password);
+    }
+    free(t->sentinel_user);
+    free(t->sentinel_password);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Connect a new client to t; runs without the GIL. */
+static int connect_target(const pytslock_target *t, tslock_client **out,
+                          char *detail, size_t size, int keep_failed)
+{
+    tslock_client *c = NULL;
+    int rc;
+
+    *out = NULL;
+    if ((rc = tslock_client_new(&c)) != TSLOCK_OK)
+        return rc;
+    rc = tslock_client_set_timeouts(c, t->connect_ms, t->command_ms);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_auth(c, t->user, t->password);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_db(c, t->db);
+    if (rc == TSLOCK_OK && t->server_time)
+        rc = tslock_client_set_time_source(c, TSLOCK_TIME_SERVER);
+    if (rc == TSLOCK_OK && t->n_sentinels > 0) {
+        rc = tslock_client_set_sentinel_auth(c, t->sentinel_user,
+                                             t->sentinel_password);
+        if (rc == TSLOCK_OK)
+            rc = tslock_client_connect_sentinel(
+                c, t->n_sentinels, (const char *const *)t->sentinel_hosts,
+                t->sentinel_ports, t->master_name);
+    } else if (rc == TSLOCK_OK && t->unix_path != NULL) {
+        rc = tslock_client_connect_unix(c, t->unix_path);
+    } else if (rc == TSLOCK_OK) {
+        rc = tslock_client_connect_tcp(c, t->host, t->port);
+    }
+    if (rc != TSLOCK_OK) {
+        snprintf(detail, size, "%s", tslock_client_errstr(c));
+        if (keep_failed && rc != TSLOCK_ENOMEM && rc != TSLOCK_EINVAL) {
+            *out = c; /* broken; a later operation reconnects it */
+            return rc;
+        }
+        tslock_client_free(c);
+        return rc;
+    }
+    *out = c;
+    return TSLOCK_OK;
+}
+
+void pytslock_conn_close(pytslock_conn *conn)
+{
+    if (conn == NULL)
+        return;
+    tslock_client_free(conn->client);
+    free(conn);
+}
+
+void pytslock_client_check_fork(pytslock_client *self)
+{
+    pid_t pid = getpid();
+
+    if (pid == self->pid)
+        return;
+    /*
+     * A child: the idle connections are the parent's sockets.  Closing
+     * our copies of them sends nothing and leaves the parent's open.
+     */
+    while (self->idle != NULL) {
+        pytslock_conn *c = self->idle;
+
+        self->idle = c->next;
+        pytslock_conn_close(c);
+    }
+    self->n_idle = 0;
+    self->pid = pid;
+}
+
+static pytslock_conn *take(pytslock_client *self, int keep_failed)
+{
+    pytslock_conn *conn;
+    char detail[512] = "";
+    int rc;
+
+    pytslock_client_check_fork(self);
+    if (self->idle != NULL) {
+        conn = self->idle;
+        self->idle = conn->next;
+        self->n_idle--;
+        conn->next = NULL;
+        return conn;
+    }
+    if ((conn = calloc(1, sizeof(*conn))) == NULL)
+        return (pytslock_conn *)PyErr_NoMemory();
+    {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        rc = connect_target(&self->target, &conn->client, detail,
+                            sizeof(detail), keep_failed);
+        PyEval_RestoreThread(gil_);
+    }
+    if (rc != TSLOCK_OK && conn->client == NULL) {
+        free(conn);
+        return (pytslock_conn *)pytslock_raise(rc, detail);
+    }
+    self->opened++;
+    return conn;
+}
+
+pytslock_conn *pytslock_pool_take(pytslock_client *self)
+{
+    return take(self, 0);
+}
+
+pytslock_conn *pytslock_pool_take_or_broken(pytslock_client *self)
+{
+    return take(self, 1);
+}
+
+void pytslock_pool_give(pytslock_client *self, pytslock_conn *conn)
+{
+    if (conn == NULL)
+        return;
+    /*
+     * A connection taken before a fork() and given back in the child is
+     * the parent's socket too: close our copy instead.
+     */
+    if (self->pid != getpid() || tslock_client_is_broken(conn->client)
+        || self->n_idle >= POOL_MAX_IDLE) {
+        pytslock_conn_close(conn);
+        return;
+    }
+    conn->next = self->idle;
+    self->idle = conn;
+    self->n_idle++;
+}
+
+/* ------------------------------------------------------------ the type */
+
+static int parse_sentinels(pytslock_target *t, PyObject *list)
+{
+    Py_ssize_t i, n;
+    PyObject *seq = PySequence_Fast(list, "sentinels: expected a list of "
+                                          "(host, port) pairs");
+
+    if (seq == NULL)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1 || n > 64) {
+        PyErr_Format(PyExc_ValueError,
+                     "sentinels: expected 1 to 64 (host, port) pairs, "
+                     "got %zd",
+                     n);
+        goto fail;
+    }
+    t->sentinel_hosts = calloc((size_t)n, sizeof(char *));
+    t->sentinel_ports = calloc((size_t)n, sizeof(int));
+    if (t->sentinel_hosts == NULL || t->sentinel_ports == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        const char *host;
+        int port;
+
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "si", &host,
+                              &port))
+            goto fail;
+        if ((t->sentinel_hosts[i] = strdup(host)) == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        t->sentinel_ports[i] = port;
+        t->n_sentinels = (int)i + 1;
+    }
+    Py_DECREF(seq);
+    return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
+}
+
+static int client_init(pytslock_client *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"host",
+                            "port",
+                            "unix_socket_path",
+                            "sentinels",
+                            "service_name",
+                            "db",
+                            "username",
+                            "password",
+                            "sentinel_username",
+                            "sentinel_password",
+                            "connect_timeout_ms",
+                            "command_timeout_ms",
+                            "server_time",
+                            NULL};
+    const char *host = "127.0.0.1", *path = NULL, *master = NULL;
+    const char *user = NULL, *password = NULL, *s_user = NULL, *s_pass = NULL;
+    PyObject *sentinels = Py_None;
+    int port = 6379, db = 0, connect_ms = 5000, command_ms = 5000;
+    int server_time = 0;
+    pytslock_target t;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sizOzizzzziip", names, &host,
+                                     &port, &path, &sentinels, &master, &db,
+                                     &user, &password, &s_user, &s_pass,
+                                     &connect_ms, &command_ms, &server_time))
+        return -1;
+    memset(&t, 0, sizeof(t));
+    if (port < 1 || port > 65535 || db < 0 || connect_ms < 0
+        || command_ms < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "expected port 1..65535, db >= 0 and timeouts >= 0; "
+                     "got port %d, db %d, timeouts %d and %d ms",
+                     port, db, connect_ms, command_ms);
+        return -1;
+    }
+    if (sentinels != Py_None) {
+        if (master == NULL || *master == '\0') {
+            PyErr_SetString(PyExc_ValueError,
+                            "sentinels given without a service_name "
+                            "(the master's name)");
+            return -1;
+        }
+        if (parse_sentinels(&t, sentinels) != 0)
+            goto fail;
+    }
+    t.host = copy_or_null(host);
+    t.unix_path = copy_or_null(path);
+    t.master_name = copy_or_null(master);
+    t.user = copy_or_null(user);
+    t.password = copy_or_null(password);
+    t.sentinel_user = copy_or_null(s_user);
+    t.sentinel_password = copy_or_null(s_pass);
+    t.port = port;
+    t.db = db;
+    t.connect_ms = connect_ms;
+    t.command_ms = command_ms;
+    t.server_time = server_time;
+    target_clear(&self->target);
+    self->target = t;
+    self->pid = getpid();
+    return 0;
+fail:
+    target_clear(&t);
+    return -1;
+}
+
+static void client_dealloc(pytslock_client *self)
+{
+    if (self->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)self);
+    pytslock_client_check_fork(self);
+    while (self->idle != NULL) {
+        pytslock_conn *c = self->idle;
+
+        self->idle = c->next;
+        pytslock_conn_close(c);
+    }
+    target_clear(&self->target);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The number of connections open and idle in the pool (for tests). */
+static PyObject *client_pool_stats(pytslock_client *self,
+                                   PyObject *Py_UNUSED(ignored))
+{
+    pytslock_client_check_fork(self);
+    return Py_BuildValue("{s:i,s:k}", "idle", self->n_idle, "opened",
+                         self->opened);
+}
+
+/* Run fn on a pooled connection: what the server is and can do. */
+static PyObject *client_server_info(pytslock_client *self,
+                                    PyObject *Py_UNUSED(ignored))
+{
+    pytslock_conn *conn = pytslock_pool_take(self);
+    int major = 0, minor = 0, patch = 0;
+    const char *host = NULL;
+    int port = 0;
+    PyObject *out;
+
+    if (conn == NULL)
+        return NULL;
+    (void)tslock_client_server_version(conn->client, &major, &minor, &patch);
+    (void)tslock_client_address(conn->client, &host, &port);
+    out =
+        Py_BuildValue("{s:(iii),s:I,s:s,s:i,s:L}", "version", major, minor,
+                      patch, "caps", tslock_client_caps(conn->client), "host",
+                      host != NULL ? host : "", "port", port, "clock_offset_ms",
+                      (long long)tslock_client_clock_offset(conn->client));
+    pytslock_pool_give(self, conn);
+    return out;
+}
+
+static PyMethodDef client_methods[] = {
+    {"_pool_stats", (PyCFunction)client_pool_stats, METH_NOARGS,
+     "_pool_stats() -> dict: idle and opened connection counts."},
+    {"server_info", (PyCFunction)client_server_info, METH_NOARGS,
+     "server_info() -> dict: the server's version, the TSLOCK_CAP_* bits\n"
+     "it was found to have, the address connected to (for Sentinel, the\n"
+     "master it named) and the clock offset measured at connect."},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject pytslock_client_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tslock._tslock.Client",
+    .tp_basicsize = sizeof(pytslock_client),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A connection pool to one Redis server (or a Sentinel-managed\n"
+              "master).  See tslock.Client.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)client_init,
+    .tp_dealloc = (destructor)client_dealloc,
+    .tp_weaklistoffset = offsetof(pytslock_client, weakrefs),
+    .tp_methods = client_methods,
+};

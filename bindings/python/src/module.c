@@ -1,0 +1,432 @@
+/*
+ * module.c - the tslock._tslock module: the exception hierarchy over the
+ * TSLOCK_E* codes, the library's pure functions, and a raw connection
+ * (hiredis) for the read-only key walk of survey().
+ */
+#include "pytslock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+PyObject *pytslock_LockError;
+PyObject *pytslock_LockNotOwnedError;
+PyObject *pytslock_LockLostError;
+PyObject *pytslock_WrongTypeError;
+PyObject *pytslock_UnsupportedError;
+unsigned long pytslock_main_thread;
+
+static PyObject *class_of(int code)
+{
+    switch (code) {
+    case TSLOCK_ELOST:
+        return pytslock_LockLostError;
+    case TSLOCK_EWRONGTYPE:
+        return pytslock_WrongTypeError;
+    case TSLOCK_EUNSUPPORTED:
+        return pytslock_UnsupportedError;
+    default:
+        return pytslock_LockError;
+    }
+}
+
+PyObject *pytslock_exception(int code, const char *detail)
+{
+    PyObject *cls = class_of(code), *exc, *v;
+    const char *msg =
+        detail != NULL && *detail != '\0' ? detail : tslock_strerror(code);
+
+    exc = PyObject_CallFunction(cls, "s", msg);
+    if (exc == NULL) {
+        /* A detail that is not UTF-8 (a server's bytes): say so plainly. */
+        PyErr_Clear();
+        exc = PyObject_CallFunction(cls, "s", tslock_strerror(code));
+        if (exc == NULL)
+            return NULL;
+    }
+    if ((v = PyLong_FromLong(code)) == NULL
+        || PyObject_SetAttrString(exc, "code", v) < 0)
+        goto fail;
+    Py_DECREF(v);
+    if ((v = PyUnicode_FromString(tslock_errname(code))) == NULL
+        || PyObject_SetAttrString(exc, "errname", v) < 0)
+        goto fail;
+    Py_DECREF(v);
+    return exc;
+fail:
+    Py_XDECREF(v);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+PyObject *pytslock_raise(int code, const char *detail)
+{
+    PyObject *exc = pytslock_exception(code, detail);
+
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------- library functions */
+
+static PyObject *mod_strerror(PyObject *m, PyObject *args)
+{
+    int code;
+
+    if (!PyArg_ParseTuple(args, "i", &code))
+        return NULL;
+    return PyUnicode_FromString(tslock_strerror(code));
+}
+
+static PyObject *mod_errname(PyObject *m, PyObject *args)
+{
+    int code;
+
+    if (!PyArg_ParseTuple(args, "i", &code))
+        return NULL;
+    return PyUnicode_FromString(tslock_errname(code));
+}
+
+static PyObject *mod_version(PyObject *m, PyObject *Py_UNUSED(x))
+{
+    return PyUnicode_FromString(tslock_version());
+}
+
+/* classify(value) -> (scheme, unit, expires_ms) or None. */
+static PyObject *mod_classify(PyObject *m, PyObject *args)
+{
+    const char *value;
+    Py_ssize_t len;
+    tslock_scheme scheme = TSLOCK_SCHEME_AUTO;
+    tslock_unit unit = TSLOCK_UNIT_MS;
+    int64_t expires = 0;
+
+    if (!PyArg_ParseTuple(args, "y#", &value, &len))
+        return NULL;
+    if (tslock_value_classify(value, (size_t)len, &scheme, &unit, &expires)
+        != TSLOCK_OK)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(iiL)", (int)scheme, (int)unit, (long long)expires);
+}
+
+/* _exception(code, detail) -> the exception a call failing so raises. */
+static PyObject *mod_exception(PyObject *m, PyObject *args)
+{
+    int code;
+    const char *detail = NULL;
+
+    if (!PyArg_ParseTuple(args, "i|z", &code, &detail))
+        return NULL;
+    return pytslock_exception(code, detail);
+}
+
+static PyObject *mod_set_main_thread(PyObject *m, PyObject *args)
+{
+    unsigned long ident;
+
+    if (!PyArg_ParseTuple(args, "k", &ident))
+        return NULL;
+    pytslock_main_thread = ident;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------ raw connection */
+
+typedef struct {
+    PyObject_HEAD redisContext *ctx;
+} raw_conn;
+
+static PyObject *reply_to_python(const redisReply *r)
+{
+    PyObject *list;
+    size_t i;
+
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+        return PyBytes_FromStringAndSize(r->str, (Py_ssize_t)r->len);
+    case REDIS_REPLY_INTEGER:
+        return PyLong_FromLongLong(r->integer);
+    case REDIS_REPLY_ARRAY:
+        if ((list = PyList_New((Py_ssize_t)r->elements)) == NULL)
+            return NULL;
+        for (i = 0; i < r->elements; i++) {
+            PyObject *item = reply_to_python(r->element[i]);
+
+            if (item == NULL) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+        }
+        return list;
+    case REDIS_REPLY_ERROR:
+        return pytslock_exception(TSLOCK_ESERVER, r->str);
+    default:
+        Py_RETURN_NONE;
+    }
+}
+
+static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"host", "port", "unix_socket_path", "timeout_ms",
+                            NULL};
+    const char *host = "127.0.0.1", *path = NULL;
+    int port = 6379, timeout_ms = 5000;
+    struct timeval tv;
+    redisContext *ctx;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sizi", names, &host, &port,
+                                     &path, &timeout_ms))
+        return -1;
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    {
+        PyThreadState *gil_ = PyEval_SaveThread();
+        ctx = path != NULL ? redisConnectUnixWithTimeout(path, tv)
+                           : redisConnectWithTimeout(host, port, tv);
+        if (ctx != NULL && ctx->err == 0)
+            (void)redisSetTimeout(ctx, tv);
+        PyEval_RestoreThread(gil_);
+    }
+    if (ctx == NULL || ctx->err != 0) {
+        char msg[512];
+
+        if (path != NULL)
+            snprintf(msg, sizeof(msg), "cannot connect to %.200s: %.200s", path,
+                     ctx ? ctx->errstr : "out of memory");
+        else
+            snprintf(msg, sizeof(msg), "cannot connect to %.200s:%d: %.200s",
+                     host, port, ctx ? ctx->errstr : "out of memory");
+        redisFree(ctx);
+        pytslock_raise(TSLOCK_EIO, msg);
+        return -1;
+    }
+    if (self->ctx != NULL)
+        redisFree(self->ctx);
+    self->ctx = ctx;
+    return 0;
+}
+
+static void raw_dealloc(raw_conn *self)
+{
+    if (self->ctx != NULL)
+        redisFree(self->ctx);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/*
+ * pipeline([args, ...]) -> [reply, ...]: send every command, then read
+ * every reply.  A reply that is an error comes back as a LockError
+ * instance in its place.  Arguments are str or bytes.
+ */
+static PyObject *raw_pipeline(raw_conn *self, PyObject *args)
+{
+    PyObject *cmds, *seq, *out = NULL;
+    Py_ssize_t i, n;
+    int rc = REDIS_OK;
+
+    if (!PyArg_ParseTuple(args, "O", &cmds))
+        return NULL;
+    if (self->ctx == NULL)
+        return pytslock_raise(TSLOCK_ESTATE, "not connected");
+    if ((seq = PySequence_Fast(cmds, "expected a list of commands")) == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *cmd = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i),
+                                        "expected a command as a sequence");
+        Py_ssize_t j, argc;
+        const char **argv;
+        size_t *lens;
+
+        if (cmd == NULL)
+            goto done;
+        argc = PySequence_Fast_GET_SIZE(cmd);
+        argv = PyMem_Calloc((size_t)argc + 1, sizeof(char *));
+        lens = PyMem_Calloc((size_t)argc + 1, sizeof(size_t));
+        for (j = 0; argv != NULL && lens != NULL && j < argc; j++) {
+            PyObject *a = PySequence_Fast_GET_ITEM(cmd, j);
+            Py_ssize_t len = 0;
+
+            if (PyUnicode_Check(a))
+                argv[j] = PyUnicode_AsUTF8AndSize(a, &len);
+            else if (PyBytes_Check(a)
+                     && PyBytes_AsStringAndSize(a, (char **)&argv[j], &len)
+                            == 0)
+                ;
+            else {
+                PyErr_SetString(PyExc_TypeError,
+                                "command arguments: expected str or bytes");
+                argv[j] = NULL;
+            }
+            if (argv[j] == NULL)
+                break;
+            lens[j] = (size_t)len;
+        }
+        if (argv != NULL && lens != NULL && j == argc)
+            rc = redisAppendCommandArgv(self->ctx, (int)argc, argv, lens);
+        else if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        PyMem_Free(argv);
+        PyMem_Free(lens);
+        Py_DECREF(cmd);
+        if (PyErr_Occurred())
+            goto done;
+        if (rc != REDIS_OK) {
+            pytslock_raise(TSLOCK_ENOMEM, self->ctx->errstr);
+            goto done;
+        }
+    }
+    if ((out = PyList_New(n)) == NULL)
+        goto done;
+    for (i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        PyObject *item;
+
+        {
+            PyThreadState *gil_ = PyEval_SaveThread();
+            rc = redisGetReply(self->ctx, (void **)&r);
+            PyEval_RestoreThread(gil_);
+        }
+        if (rc != REDIS_OK || r == NULL) {
+            pytslock_raise(TSLOCK_EIO, self->ctx->errstr);
+            redisFree(self->ctx); /* the stream is out of step now */
+            self->ctx = NULL;
+            Py_CLEAR(out);
+            goto done;
+        }
+        item = reply_to_python(r);
+        freeReplyObject(r);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+done:
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyMethodDef raw_methods[] = {{"pipeline", (PyCFunction)raw_pipeline,
+                                     METH_VARARGS,
+                                     "pipeline(commands) -> replies"},
+                                    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject raw_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tslock._tslock.RawConnection",
+    .tp_basicsize = sizeof(raw_conn),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A plain connection for read-only walks (survey).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)raw_init,
+    .tp_dealloc = (destructor)raw_dealloc,
+    .tp_methods = raw_methods,
+};
+
+/* -------------------------------------------------------------- module */
+
+static PyMethodDef module_methods[] = {
+    {"strerror", mod_strerror, METH_VARARGS,
+     "strerror(code) -> str: the library's message for a TSLOCK_E* code."},
+    {"errname", mod_errname, METH_VARARGS,
+     "errname(code) -> str: the symbolic name, e.g. 'TSLOCK_EBUSY'."},
+    {"library_version", mod_version, METH_NOARGS,
+     "library_version() -> str: the version of libtslock loaded."},
+    {"classify", mod_classify, METH_VARARGS,
+     "classify(value: bytes) -> (scheme, unit, expires_ms) or None"},
+    {"_exception", mod_exception, METH_VARARGS,
+     "_exception(code, detail=None) -> the exception for a TSLOCK_E* code."},
+    {"_set_main_thread", mod_set_main_thread, METH_VARARGS,
+     "_set_main_thread(ident): where Ctrl-C is delivered."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tslock._tslock",
+    .m_doc = "The C part of the tslock package: libtslock's types and errors.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+static int add_error(PyObject *m, const char *name, PyObject *base,
+                     const char *doc, PyObject **out)
+{
+    char full[64];
+
+    snprintf(full, sizeof(full), "tslock.%s", name);
+    *out = PyErr_NewExceptionWithDoc(full, doc, base, NULL);
+    if (*out == NULL)
+        return -1;
+    Py_INCREF(*out);
+    return PyModule_AddObject(m, name, *out);
+}
+
+static int add_codes(PyObject *m)
+{
+#define ADD_CODE(name, num, msg)                                               \
+    if (PyModule_AddIntConstant(m, #name, num) < 0)                            \
+        return -1;
+    TSLOCK_ERRNO_MAP(ADD_CODE)
+#undef ADD_CODE
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__tslock(void);
+
+PyMODINIT_FUNC PyInit__tslock(void)
+{
+    PyObject *m;
+
+    if (PyType_Ready(&pytslock_client_type) < 0
+        || PyType_Ready(&pytslock_lock_type) < 0
+        || PyType_Ready(&pytslock_redlock_type) < 0
+        || PyType_Ready(&raw_type) < 0)
+        return NULL;
+    if ((m = PyModule_Create(&module_def)) == NULL)
+        return NULL;
+    pytslock_main_thread = PyThread_get_thread_ident();
+    if (add_error(m, "LockError", NULL,
+                  "Base of every tslock error; .code is the TSLOCK_E* code,\n"
+                  ".errname its name, str() the library's message.",
+                  &pytslock_LockError)
+            < 0
+        || add_error(m, "LockNotOwnedError", pytslock_LockError,
+                     "The lock is not ours any more (redis-py's name).",
+                     &pytslock_LockNotOwnedError)
+               < 0
+        || add_error(m, "LockLostError", pytslock_LockNotOwnedError,
+                     "TSLOCK_ELOST: the lease ran out or another owner took\n"
+                     "the lock; mutual exclusion may have been broken.",
+                     &pytslock_LockLostError)
+               < 0
+        || add_error(m, "WrongTypeError", pytslock_LockError,
+                     "TSLOCK_EWRONGTYPE: the key holds a non-string value.",
+                     &pytslock_WrongTypeError)
+               < 0
+        || add_error(m, "UnsupportedError", pytslock_LockError,
+                     "TSLOCK_EUNSUPPORTED: the server cannot do this.",
+                     &pytslock_UnsupportedError)
+               < 0
+        || add_codes(m) < 0)
+        goto fail;
+    Py_INCREF(&pytslock_client_type);
+    Py_INCREF(&pytslock_lock_type);
+    Py_INCREF(&raw_type);
+    Py_INCREF(&pytslock_redlock_type);
+    if (PyModule_AddObject(m, "Client", (PyObject *)&pytslock_client_type) < 0
+        || PyModule_AddObject(m, "Lock", (PyObject *)&pytslock_lock_type) < 0
+        || PyModule_AddObject(m, "RawConnection", (PyObject *)&raw_type) < 0
+        || PyModule_AddObject(m, "Redlock", (PyObject *)&pytslock_redlock_type)
+               < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,753 @@
+"""tslock - mutual exclusion over Redis, in every lock dialect, for Python.
+
+A Python face for libtslock, shaped like redis-py's ``Lock``::
+
+    import tslock
+
+    client = tslock.Client.from_url("redis://localhost:6379/0")
+    with client.lock("nightly-report", timeout=60, blocking_timeout=10):
+        make_report()
+
+Beyond redis-py: every scheme tslock speaks (``scheme="token"``,
+``"timestamp"``, ``"bridge"`` beside legacy SETNX/GETSET clients, or
+``"auto"``), read-write locks, semaphores, fair mode, fencing numbers, a
+watchdog that keeps the lease renewed and reports a lost one, ``survey()``,
+and handles that move a hold to another process.  doc/python.md has the
+whole story; every docstring says where a meaning differs from redis-py.
+
+Threads: a Client may be shared by any number of threads (it keeps a pool
+of connections; every operation has one to itself).  A Lock object serves
+one thread at a time; a second thread that uses it while the first is
+inside a call gets LockError.  Every call that waits on the network runs
+without the GIL.
+
+fork(): a child must not use its parent's connections, and does not: the
+first call in the child opens its own.  A hold belongs to the process that
+took it: in the child, an inherited Lock that was held is not held
+(owned() is False, release() raises LockError) and the parent's hold is
+untouched.  To hand a hold to another process, pass ``lock.handle()`` and
+call ``client.adopt(...)`` there.
+"""
+
+import atexit as _atexit
+import collections as _collections
+import math as _math
+import threading as _threading
+import time as _time
+import urllib.parse as _urlparse
+import weakref as _weakref
+
+from . import _tslock
+from ._tslock import (LockError, LockLostError, LockNotOwnedError,
+                      UnsupportedError, WrongTypeError)
+
+__all__ = ["Client", "Lock", "ReadLock", "WriteLock", "Semaphore",
+           "RedlockClient", "Redlock",
+           "LockError", "LockNotOwnedError", "LockLostError",
+           "WrongTypeError", "UnsupportedError", "SurveyEntry",
+           "library_version", "ERRORS"]
+
+library_version = _tslock.library_version
+
+#: Every TSLOCK_E* code by name ("EBUSY": -1, ...), as LockError.code holds.
+ERRORS = {name: getattr(_tslock, name)
+          for name in dir(_tslock) if name.startswith("E") and name.isupper()}
+
+_SCHEMES = {"auto": 0, "timestamp": 1, "token": 2, "bridge": 3}
+_UNITS = {"ms": 0, "s": 1, "float": 2}
+_RW_OFF, _RW_EXCLUSIVE, _RW_SHARED = 0, 1, 2
+_DEFAULT_TTL_S = 30.0
+
+_tslock._set_main_thread(_threading.main_thread().ident)
+
+# Locks whose watchdog runs: stopped at exit, before the interpreter goes,
+# so no watchdog thread calls into a finalizing interpreter.
+_renewing = _weakref.WeakSet()
+
+
+@_atexit.register
+def _stop_watchdogs():
+    for lock in list(_renewing):
+        lock._stop_renewing()
+
+
+def _ms(seconds, what):
+    """Seconds (int or float) as whole milliseconds, rounded up."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("%s: expected seconds as a number, got %r"
+                        % (what, seconds))
+    if seconds < 0 or _math.isnan(seconds) or _math.isinf(seconds):
+        raise ValueError("%s: expected a finite number of seconds >= 0, "
+                         "got %r" % (what, seconds))
+    return int(_math.ceil(seconds * 1000))
+
+
+def _choice(table, value, what):
+    if value not in table:
+        raise ValueError("%s: expected one of %s, got %r"
+                         % (what, ", ".join(repr(k) for k in table), value))
+    return table[value]
+
+
+class Lock(_tslock.Lock):
+    """One named lock over a Client: redis-py's ``Lock``, on libtslock.
+
+    Made by ``Client.lock()``.  The same names as redis-py, with these
+    differences in meaning:
+
+    - ``timeout=None`` does not mean "never expires": every tslock hold
+      is a lease (30 s by default); use ``auto_renew=True`` for a hold
+      that lasts as long as the work does.
+    - ``sleep`` is the longest delay between tries.  Waiters also wake
+      at once when a tslock holder releases (a publish on the lock's
+      channel), so it matters only beside clients that do not announce.
+    - ``thread_local`` does not exist: a Lock object is one hold, used by
+      one thread at a time (see the module docstring).
+    - ``acquire(token=...)`` is not supported: the library writes the
+      token (or stamp); use ``handle()``/``Client.adopt()`` to move a hold.
+    """
+
+    def __init__(self, client, name, timeout=None, sleep=0.1, blocking=True,
+                 blocking_timeout=None, scheme="auto", unit="ms",
+                 fair=False, fencing=False, auto_renew=False,
+                 renew_interval=None, on_lost=None, release_margin=0,
+                 wakeup=True, _rw=_RW_OFF, _permits=0):
+        if isinstance(name, bytes):
+            name = name.decode()
+        ttl = _DEFAULT_TTL_S if timeout is None else timeout
+        sleep_ms = max(1, _ms(sleep, "sleep"))
+        super().__init__(
+            client, name,
+            ttl_ms=max(1, _ms(ttl, "timeout")),
+            scheme=_choice(_SCHEMES, scheme, "scheme"),
+            unit=_choice(_UNITS, unit, "unit"),
+            rw=_rw, permits=_permits, fair=bool(fair),
+            fencing=bool(fencing), wakeup=bool(wakeup),
+            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
+            release_margin_ms=_ms(release_margin, "release_margin"),
+            auto_renew=bool(auto_renew),
+            renew_interval_ms=(0 if renew_interval is None
+                               else _ms(renew_interval, "renew_interval")),
+            on_lost=on_lost)
+        self.timeout = timeout
+        self.sleep = sleep
+        self.blocking = blocking
+        self.blocking_timeout = blocking_timeout
+        self.scheme = scheme
+        self.unit = unit
+        self.auto_renew = bool(auto_renew)
+        # A watchdog's lost-lease report, kept for release() to raise.
+        self._lost = None
+
+    def __repr__(self):
+        return "<%s %r scheme=%s held=%s>" % (
+            type(self).__name__, self.name, self.scheme, self._is_held())
+
+    # -- redis-py's interface ------------------------------------------
+
+    def acquire(self, blocking=None, blocking_timeout=None, token=None):
+        """Take the lock; True when taken, False when not.
+
+        blocking: wait (True) or try once (False); the Lock's own
+        ``blocking`` when None.  blocking_timeout: the longest wait in
+        seconds, None to wait until taken; the Lock's own when None.
+        Returns False when the lock stays busy (held by another owner, or
+        by a value this scheme cannot read, which is never taken over),
+        or when ``cancel()`` was called from another thread.
+
+        Ctrl-C during the wait raises KeyboardInterrupt promptly, with
+        nothing held.  Raises LockError (already held by this object, a
+        connection failure), UnsupportedError (the server cannot do what
+        the Lock asks, e.g. fair mode on Redis 2.0), WrongTypeError.
+        """
+        if token is not None:
+            raise UnsupportedError(
+                "acquire(token=...): tslock writes its own token or stamp; "
+                "use handle() and Client.adopt() to move a hold")
+        if blocking is None:
+            blocking = self.blocking
+        if blocking_timeout is None:
+            blocking_timeout = self.blocking_timeout
+        if not blocking:
+            wait_ms = 0
+        elif blocking_timeout is None:
+            wait_ms = -1
+        else:
+            wait_ms = _ms(blocking_timeout, "blocking_timeout")
+        self._lost = None
+        taken = self._acquire(wait_ms)
+        if taken and self.auto_renew:
+            _renewing.add(self)
+        return taken
+
+    def release(self):
+        """Release the lock, deleting it only while it is still ours.
+
+        Raises LockError when this object does not hold it (as redis-py),
+        and LockLostError (a LockNotOwnedError, redis-py's name) when the
+        lease ran out or another owner took the key: nothing was deleted,
+        and mutual exclusion may have been broken.  With ``auto_renew``, a
+        loss the watchdog found while the lock was held is raised here
+        (after ``on_lost`` was called, if given).
+        """
+        _renewing.discard(self)
+        self._release()
+
+    def do_release(self, expected_token=None):
+        """redis-py's internal name; the same as release()."""
+        self.release()
+
+    def extend(self, additional_time, replace_ttl=False):
+        """Add ``additional_time`` seconds to the lease left, or with
+        ``replace_ttl=True`` set the lease to ``additional_time``.
+
+        Differs from redis-py in cost, not meaning: the library sets a
+        lease from now (compare-and-set, one round trip), so adding to
+        what is left reads it first (one more).  Raises LockError when not
+        held, LockLostError (a LockNotOwnedError) when no longer ours.
+        """
+        ms = _ms(additional_time, "additional_time")
+        if not replace_ttl:
+            left = self._time_left()
+            if left is None:
+                if not self._is_held():
+                    raise LockError("Cannot extend an unlocked lock (%r)"
+                                    % self.name)
+                raise LockLostError("Cannot extend a lock that's no longer "
+                                    "owned (%r)" % self.name)
+            ms += left
+        if ms <= 0:
+            raise ValueError("extend: the new lease must be > 0 s")
+        self._extend(ms)
+        return True
+
+    def reacquire(self):
+        """Reset the lease to the Lock's ``timeout`` (as redis-py)."""
+        self._extend(0)
+        return True
+
+    def locked(self):
+        """Whether anyone holds the key now (any dialect, any client)."""
+        value, _ = self._peek()
+        return value != ""
+
+    def owned(self):
+        """Whether this object holds the lock, checked with the server.
+
+        With ``auto_renew`` the watchdog's verdict is used (no round
+        trip): False once a renewal found the lock lost.
+        """
+        if not self._is_held():
+            return False
+        return self._time_left() is not None
+
+    def __enter__(self):
+        if self.acquire():
+            return self
+        raise LockError("Unable to acquire lock %r within the time "
+                        "specified" % self.name)
+
+    def __exit__(self, exc_type, exc, tb):
+        self.release()
+
+    # -- beyond redis-py -------------------------------------------------
+
+    def time_left(self):
+        """Seconds left of our lease, as the server (token) or the stored
+        stamp (timestamp, bridge) says; None when not ours."""
+        left = self._time_left()
+        return None if left is None else left / 1000.0
+
+    def handle(self):
+        """A printable handle of the hold ("token:...", "bridge-ms:..."),
+        which ``Client.adopt()`` turns back into a held Lock in another
+        process; None when not held.  A timestamp or bridge extension
+        writes a new stamp, so the handle changes with it."""
+        info = self._hold_info()
+        return info["handle"] if info else None
+
+    @property
+    def fence(self):
+        """The fencing number of the hold (``fencing=True``): it grows
+        with every acquisition of the key, so a resource can refuse a
+        writer whose lease ran out.  None when not held or not fenced."""
+        info = self._hold_info()
+        return info["fence"] if info and info["fence"] > 0 else None
+
+    @property
+    def scheme_used(self):
+        """The scheme of the current hold ("token", "timestamp",
+        "bridge"); None when not held."""
+        info = self._hold_info()
+        return info["scheme"] if info else None
+
+    @property
+    def value(self):
+        """The value this hold wrote (a token or a stamp), or None."""
+        info = self._hold_info()
+        return info["value"] if info else None
+
+    @property
+    def expires_at(self):
+        """When the hold's lease runs out by its own knowledge (Unix
+        seconds), or None."""
+        info = self._hold_info()
+        if not info or info["expires_ms"] <= 0:
+            return None
+        return info["expires_ms"] / 1000.0
+
+    def peek(self):
+        """(value, ttl_ms) of the key now, whoever wrote it: value "" when
+        absent; ttl_ms -1 without a TTL, -2 when absent."""
+        return self._peek()
+
+    def break_lock(self, value):
+        """For operators: delete the key only while it holds exactly
+        ``value`` (as read with peek()), whoever holds it.  True when
+        deleted, False when it held something else."""
+        return self._break(value)
+
+    def queue_length(self):
+        """How many fair waiters are queued for the key."""
+        return self._queue_length()
+
+    def _stop_renewing(self):
+        try:
+            self._stop_watchdog()
+        except LockError:
+            pass
+
+
+class ReadLock(Lock):
+    """The shared side of a read-write lock: any number of readers hold
+    it at once, each with its own lease; a waiting writer goes first."""
+
+    def __init__(self, client, name, **kw):
+        super().__init__(client, name, _rw=_RW_SHARED, **kw)
+
+    def holders(self):
+        """How many live shared holders the key has now."""
+        return self._holders()
+
+
+class WriteLock(Lock):
+    """The exclusive side of a read-write lock: one holder, no readers.
+    While it waits, new readers are refused (writer preference)."""
+
+    def __init__(self, client, name, **kw):
+        super().__init__(client, name, _rw=_RW_EXCLUSIVE, **kw)
+
+
+class Semaphore(Lock):
+    """A counting semaphore: at most ``permits`` holders at once, each
+    with its own lease; used like a Lock (acquire, release, with)."""
+
+    def __init__(self, client, name, permits, **kw):
+        if isinstance(permits, bool) or not isinstance(permits, int) \
+                or permits < 1:
+            raise ValueError("permits: expected an int >= 1, got %r"
+                             % (permits,))
+        super().__init__(client, name, _permits=permits, **kw)
+        self.permits = permits
+
+    def holders(self):
+        """How many live holders the semaphore has now."""
+        return self._holders()
+
+
+class Redlock(_tslock.Redlock):
+    """One lock over several independent masters: the Redlock algorithm of
+    the Redis documentation (held while a majority holds the same token,
+    taken within the validity time).  Made by ``RedlockClient.lock()``;
+    used like a Lock: acquire, release, extend, reacquire, owned, with.
+
+    Differs from a Lock: ``owned()`` is this object's own knowledge (the
+    validity left by this host's monotonic clock), with no round trip;
+    there is no ``locked()`` (ask each master's Client).
+    """
+
+    def __init__(self, redlock_client, name, timeout=None, sleep=0.1,
+                 blocking=True, blocking_timeout=None, server_timeout=None):
+        if isinstance(name, bytes):
+            name = name.decode()
+        ttl = _DEFAULT_TTL_S if timeout is None else timeout
+        sleep_ms = max(1, _ms(sleep, "sleep"))
+        super().__init__(
+            tuple(redlock_client.clients), name,
+            ttl_ms=max(1, _ms(ttl, "timeout")),
+            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
+            server_timeout_ms=(0 if server_timeout is None
+                               else _ms(server_timeout, "server_timeout")))
+        self.timeout = timeout
+        self.blocking = blocking
+        self.blocking_timeout = blocking_timeout
+
+    def acquire(self, blocking=None, blocking_timeout=None):
+        """Take the lock on a majority; True when taken, False when busy
+        (or taken too slowly).  Raises LockError (TSLOCK_ENOQUORUM) when
+        too many masters failed for a majority."""
+        if blocking is None:
+            blocking = self.blocking
+        if blocking_timeout is None:
+            blocking_timeout = self.blocking_timeout
+        if not blocking:
+            wait_ms = 0
+        elif blocking_timeout is None:
+            wait_ms = -1
+        else:
+            wait_ms = _ms(blocking_timeout, "blocking_timeout")
+        return self._acquire(wait_ms)
+
+    def release(self):
+        """Delete our token from every master.  LockError when not held,
+        LockLostError when it was gone from too many masters."""
+        self._release()
+
+    def extend(self, additional_time, replace_ttl=False):
+        """As Lock.extend(); without replace_ttl the validity left (by
+        this host's clock) is added to."""
+        ms = _ms(additional_time, "additional_time")
+        if not replace_ttl:
+            info = self._hold_info()
+            if info is None:
+                raise LockError("Cannot extend an unlocked Redlock (%r)"
+                                % self.name)
+            ms += max(0, info["validity_ms"])
+        self._extend(ms)
+        return True
+
+    def reacquire(self):
+        """Reset the lease on every master to the Redlock's timeout."""
+        self._extend(0)
+        return True
+
+    def owned(self):
+        """Whether this object holds the Redlock and its validity runs."""
+        info = self._hold_info()
+        return bool(info) and info["validity_ms"] != 0
+
+    def validity(self):
+        """Seconds of validity left by this host's clock; None when not
+        held or unknown (an adopted handle, until the first extend)."""
+        info = self._hold_info()
+        if not info or info["validity_ms"] < 0:
+            return None
+        return info["validity_ms"] / 1000.0
+
+    def handle(self):
+        """"redlock:TOKEN", which RedlockClient.adopt() turns back into a
+        held Redlock over the same masters; None when not held."""
+        info = self._hold_info()
+        return info["handle"] if info else None
+
+    def __enter__(self):
+        if self.acquire():
+            return self
+        raise LockError("Unable to acquire Redlock %r within the time "
+                        "specified" % self.name)
+
+    def __exit__(self, exc_type, exc, tb):
+        self.release()
+
+
+class RedlockClient:
+    """Several independent masters (an odd number, 3 to 63), one Client
+    each: ``Client.from_url([url1, url2, url3])`` makes one, as the
+    tslock command does for several ``-u``."""
+
+    def __init__(self, clients):
+        self.clients = list(clients)
+        n = len(self.clients)
+        if n < 3 or n % 2 == 0 or n > 63:
+            raise ValueError("a Redlock needs an odd number of masters "
+                             "from 3 to 63, got %d" % n)
+
+    def lock(self, name, timeout=None, sleep=0.1, blocking=True,
+             blocking_timeout=None, server_timeout=None):
+        """A Redlock on ``name`` (nothing is sent until acquire()).
+        server_timeout: how long one master may take to answer before the
+        attempt moves on (default a tenth of the lease, 5 ms - 1 s)."""
+        return Redlock(self, name, timeout=timeout, sleep=sleep,
+                       blocking=blocking, blocking_timeout=blocking_timeout,
+                       server_timeout=server_timeout)
+
+    def adopt(self, handle, name, **kw):
+        """A Redlock that holds what ``handle`` describes."""
+        lock = Redlock(self, name, **kw)
+        lock._adopt(handle)
+        return lock
+
+
+#: One key of a survey() walk.
+SurveyEntry = _collections.namedtuple(
+    "SurveyEntry", "key dialect state left_ms ttl_ms value")
+
+_COMPANIONS = (b":owner", b":fence", b":queue", b":alive", b":queue-seq")
+_UNIT_NAMES = {0: "ms", 1: "s", 2: "float"}
+
+
+def _owner_key(key):
+    """The bridge owner key's name, as tslock_lock_owner_key() makes it."""
+    open_ = key.find(b"{")
+    close = key.find(b"}", open_ + 1) if open_ >= 0 else -1
+    if (open_ >= 0 and close > open_ + 1) or b"}" in key:
+        return key + b":owner"
+    return b"{" + key + b"}:owner"
+
+
+class Client(_tslock.Client):
+    """Where the locks live: one Redis server, or the master a set of
+    Sentinels names, with a pool of connections to it.
+
+    Safe to share between threads; after fork() the child opens its own
+    connections.  Timeouts are in seconds, as in redis-py
+    (``socket_timeout``, ``socket_connect_timeout``; 5 s each by default).
+    ``server_time=True`` takes stamp times from the server's clock.
+    """
+
+    def __init__(self, host="localhost", port=6379, db=0, password=None,
+                 username=None, unix_socket_path=None, socket_timeout=5.0,
+                 socket_connect_timeout=5.0, sentinels=None,
+                 service_name=None, sentinel_username=None,
+                 sentinel_password=None, server_time=False):
+        super().__init__(
+            host=host, port=port, unix_socket_path=unix_socket_path,
+            sentinels=sentinels, service_name=service_name, db=db,
+            username=username, password=password,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+            connect_timeout_ms=_ms(socket_connect_timeout or 0,
+                                   "socket_connect_timeout"),
+            command_timeout_ms=_ms(socket_timeout or 0, "socket_timeout"),
+            server_time=bool(server_time))
+        self._auth = (username, password)
+        self._db = db
+
+    @classmethod
+    def from_url(cls, url, **kwargs):
+        """A Client from a URL, as the tslock command reads them:
+
+        - ``redis://[[user]:password@]host[:port][/db]``
+        - ``unix://[[user]:password@]/path/to/socket[?db=N]``
+        - ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]
+          /MASTERNAME[/db][?sentinel_password=P]``
+
+        Keyword arguments override what the URL says.  A bad URL raises
+        ValueError naming the part that is wrong (never the password).
+        A list of URLs (an odd number, 3 or more, of independent masters)
+        gives a RedlockClient instead.
+        """
+        if isinstance(url, (list, tuple)):
+            return RedlockClient(cls.from_url(u, **kwargs) for u in url)
+        kw = _parse_url(url)
+        kw.update(kwargs)
+        return cls(**kw)
+
+    def lock(self, name, timeout=None, sleep=0.1, blocking=True,
+             blocking_timeout=None, lock_class=None, scheme="auto",
+             unit="ms", **kw):
+        """A Lock on ``name`` (nothing is sent until acquire()).
+
+        As redis-py's ``Redis.lock()``: ``timeout`` is the lease in
+        seconds (None: 30 s, not "forever"; see Lock), ``sleep`` the
+        longest delay between tries, ``blocking``/``blocking_timeout`` the
+        defaults of acquire().  Beyond it:
+
+        - ``scheme``: "auto" (token where the server can, else timestamp),
+          "token", "timestamp" (the classic SETNX/GETSET stamp lock),
+          "bridge" (takes part in the same key as unmodified legacy
+          timestamp clients; see doc/python.md, Migration);
+        - ``unit``: how stamps are written, "ms", "s" or "float" (the
+          redis-py 2.x Lock wrote float seconds);
+        - ``fair=True``: waiters take the lock in the order they asked;
+        - ``fencing=True``: ``lock.fence`` is a number that grows with
+          every acquisition;
+        - ``auto_renew=True``: a watchdog renews the lease while held;
+          ``renew_interval`` (s, default a third of the lease) and
+          ``on_lost(exc)``, called from the watchdog's thread with a
+          LockLostError when a renewal finds the lock lost (release()
+          raises it too); it must not use that Lock (LockError if it
+          does) and should return quickly;
+        - ``release_margin``: refuse to release or extend a stamp with
+          less than this many seconds of its lease left (clock skew).
+        """
+        cls = lock_class or Lock
+        return cls(self, name, timeout=timeout, sleep=sleep,
+                   blocking=blocking, blocking_timeout=blocking_timeout,
+                   scheme=scheme, unit=unit, **kw)
+
+    def read_lock(self, name, **kw):
+        """The shared side of the read-write lock ``name`` (ReadLock)."""
+        return ReadLock(self, name, **kw)
+
+    def write_lock(self, name, **kw):
+        """The exclusive side of the read-write lock ``name``."""
+        return WriteLock(self, name, **kw)
+
+    def semaphore(self, name, permits, **kw):
+        """A counting semaphore of ``permits`` on ``name``."""
+        return Semaphore(self, name, permits, **kw)
+
+    def adopt(self, handle, name, lock_class=None, **kw):
+        """A Lock on ``name`` that holds what ``handle`` (from
+        ``Lock.handle()``, in this or another process) describes, so it
+        can be released or extended here.  Nothing is sent: a hold that is
+        gone is found out by the next release or extend.  Pass the same
+        kind options (unit, and for a read-write lock or a semaphore the
+        same class) as the Lock that took it."""
+        lock = (lock_class or Lock)(self, name, **kw)
+        lock._adopt(handle)
+        if lock.auto_renew:
+            _renewing.add(lock)
+        return lock
+
+    def survey(self, match="*", count=1000, all_keys=False):
+        """Every lock in the server now, read only (SCAN, GET, PTTL).
+
+        Returns a list of SurveyEntry(key, dialect, state, left_ms,
+        ttl_ms, value): dialect "token", "timestamp-ms" / "-s" / "-float",
+        "bridge-ms" / ... (a stamp with a tslock owner key beside it) or
+        "not-a-lock"; state "live", "expired", "no-ttl" (a token without
+        a TTL: stuck) or "-".  tslock's own companion keys are left out,
+        and values that are not locks too unless ``all_keys``.  Walks the
+        one server the Client connects to (not every master of a cluster;
+        the tslock command's ``survey`` does that).
+        """
+        info = self.server_info()
+        if info["port"] == 0:
+            raw = _tslock.RawConnection(unix_socket_path=info["host"])
+        else:
+            raw = _tslock.RawConnection(host=info["host"], port=info["port"])
+        setup = []
+        user, password = self._auth
+        if password is not None:
+            setup.append(("AUTH", user, password) if user else
+                         ("AUTH", password))
+        if self._db:
+            setup.append(("SELECT", str(self._db)))
+        for reply in raw.pipeline(setup):
+            if isinstance(reply, Exception):
+                raise reply
+        version = info["version"]
+        has_pttl = version >= (2, 6, 0)
+        out = []
+        cursor = b"0"
+        while True:
+            reply = raw.pipeline([("SCAN", cursor, "MATCH", match,
+                                   "COUNT", str(count))])[0]
+            if isinstance(reply, Exception):
+                raise reply
+            cursor, keys = reply
+            keys = [k for k in keys if not k.endswith(_COMPANIONS)]
+            cmds = []
+            for k in keys:
+                cmds.append(("GET", k))
+                cmds.append(("PTTL" if has_pttl else "TTL", k))
+                cmds.append(("EXISTS", _owner_key(k)))
+            replies = raw.pipeline(cmds)
+            now_ms = int(_time.time() * 1000)
+            for i, k in enumerate(keys):
+                value, ttl, owned = replies[3 * i:3 * i + 3]
+                if value is None:
+                    continue  # gone meanwhile
+                if isinstance(ttl, int) and not has_pttl and ttl > 0:
+                    ttl *= 1000
+                entry = _survey_entry(k, value, ttl, owned, now_ms)
+                if entry.dialect != "not-a-lock" or all_keys:
+                    out.append(entry)
+            if cursor in (b"0", 0):
+                break
+        return out
+
+
+def _survey_entry(key, value, ttl, owned, now_ms):
+    ttl = ttl if isinstance(ttl, int) else -1
+    if isinstance(value, Exception):  # WRONGTYPE: a hash, a set ...
+        return SurveyEntry(key.decode(errors="replace"), "not-a-lock", "-",
+                           None, ttl, None)
+    verdict = _tslock.classify(value)
+    text = value.decode(errors="replace")
+    name = key.decode(errors="replace")
+    if verdict is None:
+        return SurveyEntry(name, "not-a-lock", "-", None, ttl, text)
+    scheme, unit, expires_ms = verdict
+    if scheme == _SCHEMES["token"]:
+        state = "live" if ttl >= 0 else "no-ttl"
+        return SurveyEntry(name, "token", state, ttl if ttl >= 0 else None,
+                           ttl, text)
+    kind = "bridge" if owned == 1 else "timestamp"
+    left = expires_ms - now_ms
+    return SurveyEntry(name, "%s-%s" % (kind, _UNIT_NAMES[unit]),
+                       "live" if left >= 0 else "expired", left, ttl, text)
+
+
+def _url_fail(url, what):
+    # The URL is quoted without its password: URLs end up in logs.
+    p = _urlparse.urlsplit(url) if "://" in url else None
+    shown = url
+    if p is not None and p.password is not None:
+        shown = url.replace(":" + p.password + "@", ":***@", 1)
+    raise ValueError("bad Redis URL %r: %s" % (shown, what))
+
+
+def _userinfo(url, p):
+    user = _urlparse.unquote(p.username) if p.username else None
+    password = (_urlparse.unquote(p.password) if p.password is not None
+                else None)
+    return user, password
+
+
+def _db_of(url, text, what):
+    if not text.isdigit():
+        _url_fail(url, "expected %s as a database number, got %r"
+                  % (what, text))
+    return int(text)
+
+
+def _parse_url(url):
+    if not isinstance(url, str):
+        raise TypeError("from_url: expected a URL string, got %r" % (url,))
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in ("redis", "unix", "redis+sentinel"):
+        _url_fail(url, "expected redis://, unix:// or redis+sentinel://")
+    p = _urlparse.urlsplit(url)
+    user, password = _userinfo(url, p)
+    query = _urlparse.parse_qs(p.query)
+    kw = {"username": user, "password": password}
+    if scheme == "unix":
+        if not p.path:
+            _url_fail(url, "expected unix:///path/to/socket")
+        kw["unix_socket_path"] = _urlparse.unquote(p.path)
+        if "db" in query:
+            kw["db"] = _db_of(url, query["db"][0], "?db=")
+        return kw
+    netloc = p.netloc.rsplit("@", 1)[-1]
+    if scheme == "redis":
+        try:
+            port = p.port or 6379
+        except ValueError:
+            _url_fail(url, "expected a port 1..65535")
+        if not p.hostname:
+            _url_fail(url, "expected a host after redis://")
+        kw.update(host=p.hostname, port=port)
+        path = p.path.strip("/")
+        if path:
+            kw["db"] = _db_of(url, path, "the path")
+        return kw
+    sentinels = []
+    for part in netloc.split(","):
+        host, _, port = part.rpartition(":") if ":" in part else \
+            (part, "", "26379")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            _url_fail(url, "expected sentinels as host[:port][,host[:port]"
+                      "...], got %r" % part)
+        sentinels.append((host, int(port)))
+    parts = [x for x in p.path.split("/") if x]
+    if not parts or len(parts) > 2:
+        _url_fail(url, "expected /MASTERNAME[/db] after the sentinels")
+    kw.update(sentinels=sentinels, service_name=parts[0])
+    if len(parts) == 2:
+        kw["db"] = _db_of(url, parts[1], "the path")
+    if "sentinel_password" in query:
+        kw["sentinel_password"] = query["sentinel_password"][0]
+    return kw
