@@ -85,8 +85,14 @@ static int queue_try_lua(tslock_lock *l, const char *member, int64_t now,
 {
     char ttl[24], now_s[24], alive[24], idle[24];
     const char *keys[4] = {l->key, l->queue_key, l->alive_key, l->seq_key};
-    const char *args[7] = {member, l->value,           ttl, now_s, alive,
-                           idle,   l->fair ? "1" : "0"};
+    const char *args[8] = {member,
+                           l->value,
+                           ttl,
+                           now_s,
+                           alive,
+                           idle,
+                           l->fair ? "1" : "0",
+                           l->queued ? "1" : "0"};
     redisReply *r = NULL;
     int rc;
 
@@ -94,7 +100,7 @@ static int queue_try_lua(tslock_lock *l, const char *member, int64_t now,
     snprintf(now_s, sizeof(now_s), "%lld", (long long)now);
     snprintf(alive, sizeof(alive), "%lld", (long long)(now + alive_ms(l)));
     snprintf(idle, sizeof(idle), "%lld", (long long)(2 * alive_ms(l)));
-    rc = tslock__script_run_keys(l->client, SCRIPT_QUEUE_TRY, 4, keys, 7, args,
+    rc = tslock__script_run_keys(l->client, SCRIPT_QUEUE_TRY, 4, keys, 8, args,
                                  &r);
     if (rc == TSLOCK_OK)
         rc = queue_verdict(l, r, holder_pttl);

@@ -105,26 +105,30 @@ static const struct {
      * arrival number), the liveness set (entry -> alive until, ms), the
      * arrival counter.  ARGV: our entry, the token to hold, the lease ms,
      * now ms, alive-until ms, the queue keys' idle expiry ms, '1' in fair
-     * mode.  At most eight entries whose waiter stopped refreshing are
-     * dropped; a free key is taken (in fair mode by the head alone), or
-     * we join at the tail (once) and refresh.  {1,0,0} taken, else
-     * {0, holder's PTTL, our rank}.
+     * mode, '1' when we may be in line already.  In fair mode at most
+     * eight entries whose waiter stopped refreshing are dropped and only
+     * the head may take a free key; otherwise any waiter may (a lapsed
+     * entry is dropped by the release that reaches it).  Taken: out of
+     * the line.  Busy: join at the tail (once) and refresh.  {1,0,0}
+     * taken, else {0, holder's PTTL, our rank (fair mode) or -1}.
      */
     [SCRIPT_QUEUE_TRY] =
-        {"local dead = redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. "
-         "ARGV[4], 'limit', 0, 8) for _, d in ipairs(dead) do "
-         "redis.call('zrem', KEYS[2], d) redis.call('zrem', KEYS[3], d) end "
-         "local head = redis.call('zrange', KEYS[2], 0, 0)[1] if (ARGV[7] ~= "
-         "'1' or not head or head == ARGV[1]) and redis.call('setnx', "
-         "KEYS[1], ARGV[2]) == 1 then redis.call('pexpire', KEYS[1], ARGV[3]) "
-         "redis.call('zrem', KEYS[2], ARGV[1]) redis.call('zrem', KEYS[3], "
-         "ARGV[1]) return {1, 0, 0} end if not redis.call('zscore', KEYS[2], "
-         "ARGV[1]) then redis.call('zadd', KEYS[2], redis.call('incr', "
-         "KEYS[4]), ARGV[1]) end redis.call('zadd', KEYS[3], ARGV[5], "
-         "ARGV[1]) for i = 2, 4 do redis.call('pexpire', KEYS[i], ARGV[6]) "
-         "end redis.call('get', KEYS[1]) return {0, redis.call('pttl', "
-         "KEYS[1]), redis.call('zrank', KEYS[2], ARGV[1])}",
-         "e106b04a467508d5ca70d70d55d02939d9a04a94"},
+        {"local fair = ARGV[7] == '1' if fair then local dead = "
+         "redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. ARGV[4], "
+         "'limit', 0, 8) for _, d in ipairs(dead) do redis.call('zrem', "
+         "KEYS[2], d) redis.call('zrem', KEYS[3], d) end end local head = "
+         "fair and redis.call('zrange', KEYS[2], 0, 0)[1] if (not head or "
+         "head == ARGV[1]) and redis.call('setnx', KEYS[1], ARGV[2]) == 1 "
+         "then redis.call('pexpire', KEYS[1], ARGV[3]) if ARGV[8] == '1' "
+         "then redis.call('zrem', KEYS[2], ARGV[1]) redis.call('zrem', "
+         "KEYS[3], ARGV[1]) end return {1, 0, 0} end if ARGV[8] ~= '1' or "
+         "not redis.call('zscore', KEYS[2], ARGV[1]) then "
+         "redis.call('zadd', KEYS[2], redis.call('incr', KEYS[4]), ARGV[1]) "
+         "end redis.call('zadd', KEYS[3], ARGV[5], ARGV[1]) for i = 2, 4 do "
+         "redis.call('pexpire', KEYS[i], ARGV[6]) end redis.call('get', "
+         "KEYS[1]) return {0, redis.call('pttl', KEYS[1]), fair and "
+         "redis.call('zrank', KEYS[2], ARGV[1]) or -1}",
+         "0a233e59e3f5be53ff702fa76cfb7dbfd1e8646e"},
     /*
      * Shared holds (shared.c, rwlock.c).  KEYS[1] the lock, KEYS[2] the
      * holders (token .. stamp -> lease end ms, server time), KEYS[3] a
@@ -233,7 +237,7 @@ const char *tslock__script_sha(enum tslock__script s)
 }
 
 #define SCRIPT_MAX_KEYS 4
-#define SCRIPT_MAX_ARGS 7
+#define SCRIPT_MAX_ARGS 8
 
 int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
                             const char *const *keys, int nargs,
