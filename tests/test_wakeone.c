@@ -306,6 +306,74 @@ static void test_head_paused(void)
     head_stops(SIGSTOP);
 }
 
+/* --------------------------------- the broken wake-one, for contrast */
+
+/*
+ * A wake-one release that publishes to the head and stops there loses
+ * the wake when the head is dead: nobody hears it, and the next waiter's
+ * channel stays silent (the first thing it reads is a marker published
+ * afterwards).  tslock's release sees that its PUBLISH reached nobody,
+ * drops the dead entry and wakes the next: the first thing that waiter
+ * reads is the release.  Raw connections play the line: a dead entry
+ * (no subscriber) ahead of a live one, both alive by their scores.
+ */
+static void test_naive_wake_one_loses_the_wake(void)
+{
+    static const char dead[] = "0123456789abcdef0123456789abcdefw";
+    static const char next[] = "fedcba9876543210fedcba9876543210w";
+    tslock_client *hc = client();
+    tslock_lock *h = token_lock(hc, "one:naive", 50);
+    redisContext *raw = th_redis(&srv);
+    int naive;
+
+    if (cur != &targets[0])
+        return; /* the line and channels are the same on every form */
+    for (naive = 1; naive >= 0; naive--) {
+        redisContext *sub = th_redis(&srv);
+        long long until = th_wall_us() / 1000 + 60000;
+        redisReply *r;
+        struct timeval tv = {5, 0};
+        void *m = NULL;
+
+        freeReplyObject(
+            redisCommand(sub, "SUBSCRIBE {one:naive}:wake:%s", next));
+        freeReplyObject(
+            redisCommand(raw, "ZADD {one:naive}:queue 1 %s 2 %s", dead, next));
+        freeReplyObject(redisCommand(raw,
+                                     "ZADD {one:naive}:alive %lld %s %lld %s",
+                                     until, dead, until, next));
+        if (naive) { /* hold, delete, wake the head, stop */
+            freeReplyObject(redisCommand(raw, "SET one:naive x PX 10000"));
+            freeReplyObject(redisCommand(raw, "DEL one:naive"));
+            r = redisCommand(raw, "PUBLISH {one:naive}:wake:%s one:naive",
+                             dead);
+            CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
+                           && r->integer == 0); /* heard by nobody */
+            freeReplyObject(r);
+        } else {
+            CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+            CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+        }
+        freeReplyObject(
+            redisCommand(raw, "PUBLISH {one:naive}:wake:%s marker", next));
+        redisSetTimeout(sub, tv);
+        CU_ASSERT_FATAL(redisGetReply(sub, &m) == REDIS_OK && m != NULL);
+        r = m;
+        CU_ASSERT_STRING_EQUAL(r->element[2]->str,
+                               naive ? "marker" : "one:naive");
+        printf("\n    %s: the next waiter first reads \"%s\" ",
+               naive ? "wake the head and stop" : "tslock's release",
+               r->element[2]->str);
+        freeReplyObject(r);
+        freeReplyObject(redisCommand(raw, "DEL {one:naive}:queue "
+                                          "{one:naive}:alive"));
+        redisFree(sub);
+    }
+    redisFree(raw);
+    tslock_lock_free(h);
+    tslock_client_free(hc);
+}
+
 /* ------------------------------------------------ a client barging in */
 
 static tslock_lock *barger;
@@ -614,6 +682,8 @@ int main(void)
                     test_head_killed);
         CU_add_test(s, "the head paused: the next takes it at its retry",
                     test_head_paused);
+        CU_add_test(s, "a wake to a dead head: lost, or passed on",
+                    test_naive_wake_one_loses_the_wake);
         CU_add_test(s, "a barging client: the woken waiter keeps its place",
                     test_barging_client);
         CU_add_test(s, "waiters of the previous wake-all protocol",
