@@ -1,9 +1,13 @@
 /*
  * fair_watch.c - the line of waiters on servers with WATCH but no Lua
- * (Redis 2.2 - 2.4): read the queue, the key and the arrival counter
- * under WATCH, then drop lapsed waiters and join, refresh or take the key
- * in one MULTI/EXEC, which the server refuses if any of them changed.
- * The keys and rules are those of the script in lib/scripts.c.
+ * (Redis 2.2 - 2.4): WATCH the key, read it with the line, then drop
+ * lapsed waiters and join, refresh or take the key in one MULTI/EXEC,
+ * which the server refuses if the key changed.  Only the key is watched:
+ * every write to the line is one waiter's own entry or a drop of a lapsed
+ * one, harmless to repeat, and refusing the head's attempt for every
+ * other waiter's refresh would starve it.  Waiters that join at the same
+ * moment may draw the same arrival number; the server orders them by
+ * entry.  The keys and rules are those of the script in lib/scripts.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,18 +28,19 @@ struct queue_view {
 #define N_READS 7
 
 /* WATCH the four keys and read them in one round trip. */
-static int watch_and_read(tslock_lock *l, const char *member, const char *now,
-                          redisReply **r)
+static int watch_and_read(tslock_lock *l, const char *member, int fair,
+                          const char *now, redisReply **r)
 {
-    const char *watch[5] = {"WATCH", l->key, l->queue_key, l->alive_key,
-                            l->seq_key};
-    const char *dead[4] = {"ZRANGEBYSCORE", l->alive_key, "-inf", now};
-    const char *queue[4] = {"ZRANGE", l->queue_key, "0", "-1"};
+    const char *watch[2] = {"WATCH", l->key};
+    const char *dead[7] = {"ZRANGEBYSCORE", l->alive_key, "-inf", now,
+                           "LIMIT",         "0",          "8"};
+    /* The whole line in fair mode, to find the first live entry. */
+    const char *queue[4] = {"ZRANGE", l->queue_key, "0", fair ? "-1" : "0"};
     const char *get[2] = {"GET", l->key}, *ttl[2] = {"TTL", l->key};
     const char *seq[2] = {"GET", l->seq_key};
     const char *alive[3] = {"ZSCORE", l->alive_key, member};
     const struct tslock__queued q[N_READS] = {
-        {TSLOCK_STEP_WATCH, 5, watch},  {TSLOCK_STEP_ZRANGEBYSCORE, 4, dead},
+        {TSLOCK_STEP_WATCH, 2, watch},  {TSLOCK_STEP_ZRANGEBYSCORE, 7, dead},
         {TSLOCK_STEP_ZRANGE, 4, queue}, {TSLOCK_STEP_GET, 2, get},
         {TSLOCK_STEP_TTL, 2, ttl},      {TSLOCK_STEP_GET, 2, seq},
         {TSLOCK_STEP_ZSCORE, 3, alive}};
@@ -78,7 +83,8 @@ static void read_view(const char *member, redisReply **r, struct queue_view *v)
     v->ttl = r[4];
     v->seq = r[5];
     v->alive = r[6];
-    v->queued = 0;
+    /* Our liveness entry is written and dropped with our place. */
+    v->queued = v->alive->type == REDIS_REPLY_STRING;
     v->head = NULL;
     for (i = 0; i < v->queue->elements; i++) {
         const char *id = v->queue->element[i]->str;
@@ -126,7 +132,7 @@ static int attempt(tslock_lock *l, const char *member, int fair, int64_t now,
     snprintf(until, sizeof(until), "%lld", (long long)alive_until);
     tslock__seconds_up(secs, sizeof(secs), l->ttl_ms);
     tslock__seconds_up(idle, sizeof(idle), idle_ms);
-    if ((rc = watch_and_read(l, member, now_s, r)) != TSLOCK_OK)
+    if ((rc = watch_and_read(l, member, fair, now_s, r)) != TSLOCK_OK)
         return rc;
     read_view(member, r, &v);
     fresh = v.queued && v.alive->type == REDIS_REPLY_STRING
