@@ -34,8 +34,11 @@ static int watch_and_read(tslock_lock *l, const char *member, int fair,
     const char *watch[2] = {"WATCH", l->key};
     const char *dead[7] = {"ZRANGEBYSCORE", l->alive_key, "-inf", now,
                            "LIMIT",         "0",          "8"};
-    /* The whole line in fair mode, to find the first live entry. */
-    const char *queue[4] = {"ZRANGE", l->queue_key, "0", fair ? "-1" : "0"};
+    /*
+     * In fair mode the first nine entries, to find the first live one
+     * past the lapsed ones this attempt drops (at most eight).
+     */
+    const char *queue[4] = {"ZRANGE", l->queue_key, "0", fair ? "8" : "0"};
     const char *get[2] = {"GET", l->key}, *ttl[2] = {"TTL", l->key};
     const char *seq[2] = {"GET", l->seq_key};
     const char *alive[3] = {"ZSCORE", l->alive_key, member};
