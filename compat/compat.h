@@ -30,9 +30,11 @@ int tslock__bridge_guard_watch(tslock_lock *l, const char *op,
                                const char *stamp, int64_t ttl_ms,
                                int check_lease, const char *verb);
 
-/* ---- fair_watch.c: one attempt of the fair queue on 2.2 - 2.4 */
-int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
-                           int64_t idle_ms, int64_t *holder_ttl_ms);
+/* ---- fair_watch.c: one attempt from the line of waiters on 2.2 - 2.4:
+ * take a free key (in fair mode only as the head, member) or join. */
+int tslock__fair_try_watch(tslock_lock *l, const char *member, int fair,
+                           int64_t now, int64_t alive_until, int64_t idle_ms,
+                           int64_t *holder_ttl_ms);
 
 /* ---- shared_watch.c: read-write locks and semaphores on 2.2 - 2.4 */
 /* A verdict: held, or busy with the wait hint (ms) and why (0 held by

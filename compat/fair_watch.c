@@ -1,9 +1,13 @@
 /*
- * fair_watch.c - the fair queue on servers with WATCH but no Lua (Redis
- * 2.2 - 2.4): read the queue, the key and the arrival counter under
- * WATCH, then drop lapsed waiters and join, refresh or take the key in
- * one MULTI/EXEC, which the server refuses if any of them changed.  The
- * keys and rules are those of the script in lib/scripts.c.
+ * fair_watch.c - the line of waiters on servers with WATCH but no Lua
+ * (Redis 2.2 - 2.4): WATCH the key, read it with the line, then drop
+ * lapsed waiters and join, refresh or take the key in one MULTI/EXEC,
+ * which the server refuses if the key changed.  Only the key is watched:
+ * every write to the line is one waiter's own entry or a drop of a lapsed
+ * one, harmless to repeat, and refusing the head's attempt for every
+ * other waiter's refresh would starve it.  Waiters that join at the same
+ * moment may draw the same arrival number; the server orders them by
+ * entry.  The keys and rules are those of the script in lib/scripts.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,17 +28,22 @@ struct queue_view {
 #define N_READS 7
 
 /* WATCH the four keys and read them in one round trip. */
-static int watch_and_read(tslock_lock *l, const char *now, redisReply **r)
+static int watch_and_read(tslock_lock *l, const char *member, int fair,
+                          const char *now, redisReply **r)
 {
-    const char *watch[5] = {"WATCH", l->key, l->queue_key, l->alive_key,
-                            l->seq_key};
-    const char *dead[4] = {"ZRANGEBYSCORE", l->alive_key, "-inf", now};
-    const char *queue[4] = {"ZRANGE", l->queue_key, "0", "-1"};
+    const char *watch[2] = {"WATCH", l->key};
+    const char *dead[7] = {"ZRANGEBYSCORE", l->alive_key, "-inf", now,
+                           "LIMIT",         "0",          "8"};
+    /*
+     * In fair mode the first nine entries, to find the first live one
+     * past the lapsed ones this attempt drops (at most eight).
+     */
+    const char *queue[4] = {"ZRANGE", l->queue_key, "0", fair ? "8" : "0"};
     const char *get[2] = {"GET", l->key}, *ttl[2] = {"TTL", l->key};
     const char *seq[2] = {"GET", l->seq_key};
-    const char *alive[3] = {"ZSCORE", l->alive_key, l->fair_id};
+    const char *alive[3] = {"ZSCORE", l->alive_key, member};
     const struct tslock__queued q[N_READS] = {
-        {TSLOCK_STEP_WATCH, 5, watch},  {TSLOCK_STEP_ZRANGEBYSCORE, 4, dead},
+        {TSLOCK_STEP_WATCH, 2, watch},  {TSLOCK_STEP_ZRANGEBYSCORE, 7, dead},
         {TSLOCK_STEP_ZRANGE, 4, queue}, {TSLOCK_STEP_GET, 2, get},
         {TSLOCK_STEP_TTL, 2, ttl},      {TSLOCK_STEP_GET, 2, seq},
         {TSLOCK_STEP_ZSCORE, 3, alive}};
@@ -67,7 +76,7 @@ static int is_dead(const redisReply *dead, const char *id)
     return 0;
 }
 
-static void read_view(tslock_lock *l, redisReply **r, struct queue_view *v)
+static void read_view(const char *member, redisReply **r, struct queue_view *v)
 {
     size_t i;
 
@@ -77,11 +86,12 @@ static void read_view(tslock_lock *l, redisReply **r, struct queue_view *v)
     v->ttl = r[4];
     v->seq = r[5];
     v->alive = r[6];
-    v->queued = 0;
+    /* Our liveness entry is written and dropped with our place. */
+    v->queued = v->alive->type == REDIS_REPLY_STRING;
     v->head = NULL;
     for (i = 0; i < v->queue->elements; i++) {
         const char *id = v->queue->element[i]->str;
-        if (strcmp(id, l->fair_id) == 0)
+        if (strcmp(id, member) == 0)
             v->queued = 1;
         if (v->head == NULL && !is_dead(v->dead, id))
             v->head = id;
@@ -110,8 +120,8 @@ static void put(struct tslock__queued *q, const char *(*argv)[4], int *n,
  * the same keys.  Returns OK (taken), EBUSY, 1 (EXEC refused: the queue
  * changed under us), or a code.
  */
-static int attempt(tslock_lock *l, int64_t now, int64_t alive_until,
-                   int64_t idle_ms, int64_t *holder_ttl_ms)
+static int attempt(tslock_lock *l, const char *member, int fair, int64_t now,
+                   int64_t alive_until, int64_t idle_ms, int64_t *holder_ttl_ms)
 {
     char now_s[24], until[24], secs[24], idle[24], next_seq[24];
     struct tslock__queued q[MAX_CMDS];
@@ -125,16 +135,16 @@ static int attempt(tslock_lock *l, int64_t now, int64_t alive_until,
     snprintf(until, sizeof(until), "%lld", (long long)alive_until);
     tslock__seconds_up(secs, sizeof(secs), l->ttl_ms);
     tslock__seconds_up(idle, sizeof(idle), idle_ms);
-    if ((rc = watch_and_read(l, now_s, r)) != TSLOCK_OK)
+    if ((rc = watch_and_read(l, member, fair, now_s, r)) != TSLOCK_OK)
         return rc;
-    read_view(l, r, &v);
+    read_view(member, r, &v);
     fresh = v.queued && v.alive->type == REDIS_REPLY_STRING
             && atoll(v.alive->str) - now > (alive_until - now) / 2;
     snprintf(next_seq, sizeof(next_seq), "%lld",
              v.seq->type == REDIS_REPLY_STRING ? atoll(v.seq->str) + 1 : 1);
     *holder_ttl_ms = v.ttl->integer > 0 ? v.ttl->integer * 1000 : -1;
     take = v.value->type == REDIS_REPLY_NIL
-           && (v.head == NULL || strcmp(v.head, l->fair_id) == 0);
+           && (!fair || v.head == NULL || strcmp(v.head, member) == 0);
     if (!take && fresh && v.dead->elements == 0) {
         tslock__free_replies(N_READS, r);
         tslock__unwatch(l);
@@ -146,21 +156,21 @@ static int attempt(tslock_lock *l, int64_t now, int64_t alive_until,
         put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->alive_key, id, NULL);
     }
     if (take) {
-        put(q, argv, &n, TSLOCK_STEP_SET, 3, "SET", l->key, l->fair_id, NULL);
+        put(q, argv, &n, TSLOCK_STEP_SET, 3, "SET", l->key, l->value, NULL);
         put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->key, secs, NULL);
-        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->queue_key, l->fair_id,
+        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->queue_key, member,
             NULL);
-        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->alive_key, l->fair_id,
+        put(q, argv, &n, TSLOCK_STEP_ZREM, 3, "ZREM", l->alive_key, member,
             NULL);
     } else {
         if (!v.queued) {
             put(q, argv, &n, TSLOCK_STEP_INCR, 2, "INCR", l->seq_key, NULL,
                 NULL);
             put(q, argv, &n, TSLOCK_STEP_ZADD, 4, "ZADD", l->queue_key,
-                next_seq, l->fair_id);
+                next_seq, member);
         }
         put(q, argv, &n, TSLOCK_STEP_ZADD, 4, "ZADD", l->alive_key, until,
-            l->fair_id);
+            member);
         put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->queue_key, idle,
             NULL);
         put(q, argv, &n, TSLOCK_STEP_EXPIRE, 3, "EXPIRE", l->alive_key, idle,
@@ -186,12 +196,13 @@ static int attempt(tslock_lock *l, int64_t now, int64_t alive_until,
 }
 
 /* A refused transaction is made again at once, a few times. */
-int tslock__fair_try_watch(tslock_lock *l, int64_t now, int64_t alive_until,
-                           int64_t idle_ms, int64_t *holder_ttl_ms)
+int tslock__fair_try_watch(tslock_lock *l, const char *member, int fair,
+                           int64_t now, int64_t alive_until, int64_t idle_ms,
+                           int64_t *holder_ttl_ms)
 {
     int tries, rc = 1;
 
     for (tries = 0; rc == 1 && tries < 4; tries++)
-        rc = attempt(l, now, alive_until, idle_ms, holder_ttl_ms);
+        rc = attempt(l, member, fair, now, alive_until, idle_ms, holder_ttl_ms);
     return rc == 1 ? TSLOCK_EBUSY : rc;
 }

@@ -5,6 +5,7 @@
  * token acquire of those servers: WATCH, check absent, MULTI, SET,
  * EXPIRE in whole seconds rounded up, EXEC.  Built on transaction.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,14 +79,81 @@ static int transaction(tslock_lock *l, int n, const tslock_step *steps,
     return tslock__transaction(l, i, q, out);
 }
 
-/* MULTI, DEL, PUBLISH (the release's announcement), EXEC. */
-static int del_transaction(tslock_lock *l, redisReply **out)
+/*
+ * WATCH the lock key, GET it and, for a release that wakes one waiter,
+ * read the first entries of the line, in one round trip.
+ */
+static int watch_get_line(tslock_lock *l, redisReply **value, redisReply **line)
+{
+    const char *keys[1] = {l->key};
+    const char *get[2] = {"GET", l->key};
+    const char *zrange[4] = {"ZRANGE", l->queue_key, "0", "3"};
+    const struct tslock__queued q[2] = {{TSLOCK_STEP_GET, 2, get},
+                                        {TSLOCK_STEP_ZRANGE, 4, zrange}};
+    redisReply *r[2] = {NULL, NULL};
+    int rc = tslock__watch_read(l, 1, keys, 2, q, r);
+
+    *value = r[0];
+    *line = r[1];
+    return rc;
+}
+
+/* The first listening entry of the line, or NULL (fair.c's members). */
+static const char *first_listener(const redisReply *line)
+{
+    size_t i;
+
+    for (i = 0;
+         line != NULL && line->type == REDIS_REPLY_ARRAY && i < line->elements;
+         i++) {
+        const redisReply *e = line->element[i];
+        if (e->type == REDIS_REPLY_STRING && e->len > 0
+            && e->str[e->len - 1] == 'w')
+            return e->str;
+    }
+    return NULL;
+}
+
+/*
+ * MULTI, DEL, PUBLISH, EXEC.  The announcement goes to the first
+ * listening waiter of the line alone, on its own channel, or on the
+ * key's channel when the line has none.
+ */
+static int del_transaction(tslock_lock *l, const char *wake, char *channel,
+                           size_t size, redisReply **out)
 {
     const char *del[2] = {"DEL", l->key}, *publish[3];
     struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 2, del}};
     int n = 1 + tslock__publish_queued(l, publish, &q[1]);
 
+    if (n == 2 && wake != NULL) {
+        snprintf(channel, size, "%s%s", l->wake_prefix, wake);
+        publish[1] = channel;
+    }
     return tslock__transaction(l, n, q, out);
+}
+
+/*
+ * The woken waiter was heard by no subscriber (it died): drop its entry
+ * and announce the release on the key's channel instead, so every waiter
+ * tries.  One more round trip, only after a waiter died; outside the
+ * transaction, since it only wakes.
+ */
+static void wake_passed_on(tslock_lock *l, const char *gone)
+{
+    const char *zq[3] = {"ZREM", l->queue_key, gone};
+    const char *za[3] = {"ZREM", l->alive_key, gone};
+    const char *pub[3] = {"PUBLISH", l->channel, l->key};
+    const struct tslock__queued q[3] = {{TSLOCK_STEP_ZREM, 3, zq},
+                                        {TSLOCK_STEP_ZREM, 3, za},
+                                        {TSLOCK_STEP_PUBLISH, 3, pub}};
+    char keep[TSLOCK__ERRSTR_SIZE];
+    redisReply *r[3];
+
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    if (tslock__pipeline(l->client, l->key, 3, q, r) == TSLOCK_OK)
+        tslock__free_replies(3, r);
+    memcpy(l->client->errstr, keep, sizeof(keep));
 }
 
 static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
@@ -94,14 +162,20 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
 {
     static const tslock_step steps[] = {TSLOCK_STEP_DEL, TSLOCK_STEP_SET,
                                         TSLOCK_STEP_EXPIRE};
-    char secs[24];
-    redisReply *r = NULL;
-    int rc = watch_get(l, &r);
+    char secs[24], channel[512], wake[40];
+    redisReply *r = NULL, *line = NULL;
+    int one = op == GUARDED_DEL && tslock__wakes_one(l);
+    int rc = one ? watch_get_line(l, &r, &line) : watch_get(l, &r);
 
     if (rc != TSLOCK_OK)
         return rc;
     rc = tslock__guard_compare(l, r, expect, verb);
+    wake[0] = '\0';
+    if (first_listener(line) != NULL)
+        snprintf(wake, sizeof(wake), "%s", first_listener(line));
     freeReplyObject(r);
+    if (line != NULL)
+        freeReplyObject(line);
     r = NULL;
     if (rc == TSLOCK_ELOST && (!check_lease || tslock__lease_runs(l)))
         return unwatch_and_look_again(l, expect, rc);
@@ -115,7 +189,8 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
         tslock__seconds_up(secs, sizeof(secs), strtoll(arg, NULL, 10));
         arg = secs;
     }
-    rc = op == GUARDED_DEL ? del_transaction(l, &r)
+    rc = op == GUARDED_DEL ? del_transaction(l, wake[0] ? wake : NULL, channel,
+                                             sizeof(channel), &r)
                            : transaction(l, 1, &steps[op], &arg, &r);
     if (rc != TSLOCK_OK)
         return rc;
@@ -127,6 +202,10 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
     else if (r->element[0]->type == REDIS_REPLY_INTEGER
              && r->element[0]->integer != 1)
         rc = tslock__guard_lost(l, verb, "the key vanished before EXEC");
+    if (rc == TSLOCK_OK && wake[0] && r->elements == 2
+        && r->element[1]->type == REDIS_REPLY_INTEGER
+        && r->element[1]->integer == 0 && l->client->cluster == NULL)
+        wake_passed_on(l, wake);
     freeReplyObject(r);
     return rc;
 }

@@ -535,14 +535,25 @@ TSLOCK_EXTERN int tslock_lock_set_reconnect(tslock_lock *lock, int64_t max_ms);
  * tslock_lock_set_wakeup - whether a waiting tslock_acquire() listens for
  * releases (the default) or only polls.
  *
- * Every release announces itself on the lock's channel ("{KEY}:released",
- * or "KEY:released" when KEY has a hash tag or a '}').  A listening wait
- * subscribes a second connection of the client to it (opened on first
- * use, kept for later waits on the same key) before its first try, and
- * sleeps until the first of: a release, the holder's known expiry, the
- * retry delay (tslock_lock_set_retry()), the deadline.  Legacy clients
- * never publish; their releases are seen at the next retry.  A wait that
- * cannot subscribe (a wrapped connection, an ACL without channels) polls.
+ * A listening wait subscribes a second connection of the client (opened
+ * on first use, kept for later waits on the same key) to the lock's
+ * channel ("{KEY}:released", or "KEY:released" when KEY has a hash tag or
+ * a '}') and to its own wake channel ("{KEY}:wake:<entry>") before its
+ * first try, and sleeps until the first of: a wake, the holder's known
+ * expiry, the retry delay (tslock_lock_set_retry()), the deadline.  A
+ * waiting token acquisition on Redis 2.2 or later also joins the line of
+ * waiters beside the key ("{KEY}:queue", "{KEY}:alive",
+ * "{KEY}:queue-seq"), and a token release wakes the first live waiter of
+ * the line alone, so waiters are woken one at a time in the order they
+ * joined; a client that does not wait may still take a free key first.
+ * Other schemes, Redis 2.0 and releases of earlier tslock versions wake
+ * every listener through the lock's channel.  A woken waiter that died
+ * is passed over by the release; a paused one keeps its place until its
+ * entry lapses (1 s plus twice the retry ceiling), while the others take a
+ * free key at their retry delay.  Legacy clients never publish; their
+ * releases are seen at the next retry.  A wait that cannot subscribe (a
+ * wrapped connection, an ACL without channels) polls.  tslock(7), WAITING,
+ * has the costs and the worst cases.
  * enabled: 1 to listen, 0 to poll.
  * Returns TSLOCK_OK or TSLOCK_EINVAL.
  */
@@ -552,17 +563,19 @@ TSLOCK_EXTERN int tslock_lock_set_wakeup(tslock_lock *lock, int enabled);
  * tslock_lock_set_fair - fair mode: waiters take the lock in the order
  * they asked.
  *
- * The queue lives in Redis beside the key ("{KEY}:queue", "{KEY}:alive",
- * "{KEY}:queue-seq", in the key's hash slot), kept by one script per
- * attempt (Redis 2.6 and later) or one WATCH transaction (2.2 - 2.4;
- * TSLOCK_EUNSUPPORTED on 2.0).  Fair mode
- * takes the token scheme.  A waiter refreshes its entry on every attempt;
- * one that dies leaves the queue once 1 s plus twice the retry delay has
- * passed since its last attempt (1.2 s by default), judged by the waiters'
- * wall clocks.  Clients that are not fair do not queue and may take a
- * free key ahead of the queue's head; fair waiters keep their order among
- * themselves.  An acquisition that ends without the lock leaves the
- * queue at once.
+ * The line of waiters lives in Redis beside the key ("{KEY}:queue",
+ * "{KEY}:alive", "{KEY}:queue-seq", in the key's hash slot), kept by one
+ * script per attempt (Redis 2.6 and later) or one WATCH transaction (2.2
+ * - 2.4; TSLOCK_EUNSUPPORTED on 2.0); listening waiters of every mode
+ * join it, and only its head may take the key in fair mode.  A release
+ * wakes the head alone.  Fair mode takes the token scheme.  A waiter
+ * refreshes its entry on every attempt; one that dies leaves the line when
+ * a release finds nobody hears its wake, or once 1 s plus twice the retry
+ * delay has passed since its last attempt (1.2 s by default), judged by
+ * the waiters' wall clocks.  Clients that are not fair may take a free
+ * key ahead of the line's head; fair waiters keep their order among
+ * themselves.  An acquisition that ends without the lock leaves the line
+ * at once.
  * Returns TSLOCK_OK, TSLOCK_EINVAL or TSLOCK_ESTATE (the lock is held).
  */
 TSLOCK_EXTERN int tslock_lock_set_fair(tslock_lock *lock, int enabled);

@@ -257,6 +257,8 @@ void tslock__sub_close(tslock_client *c)
     c->sub = NULL;
     free(c->sub_channel);
     c->sub_channel = NULL;
+    free(c->sub_own);
+    c->sub_own = NULL;
 }
 
 /*

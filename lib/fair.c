@@ -1,16 +1,18 @@
 /*
- * fair.c - fair mode: waiters take the lock in the order they asked.
- * The queue lives in Redis beside the key, in its hash slot: the waiters
- * by arrival ({KEY}:queue), when each was last seen alive ({KEY}:alive)
- * and an arrival counter ({KEY}:queue-seq).  One script (Redis 2.6 and
- * later) drops waiters that stopped refreshing, joins, refreshes, and
- * lets only the head take a free key.
+ * fair.c - the line of waiters, and fair mode.  A waiting acquire of a
+ * token lock joins a line kept beside the key, in its hash slot: the
+ * waiters by arrival ({KEY}:queue), when each was last seen alive
+ * ({KEY}:alive) and an arrival counter ({KEY}:queue-seq).  A release
+ * wakes the first live waiter of the line alone (guard.c, compat/watch.c),
+ * on its own channel ({KEY}:wake:<entry>).  One script (Redis 2.6 and
+ * later) or one WATCH transaction (2.2 - 2.4) per attempt drops waiters
+ * that stopped refreshing, joins, refreshes, and takes a free key: any
+ * waiter may, but in fair mode only the head.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "compat.h"
-
 int tslock_lock_set_fair(tslock_lock *l, int enabled)
 {
     if (l == NULL)
@@ -32,120 +34,166 @@ static int64_t alive_ms(const tslock_lock *l)
     return 1000 + 2 * (int64_t)l->retry_max_ms;
 }
 
-static int queue_names(tslock_lock *l)
+/*
+ * The entry names the client and says whether it listens: a release
+ * wakes only listeners ('w'), on the channel the entry names, and takes
+ * a listener that no subscriber hears as gone.  A polling entry ('p')
+ * is never woken; it takes its turn at its next retry.
+ */
+void tslock__queue_member(tslock_lock *l, char out[35])
 {
-    int rc = tslock__companion(l, &l->queue_key, ":queue");
+    snprintf(out, 35, "%s%c", l->client->waiter_id, l->listening ? 'w' : 'p');
+}
 
-    if (rc == TSLOCK_OK)
-        rc = tslock__companion(l, &l->alive_key, ":alive");
-    if (rc == TSLOCK_OK)
-        rc = tslock__companion(l, &l->seq_key, ":queue-seq");
-    return rc;
+int tslock__queue_eligible(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    char keep[TSLOCK__ERRSTR_SIZE];
+
+    if (!l->waiting || !l->listening || l->used != TSLOCK_SCHEME_TOKEN
+        || l->given[0] != '\0'
+        || !(c->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH)))
+        return 0;
+    memcpy(keep, c->errstr, sizeof(keep));
+    if (tslock__queue_names(l) == TSLOCK_OK)
+        return 1;
+    memcpy(c->errstr, keep, sizeof(keep)); /* no line: woken with all */
+    return 0;
 }
 
 /* What the script said: taken, or busy with the holder's PTTL and rank. */
-static int fair_verdict(tslock_lock *l, const redisReply *r, int64_t now)
+static int queue_verdict(tslock_lock *l, const redisReply *r,
+                         int64_t *holder_pttl)
 {
     const redisReply *const *e = (const redisReply *const *)r->element;
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3
         || e[0]->type != REDIS_REPLY_INTEGER
         || e[1]->type != REDIS_REPLY_INTEGER)
-        return tslock__unexpected(l->client, "fair queue script",
+        return tslock__unexpected(l->client, "waiters' line script",
                                   "an array of three integers", r);
-    if (e[0]->integer == 1) {
-        l->expires_ms = now + l->ttl_ms;
-        l->held = 1;
-        l->fair_id[0] = '\0'; /* out of the queue with the hold */
+    if (e[0]->integer == 1)
         return TSLOCK_OK;
-    }
     l->queue_rank = e[2]->type == REDIS_REPLY_INTEGER ? e[2]->integer : -1;
-    l->expires_ms = e[1]->integer >= 0 ? now + e[1]->integer : 0;
-    return tslock__fail(l->client, TSLOCK_EBUSY,
-                        "lock '%s' is held; %lld waiter%s ahead of us in "
-                        "the fair queue",
-                        l->key, (long long)l->queue_rank,
-                        l->queue_rank == 1 ? "" : "s");
+    *holder_pttl = e[1]->integer;
+    return TSLOCK_EBUSY;
 }
 
-/* Redis 2.2 - 2.4: the same rules in a WATCH transaction. */
-static int fair_watch(tslock_lock *l, int64_t now)
+/* Redis 2.6 and later: the whole attempt is one script. */
+static int queue_try_lua(tslock_lock *l, const char *member, int64_t now,
+                         int64_t *holder_pttl)
 {
-    int64_t holder_ttl = -1;
-    int rc = tslock__fair_try_watch(l, now, now + alive_ms(l), 2 * alive_ms(l),
-                                    &holder_ttl);
+    char ttl[24], now_s[24], alive[24], idle[24];
+    const char *keys[4] = {l->key, l->queue_key, l->alive_key, l->seq_key};
+    const char *args[8] = {member,
+                           l->value,
+                           ttl,
+                           now_s,
+                           alive,
+                           idle,
+                           l->fair ? "1" : "0",
+                           l->queued ? "1" : "0"};
+    redisReply *r = NULL;
+    int rc;
 
-    if (rc == TSLOCK_OK) {
-        l->expires_ms = now + l->ttl_ms;
-        l->held = 1;
-        l->fair_id[0] = '\0';
-    } else if (rc == TSLOCK_EBUSY) {
-        l->expires_ms = holder_ttl >= 0 ? now + holder_ttl : 0;
-        tslock__fail(l->client, rc,
-                     "lock '%s' is held; we wait in its fair "
-                     "queue",
-                     l->key);
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
+    snprintf(now_s, sizeof(now_s), "%lld", (long long)now);
+    snprintf(alive, sizeof(alive), "%lld", (long long)(now + alive_ms(l)));
+    snprintf(idle, sizeof(idle), "%lld", (long long)(2 * alive_ms(l)));
+    rc = tslock__script_run_keys(l->client, SCRIPT_QUEUE_TRY, 4, keys, 8, args,
+                                 &r);
+    if (rc == TSLOCK_OK)
+        rc = queue_verdict(l, r, holder_pttl);
+    freeReplyObject(r);
+    return rc;
+}
+
+int tslock__queue_try(tslock_lock *l, int64_t *holder_pttl)
+{
+    tslock_client *c = l->client;
+    char member[35];
+    int64_t now, ttl_s = -1;
+    int rc;
+
+    *holder_pttl = -1;
+    if ((rc = tslock__queue_names(l)) != TSLOCK_OK)
+        return rc;
+    tslock__queue_member(l, member);
+    if (l->queued && strcmp(member, l->member) != 0)
+        tslock__fair_leave(l); /* it stopped listening: one entry at most */
+    memcpy(l->member, member, sizeof(member));
+    now = tslock__now(c, TSLOCK_CLOCK_WALL);
+    if (c->caps & TSLOCK_CAP_LUA) {
+        rc = queue_try_lua(l, member, now, holder_pttl);
+    } else {
+        rc = tslock__fair_try_watch(l, member, l->fair, now, now + alive_ms(l),
+                                    2 * alive_ms(l), &ttl_s);
+        *holder_pttl = ttl_s;
     }
+    if (rc == TSLOCK_OK)
+        l->queued = 0; /* out of the line with the hold */
+    else if (rc == TSLOCK_EBUSY)
+        l->queued = 1;
     return rc;
 }
 
 int tslock__fair_try(tslock_lock *l)
 {
     tslock_client *c = l->client;
-    char ttl[24], now_s[24], alive[24], idle[24];
-    const char *keys[4], *args[5] = {l->fair_id, ttl, now_s, alive, idle};
-    redisReply *r = NULL;
-    int64_t now;
+    int64_t now, holder_pttl = -1;
     int rc;
 
     if (!(c->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH)))
         return tslock__fail(c, TSLOCK_EUNSUPPORTED,
                             "fair mode needs Lua or WATCH (Redis 2.2 or "
                             "later): its queue must change atomically");
-    if ((rc = queue_names(l)) != TSLOCK_OK)
+    if ((rc = tslock__queue_names(l)) != TSLOCK_OK)
         return rc;
-    if (l->fair_id[0] == '\0' && (rc = tslock__make_token(c, l->fair_id)))
+    if ((rc = tslock__make_token(c, l->value)) != TSLOCK_OK)
         return rc;
-    memcpy(l->value, l->fair_id, sizeof(l->fair_id));
     now = tslock__now(c, TSLOCK_CLOCK_WALL);
-    if (!(c->caps & TSLOCK_CAP_LUA))
-        return fair_watch(l, now);
-    snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
-    snprintf(now_s, sizeof(now_s), "%lld", (long long)now);
-    snprintf(alive, sizeof(alive), "%lld", (long long)(now + alive_ms(l)));
-    snprintf(idle, sizeof(idle), "%lld", (long long)(2 * alive_ms(l)));
-    keys[0] = l->key;
-    keys[1] = l->queue_key;
-    keys[2] = l->alive_key;
-    keys[3] = l->seq_key;
-    rc = tslock__script_run_keys(c, SCRIPT_FAIR_ACQUIRE, 4, keys, 5, args, &r);
-    if (rc == TSLOCK_OK)
-        rc = fair_verdict(l, r, now);
-    freeReplyObject(r);
+    rc = tslock__queue_try(l, &holder_pttl);
+    if (rc == TSLOCK_OK) {
+        l->expires_ms = now + l->ttl_ms;
+        l->held = 1;
+    } else if (rc == TSLOCK_EBUSY) {
+        l->expires_ms = holder_pttl >= 0 ? now + holder_pttl : 0;
+        if (c->caps & TSLOCK_CAP_LUA)
+            tslock__fail(c, rc,
+                         "lock '%s' is held; %lld waiter%s ahead of us in "
+                         "the fair queue",
+                         l->key, (long long)l->queue_rank,
+                         l->queue_rank == 1 ? "" : "s");
+        else
+            tslock__fail(c, rc, "lock '%s' is held; we wait in its fair queue",
+                         l->key);
+    }
     return rc;
 }
 
 /*
- * Leave the queue: an acquisition that ends without the lock (try-once,
+ * Leave the line: an acquisition that ends without the lock (try-once,
  * deadline, cancel, error) takes its entry out at once, so it never
  * holds the line.  Best effort: an entry left behind lapses by itself.
  */
 void tslock__fair_leave(tslock_lock *l)
 {
-    const char *zq[3] = {"ZREM", l->queue_key, l->fair_id};
-    const char *za[3] = {"ZREM", l->alive_key, l->fair_id};
+    const char *zq[3] = {"ZREM", l->queue_key, l->member};
+    const char *za[3] = {"ZREM", l->alive_key, l->member};
     const struct tslock__queued q[2] = {{TSLOCK_STEP_ZREM, 3, zq},
                                         {TSLOCK_STEP_ZREM, 3, za}};
     char keep[TSLOCK__ERRSTR_SIZE];
     redisReply *r[2];
 
-    if (l->fair_id[0] == '\0' || l->queue_key == NULL || l->client->broken)
+    if (!l->queued || l->queue_key == NULL || l->client->broken) {
+        l->queued = 0;
         return;
+    }
     memcpy(keep, l->client->errstr, sizeof(keep));
     if (tslock__pipeline(l->client, l->key, 2, q, r) == TSLOCK_OK)
         tslock__free_replies(2, r);
     memcpy(l->client->errstr, keep, sizeof(keep));
-    l->fair_id[0] = '\0';
+    l->queued = 0;
 }
 
 int tslock_lock_queue_length(tslock_lock *l, int64_t *length)
@@ -158,7 +206,7 @@ int tslock_lock_queue_length(tslock_lock *l, int64_t *length)
         return TSLOCK_EINVAL;
     *length = 0;
     tslock__clear_error(l->client);
-    if ((rc = queue_names(l)) != TSLOCK_OK)
+    if ((rc = tslock__queue_names(l)) != TSLOCK_OK)
         return rc;
     argv[1] = l->queue_key;
     rc = tslock__command(l->client, TSLOCK_STEP_ZCARD, l->key, 2, argv, &r);

@@ -4,6 +4,7 @@
  * server has scripts; the WATCH form lives in compat/; the classic form
  * (GET, compare, then act) is for servers with neither and has a gap.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "compat.h"
@@ -15,6 +16,20 @@ tslock_release_form tslock__best_form(const tslock_client *c)
                                         : TSLOCK_RELEASE_CLASSIC;
 }
 
+/* The release that wakes the first live waiter of the line alone. */
+static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
+{
+    char now[24];
+    const char *keys[3] = {l->key, l->queue_key, l->alive_key};
+    const char *args[5] = {expect, l->channel, now, l->wake_prefix,
+                           l->client->cluster != NULL ? "0" : "1"};
+
+    snprintf(now, sizeof(now), "%lld",
+             (long long)tslock__now(l->client, TSLOCK_CLOCK_WALL));
+    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 3, keys, 5,
+                                   args, r);
+}
+
 static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
                        const char *expect, const char *arg, const char *verb)
 {
@@ -22,8 +37,10 @@ static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
         SCRIPT_DEL_IF_EQUAL, SCRIPT_SET_IF_EQUAL, SCRIPT_PEXPIRE_IF_EQUAL};
     const char *args[2] = {expect, op == GUARDED_DEL ? l->channel : arg};
     redisReply *r = NULL;
-    int rc = tslock__script_run(l->client, scripts[op], l->key,
-                                args[1] == NULL ? 1 : 2, args, &r);
+    int rc = op == GUARDED_DEL && tslock__wakes_one(l)
+                 ? release_wake_one(l, expect, &r)
+                 : tslock__script_run(l->client, scripts[op], l->key,
+                                      args[1] == NULL ? 1 : 2, args, &r);
 
     if (rc != TSLOCK_OK)
         return rc;

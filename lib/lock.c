@@ -70,6 +70,7 @@ void tslock_lock_free(tslock_lock *l)
     free(l->queue_key);
     free(l->alive_key);
     free(l->seq_key);
+    free(l->wake_prefix);
     free(l->holders_key);
     free(l->intent_key);
     free(l);

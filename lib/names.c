@@ -1,6 +1,7 @@
 /*
  * names.c - the names tslock gives beside a lock key: the bridge owner
- * key and the release channel.  Each lands in the lock key's Cluster hash
+ * key, the release channel, and the line of waiters with its wake
+ * channels.  Each lands in the lock key's Cluster hash
  * slot, so a script or transaction that names both never crosses slots.
  */
 #include <stdio.h>
@@ -94,4 +95,38 @@ int tslock__publish_refused(tslock_client *c, const redisReply *r)
         return 0;
     c->publish_refused = 1;
     return 1;
+}
+
+/* The line of waiters (fair.c) and the prefix of its wake channels. */
+int tslock__queue_names(tslock_lock *l)
+{
+    int rc = tslock__companion(l, &l->queue_key, ":queue");
+
+    if (rc == TSLOCK_OK)
+        rc = tslock__companion(l, &l->alive_key, ":alive");
+    if (rc == TSLOCK_OK)
+        rc = tslock__companion(l, &l->seq_key, ":queue-seq");
+    if (rc == TSLOCK_OK)
+        rc = tslock__companion(l, &l->wake_prefix, ":wake:");
+    if (rc == TSLOCK_OK && l->client->waiter_id[0] == '\0')
+        rc = tslock__make_token(l->client, l->client->waiter_id);
+    return rc;
+}
+
+/*
+ * Whether a release of l wakes one waiter from the line (fair.c): a
+ * token lock whose line can be named.  Other schemes' waiters do not
+ * queue, and are woken by the announcement on the key's channel.
+ */
+int tslock__wakes_one(tslock_lock *l)
+{
+    char keep[TSLOCK__ERRSTR_SIZE];
+    int rc;
+
+    if (l->used != TSLOCK_SCHEME_TOKEN || l->client->publish_refused)
+        return 0;
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    rc = tslock__queue_names(l);
+    memcpy(l->client->errstr, keep, sizeof(keep));
+    return rc == TSLOCK_OK;
 }

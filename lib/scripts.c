@@ -101,30 +101,34 @@ static const struct {
                       "redis.pcall('publish', ARGV[2], KEYS[1]) return 1",
                       "3c35cf1a94c8a8ca46736c9e4efc034afcd2555c"},
     /*
-     * The fair queue (fair.c).  KEYS: the lock, the queue (waiter id ->
-     * arrival number), the liveness set (waiter id -> alive until, ms),
-     * the arrival counter.  ARGV: our id (the token we will hold), the
-     * lease ms, now ms, alive-until ms, the queue keys' idle expiry ms.
-     * Entries whose waiter stopped refreshing are dropped; we join at
-     * the tail (once) and refresh; the head alone may take a free key.
-     * {1,0,0} taken, else {0, holder's PTTL, our rank}.
+     * The line of waiters (fair.c).  KEYS: the lock, the queue (entry ->
+     * arrival number), the liveness set (entry -> alive until, ms), the
+     * arrival counter.  ARGV: our entry, the token to hold, the lease ms,
+     * now ms, alive-until ms, the queue keys' idle expiry ms, '1' in fair
+     * mode, '1' when we may be in line already.  In fair mode at most
+     * eight entries whose waiter stopped refreshing are dropped and only
+     * the head may take a free key; otherwise any waiter may (a lapsed
+     * entry is dropped by the release that reaches it).  Taken: out of
+     * the line.  Busy: join at the tail (once) and refresh.  {1,0,0}
+     * taken, else {0, holder's PTTL, our rank (fair mode) or -1}.
      */
-    [SCRIPT_FAIR_ACQUIRE] =
-        {"local dead = redis.call('zrangebyscore', KEYS[3], '-inf', "
-         "'(' .. ARGV[3]) for _, d in ipairs(dead) do "
-         "redis.call('zrem', KEYS[2], d) redis.call('zrem', KEYS[3], "
-         "d) end if not redis.call('zscore', KEYS[2], ARGV[1]) then "
-         "redis.call('zadd', KEYS[2], redis.call('incr', KEYS[4]), "
-         "ARGV[1]) end redis.call('zadd', KEYS[3], ARGV[4], ARGV[1]) "
-         "for i = 2, 4 do redis.call('pexpire', KEYS[i], ARGV[5]) end "
-         "local head = redis.call('zrange', KEYS[2], 0, 0)[1] if head "
-         "== ARGV[1] and redis.call('setnx', KEYS[1], ARGV[1]) == 1 "
-         "then redis.call('pexpire', KEYS[1], ARGV[2]) "
-         "redis.call('zrem', KEYS[2], ARGV[1]) redis.call('zrem', "
-         "KEYS[3], ARGV[1]) return {1, 0, 0} end redis.call('get', "
-         "KEYS[1]) return {0, redis.call('pttl', KEYS[1]), "
-         "redis.call('zrank', KEYS[2], ARGV[1])}",
-         "0d5a010557c8cded1cb11f0eca4e3c74b79a931c"},
+    [SCRIPT_QUEUE_TRY] =
+        {"local fair = ARGV[7] == '1' if fair then local dead = "
+         "redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. ARGV[4], "
+         "'limit', 0, 8) for _, d in ipairs(dead) do redis.call('zrem', "
+         "KEYS[2], d) redis.call('zrem', KEYS[3], d) end end local head = "
+         "fair and redis.call('zrange', KEYS[2], 0, 0)[1] if (not head or "
+         "head == ARGV[1]) and redis.call('setnx', KEYS[1], ARGV[2]) == 1 "
+         "then redis.call('pexpire', KEYS[1], ARGV[3]) if ARGV[8] == '1' "
+         "then redis.call('zrem', KEYS[2], ARGV[1]) redis.call('zrem', "
+         "KEYS[3], ARGV[1]) end return {1, 0, 0} end if ARGV[8] ~= '1' or "
+         "not redis.call('zscore', KEYS[2], ARGV[1]) then "
+         "redis.call('zadd', KEYS[2], redis.call('incr', KEYS[4]), ARGV[1]) "
+         "end redis.call('zadd', KEYS[3], ARGV[5], ARGV[1]) for i = 2, 4 do "
+         "redis.call('pexpire', KEYS[i], ARGV[6]) end redis.call('get', "
+         "KEYS[1]) return {0, redis.call('pttl', KEYS[1]), fair and "
+         "redis.call('zrank', KEYS[2], ARGV[1]) or -1}",
+         "0a233e59e3f5be53ff702fa76cfb7dbfd1e8646e"},
     /*
      * Shared holds (shared.c, rwlock.c).  KEYS[1] the lock, KEYS[2] the
      * holders (token .. stamp -> lease end ms, server time), KEYS[3] a
@@ -196,7 +200,30 @@ static const struct {
          "then redis.call('set', KEYS[3], ARGV[1]) redis.call('pexpire', "
          "KEYS[3], ARGV[4]) end return {0, redis.call('pttl', KEYS[1])}",
          "7bf0665572642e3d534a70716fb14489076e96a0"},
-
+    /*
+     * The release of a token lock with a line of waiters (guard.c).
+     * KEYS: the lock, the queue, the liveness set.  ARGV: our token, the
+     * key's channel, now ms, the wake channels' prefix, '1' when a
+     * PUBLISH here counts every subscriber (not on a cluster).  While
+     * the lock holds our token: delete it, then wake the first live
+     * listening entry of the first four alone, on its own channel.  An
+     * entry that lapsed, or a listener no subscriber hears (it died), is
+     * dropped; a live polling entry keeps its place.  With nobody woken,
+     * the release is announced on the key's channel as before, for
+     * waiters that do not queue.  1 deleted, 0 not ours.
+     */
+    [SCRIPT_RELEASE_WAKE] =
+        {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+         "redis.call('del', KEYS[1]) local now = tonumber(ARGV[3]) for _, h "
+         "in ipairs(redis.call('zrange', KEYS[2], 0, 3)) do local a = "
+         "tonumber(redis.call('zscore', KEYS[3], h)) local w = "
+         "string.sub(h, -1) == 'w' if a and a >= now and w then local n = "
+         "redis.pcall('publish', ARGV[4] .. h, KEYS[1]) if type(n) ~= "
+         "'number' or n > 0 or ARGV[5] == '0' then return 1 end end if not "
+         "a or a < now or w then redis.call('zrem', KEYS[2], h) "
+         "redis.call('zrem', KEYS[3], h) end end redis.pcall('publish', "
+         "ARGV[2], KEYS[1]) return 1",
+         "b8796e0c0fa8d51bcf2282804b7dece70b74cebb"},
 };
 
 const char *tslock__script_text(enum tslock__script s)
@@ -210,7 +237,7 @@ const char *tslock__script_sha(enum tslock__script s)
 }
 
 #define SCRIPT_MAX_KEYS 4
-#define SCRIPT_MAX_ARGS 6
+#define SCRIPT_MAX_ARGS 8
 
 int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
                             const char *const *keys, int nargs,

@@ -73,7 +73,8 @@ static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
      * holder is a tslock client, whose release will wake us too, so the
      * herd goes back to sleep without reading it (one round trip each).
      */
-    if (rc == TSLOCK_EBUSY && !(l->listening && l->woken))
+    if (rc == TSLOCK_EBUSY && !(l->listening && l->woken)
+        && !tslock__queue_eligible(l))
         rc = read_holder(l, holder_pttl);
     return rc;
 }
@@ -120,7 +121,9 @@ static int token_try_acquire(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     now = tslock__now(c, TSLOCK_CLOCK_WALL);
-    if (c->caps & TSLOCK_CAP_SET_NX_PX)
+    if (l->queued)
+        rc = tslock__queue_try(l, &holder_pttl); /* in line: refresh too */
+    else if (c->caps & TSLOCK_CAP_SET_NX_PX)
         rc = acquire_set_nx_px(l, &holder_pttl);
     else if (c->caps & TSLOCK_CAP_LUA)
         rc = tslock__token_acquire_lua(l, &holder_pttl);
@@ -132,6 +135,14 @@ static int token_try_acquire(tslock_lock *l)
                             "server has no WATCH and no Lua, and a TTL on a "
                             "lock key is deleted by the next SETNX; use the "
                             "timestamp scheme");
+    /*
+     * Held, and this acquire waits: join the line at once, so that a
+     * release wakes us alone, in our turn (fair.c).  The same script
+     * takes the key if it came free since.  Only the busy path pays it.
+     */
+    if (rc == TSLOCK_EBUSY && !l->queued && !reclaim
+        && tslock__queue_eligible(l))
+        rc = tslock__queue_try(l, &holder_pttl);
     if (tslock__is_transient(c, rc)) {
         if (!reclaim) {
             memcpy(l->orphan, l->value, sizeof(l->orphan));

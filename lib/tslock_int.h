@@ -51,7 +51,9 @@ struct tslock_client {
     int publish_refused;     /* PUBLISH was refused (an ACL): not sent */
     /* The subscriber connection of waiting acquires (wakeup.c). */
     redisContext *sub;
-    char *sub_channel; /* what sub is subscribed to */
+    char *sub_channel;  /* what sub is subscribed to: the key's channel */
+    char *sub_own;      /* and this client's own wake channel for that key */
+    char waiter_id[33]; /* 32 hex digits: this client in a line of waiters */
     /*
      * Sentinel (sentinel.c): where to ask for the master.  With
      * nsentinels > 0 every (re)connect asks them, host and port hold the
@@ -109,7 +111,9 @@ struct tslock_lock {
     /* Fair mode (fair.c): the queue's keys, our place in it. */
     int fair;
     char *queue_key, *alive_key, *seq_key;
-    char fair_id[33]; /* our entry while an acquisition waits in line */
+    int queued;        /* this acquisition has joined the line (fair.c) */
+    char member[35];   /* as what: tslock__queue_member() */
+    char *wake_prefix; /* "{KEY}:wake:": a waiter's channel, its id after */
     int64_t queue_rank;
     char owner_token[33]; /* 32 hex digits */
     /* Read-write locks and semaphores (shared.c, rwlock.c). */
@@ -290,6 +294,17 @@ int tslock__fence_key(tslock_lock *l, char **out);
 /* The channel releases of l's key are announced on ("{key}:released"). */
 int tslock__channel(tslock_lock *l);
 /*
+ * The line of waiters' keys ("{key}:queue", ":alive", ":queue-seq"), the
+ * prefix of its wake channels (":wake:"), and this client's id in it.
+ */
+int tslock__queue_names(tslock_lock *l);
+/*
+ * Whether a release of l wakes one waiter from the line: a token lock
+ * whose line can be named.  Other schemes' waiters do not queue; they
+ * hear the announcement on the key's channel.
+ */
+int tslock__wakes_one(tslock_lock *l);
+/*
  * "PUBLISH channel key", the announcement, as one queued command: 1, or
  * 0 (q untouched) when this client's PUBLISH was refused before.
  */
@@ -298,8 +313,17 @@ int tslock__publish_queued(tslock_lock *l, const char *argv[3],
 /* Whether r answers a PUBLISH that was refused; remembers the refusal. */
 int tslock__publish_refused(tslock_client *c, const redisReply *r);
 
-/* ---- fair.c: waiters served in the order they asked */
+/* ---- fair.c: the line of waiters; fair mode serves it in order */
 int tslock__fair_try(tslock_lock *l);
+/*
+ * Whether a waiting acquire of l joins the line, so that a release wakes
+ * it alone (a token lock, listening, on a server with Lua or WATCH).
+ */
+int tslock__queue_eligible(tslock_lock *l);
+/* One attempt from the line: take a free key, or join and refresh. */
+int tslock__queue_try(tslock_lock *l, int64_t *holder_pttl);
+/* The entry of this client in l's line, "<waiter id>w" or "...p". */
+void tslock__queue_member(tslock_lock *l, char out[35]);
 void tslock__fair_leave(tslock_lock *l);
 
 /* ---- shared.c, rwlock.c: read-write locks and semaphores */
@@ -370,12 +394,13 @@ enum tslock__script {
     SCRIPT_PTTL_IF_EQUAL,    /* ARGV[1]=expect: pttl, or -3 when not equal */
     SCRIPT_BRIDGE_CLAIM,     /* KEYS lock, owner: see scripts.c */
     SCRIPT_BRIDGE_GUARD,     /* KEYS lock, owner: see scripts.c */
-    SCRIPT_FAIR_ACQUIRE,     /* KEYS lock, queue, alive, seq: fair.c */
+    SCRIPT_QUEUE_TRY,        /* KEYS lock, queue, alive, seq: fair.c */
     SCRIPT_BREAK,            /* KEYS lock, owner: break.c */
     SCRIPT_SHARED_ACQUIRE,   /* KEYS lock, holders, intent: shared.c */
     SCRIPT_SHARED_RELEASE,   /* KEYS lock, holders: shared.c */
     SCRIPT_SHARED_EXTEND,    /* KEYS lock, holders: shared.c */
     SCRIPT_RW_EXCLUSIVE,     /* KEYS lock, readers, intent: rwlock.c */
+    SCRIPT_RELEASE_WAKE,     /* KEYS lock, queue, alive: guard.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);

@@ -1,12 +1,16 @@
 /*
  * wakeup.c - the wait between attempts, and waiters woken by the release
- * instead of polling.  Every release PUBLISHes on the lock's channel
- * (names.c); a waiting acquire subscribes a second connection of its
- * client to that channel before its first try, and sleeps until a
- * message, the holder's expiry or the retry delay, whichever is first.
+ * instead of polling.  A waiting acquire subscribes a second connection
+ * of its client, before its first try, to the lock's channel and to its
+ * own wake channel (names.c), and sleeps until a message on either, the
+ * holder's expiry or the retry delay, whichever is first.  A release of
+ * a token lock wakes the first waiter of the line on its own channel
+ * (fair.c); others, and releases by earlier tslock versions, announce on
+ * the lock's channel, which wakes every listener.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,14 +24,16 @@ int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
     return TSLOCK_OK;
 }
 
-/* Whether r is a message published on channel. */
-static int is_release(const redisReply *r, const char *channel)
+/* Whether r is a message published on the key's channel or our own. */
+static int is_release(const redisReply *r, const tslock_client *c)
 {
     return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
            && r->element[0]->type == REDIS_REPLY_STRING
            && strcmp(r->element[0]->str, "message") == 0
            && r->element[1]->type == REDIS_REPLY_STRING
-           && strcmp(r->element[1]->str, channel) == 0;
+           && (strcmp(r->element[1]->str, c->sub_channel) == 0
+               || (c->sub_own != NULL
+                   && strcmp(r->element[1]->str, c->sub_own) == 0));
 }
 
 /*
@@ -43,7 +49,7 @@ static int drain(tslock_client *c)
         void *r = NULL;
 
         while (redisGetReplyFromReader(c->sub, &r) == REDIS_OK && r != NULL) {
-            heard += is_release(r, c->sub_channel);
+            heard += is_release(r, c);
             freeReplyObject(r);
             r = NULL;
         }
@@ -56,26 +62,72 @@ static int drain(tslock_client *c)
     }
 }
 
-/* The subscriber on l's channel: kept from the last wait, or made. */
+/*
+ * This client's wake channel for l's key ("{KEY}:wake:<id>w"), or NULL
+ * when the key's line cannot be named (then only the key's channel).
+ */
+static char *own_channel(tslock_lock *l)
+{
+    char keep[TSLOCK__ERRSTR_SIZE], member[35];
+    size_t size;
+    char *own;
+
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    if (tslock__queue_names(l) != TSLOCK_OK) {
+        memcpy(l->client->errstr, keep, sizeof(keep));
+        return NULL;
+    }
+    l->listening = 1; /* the entry of a listener */
+    tslock__queue_member(l, member);
+    l->listening = 0;
+    size = strlen(l->wake_prefix) + strlen(member) + 1;
+    if ((own = malloc(size)) != NULL)
+        snprintf(own, size, "%s%s", l->wake_prefix, member);
+    return own;
+}
+
+/* Whether r confirms a subscription. */
+static int is_subscribed(const redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
+           && r->element[0]->type == REDIS_REPLY_STRING
+           && strcmp(r->element[0]->str, "subscribe") == 0;
+}
+
+/* The subscriber on l's channels: kept from the last wait, or made. */
 static int subscribe(tslock_lock *l)
 {
     tslock_client *c = l->client;
-    const char *argv[2] = {"SUBSCRIBE", l->channel};
+    char *own = own_channel(l);
+    const char *argv[3] = {"SUBSCRIBE", l->channel, own};
     redisReply *r = NULL;
+    void *second = NULL;
     int ok;
 
-    if (c->sub != NULL && strcmp(c->sub_channel, l->channel) == 0)
+    if (c->sub != NULL && strcmp(c->sub_channel, l->channel) == 0
+        && (own == NULL ? c->sub_own == NULL
+                        : c->sub_own != NULL && strcmp(c->sub_own, own) == 0)) {
+        free(own);
         return TSLOCK_OK;
+    }
     tslock__sub_close(c);
-    if (tslock__connect_side(c, &c->sub) != TSLOCK_OK)
+    if (tslock__connect_side(c, &c->sub) != TSLOCK_OK) {
+        free(own);
         return TSLOCK_EIO;
-    ok = tslock__roundtrip(c->sub, 2, argv, &r) == REDIS_OK
-         && r->type == REDIS_REPLY_ARRAY && r->elements == 3
-         && r->element[0]->type == REDIS_REPLY_STRING
-         && strcmp(r->element[0]->str, "subscribe") == 0;
+    }
+    ok = tslock__roundtrip(c->sub, own != NULL ? 3 : 2, argv, &r) == REDIS_OK
+         && is_subscribed(r);
     freeReplyObject(r);
+    /* One confirmation per channel. */
+    if (ok && own != NULL) {
+        ok = redisGetReply(c->sub, &second) == REDIS_OK
+             && is_subscribed((redisReply *)second);
+        if (second != NULL)
+            freeReplyObject(second);
+    }
     if (ok)
         c->sub_channel = strdup(l->channel);
+    c->sub_own = own;
     if (!ok || c->sub_channel == NULL) {
         tslock__sub_close(c); /* refused (an ACL), or no memory: poll */
         return TSLOCK_EIO;

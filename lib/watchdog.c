@@ -128,6 +128,7 @@ static tslock_lock *copy_hold(const tslock_lock *l, tslock_client *c)
     copy->owner_key = NULL; /* the copy names them again on first use */
     copy->channel = NULL;
     copy->queue_key = copy->alive_key = copy->seq_key = NULL;
+    copy->wake_prefix = NULL;
     copy->key = strdup(l->key);
     if (copy->key == NULL) {
         tslock_lock_free(copy);

@@ -377,6 +377,78 @@ static int release_after_failed_try(tslock_client *c, tslock_step step,
 }
 
 /*
+ * The token waiter's own wake-up, across nodes: once its entry is in the
+ * line on the key's node (read there), the holder releases, and the
+ * release script's PUBLISH to the waiter's channel crosses the cluster
+ * bus to node 0, where the waiter subscribed.
+ */
+struct line_release {
+    pthread_t thread;
+    const char *key;
+    int node;
+};
+
+static void *release_when_in_line(void *arg)
+{
+    struct line_release *lr = arg;
+    redisContext *raw = th_redis(&cl.node[lr->node]);
+    int i;
+
+    for (i = 0; i < 2000; i++) {
+        redisReply *r = redisCommand(raw, "ZCARD {%s}:queue", lr->key);
+        long long n =
+            r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        freeReplyObject(r);
+        if (n == 1)
+            break;
+        usleep(5000);
+    }
+    released = 1;
+    CU_ASSERT_EQUAL(tslock_release(holder), TSLOCK_OK);
+    redisFree(raw);
+    return NULL;
+}
+
+static void test_woken_in_line_across_nodes(void)
+{
+    const char *key = NULL;
+    char buf[32];
+    int i;
+    struct line_release lr;
+    tslock_client *h, *w;
+    tslock_lock *l = NULL;
+    th_bound b;
+
+    for (i = 0; key == NULL; i++) {
+        snprintf(buf, sizeof(buf), "wake1:%d", i);
+        if (th_cluster_owner(&cl, buf) != 0)
+            key = buf;
+    }
+    h = client_on(th_cluster_owner(&cl, key));
+    w = client_on(0);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, w, key) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&holder, h, key) == TSLOCK_OK);
+    tslock_lock_set_ttl(holder, 30000);
+    tslock_lock_set_retry(l, 60000, 60000);
+    released = 0;
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(holder, 0), TSLOCK_OK);
+    lr.key = key;
+    lr.node = th_cluster_owner(&cl, key);
+    CU_ASSERT_FATAL(pthread_create(&lr.thread, NULL, release_when_in_line, &lr)
+                    == 0);
+    th_bound_start(&b, l);
+    CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
+    th_bound_end(&b);
+    pthread_join(lr.thread, NULL);
+    CU_ASSERT_TRUE(released);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_lock_free(l);
+    tslock_lock_free(holder);
+    tslock_client_free(h);
+    tslock_client_free(w);
+}
+
+/*
  * The holder's release (on the key's node) is announced with PUBLISH,
  * which the cluster bus carries to the node the waiter subscribed on;
  * the waiter, whose retry delay is a minute, wakes and takes the lock.
@@ -386,7 +458,12 @@ static void test_woken_across_nodes(void)
 {
     static const tslock_scheme schemes[] = {TSLOCK_SCHEME_TOKEN,
                                             TSLOCK_SCHEME_TIMESTAMP};
-    static tslock_step last[] = {TSLOCK_STEP_PTTL, TSLOCK_STEP_GET};
+    /*
+     * The last command of a failed try: the script that joins the line of
+     * waiters (token), or GET (timestamp).  The token waiter is woken on
+     * its own channel, the timestamp one on the key's.
+     */
+    static tslock_step last[] = {TSLOCK_STEP_EVALSHA, TSLOCK_STEP_GET};
     const char *key = NULL;
     char buf[32];
     int i;
@@ -1083,6 +1160,8 @@ int main(void)
         CU_add_test(s, "shared holds and permits on every node",
                     test_shared_and_permits_every_node);
         CU_add_test(s, "a waiter woken across nodes", test_woken_across_nodes);
+        CU_add_test(s, "a waiter in line woken across nodes",
+                    test_woken_in_line_across_nodes);
         CU_add_test(s, "reconnects on a cluster", test_reconnect_paths);
         CU_add_test(s, "a cluster with a password", test_password);
         CU_add_test(s, "a master fails over under a hold", test_failover);

@@ -1,6 +1,7 @@
 /*
  * test_fair.c - fair mode: five waiters served in the order they asked;
- * a dead waiter leaves the queue within its bound; a try-once leaves no
+ * a paused waiter leaves the queue within its bound, a dead one at the
+ * release that would wake it; a try-once leaves no
  * entry; the refusals (timestamp scheme, Redis 2.0) - with scripts, with
  * WATCH only, and on Redis 2.2 played by the proxy.
  */
@@ -137,12 +138,37 @@ static void test_fair_order(void)
 }
 
 /*
- * The head of the queue dies (SIGKILL) while the key is held.  On the
- * release the next waiter cannot take the key until the dead entry has
- * lapsed (1 s plus twice the retry delay after its last attempt), and
- * then does, well inside its own wait.
+ * Wait (10 s at most) until the server has seen a killed waiter's socket
+ * close: no wake channel of the key has a subscriber left.  Without it a
+ * release could still count the dead subscriber, as it would on a real
+ * network until the kernel reports the close.
  */
-static void test_dead_waiter_leaves(void)
+static int await_no_wake_subscriber(const char *key)
+{
+    redisContext *raw = th_redis(&srv);
+    int i, gone = 0;
+
+    for (i = 0; i < 2000 && !gone; i++) {
+        redisReply *r = redisCommand(raw, "PUBSUB CHANNELS {%s}:wake:*", key);
+        gone = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0;
+        freeReplyObject(r);
+        if (!gone)
+            poll(NULL, 0, 5);
+    }
+    redisFree(raw);
+    return gone;
+}
+
+/*
+ * The head of the queue stops while the key is held.  Paused (SIGSTOP),
+ * it still hears its wake-up but never acts on it, so on the release the
+ * next waiter cannot take the key until the paused entry has lapsed (1 s
+ * plus twice the retry delay after its last attempt), and then does,
+ * well inside its own wait.  Dead (SIGKILL), its subscription is gone
+ * with its socket: the release finds nobody hears its wake-up, drops the
+ * entry and passes the wake on, so the next waiter takes the key at once.
+ */
+static void dead_waiter_leaves(int sig)
 {
     tslock_client *c = client(), *w = client();
     tslock_lock *h = fair_lock(c, "fair:dead");
@@ -160,17 +186,34 @@ static void test_dead_waiter_leaves(void)
         _exit(0);
     }
     CU_ASSERT_FATAL(await_queue("fair:dead", 1));
-    kill(dead, SIGKILL);
-    waitpid(dead, NULL, 0);
+    kill(dead, sig);
+    if (sig == SIGKILL) {
+        waitpid(dead, NULL, 0);
+        CU_ASSERT_FATAL(await_no_wake_subscriber("fair:dead"));
+    }
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
-    CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY); /* still queued */
-    CU_ASSERT_EQUAL(tslock_acquire(l, 10000), TSLOCK_OK);
+    if (sig == SIGKILL) {
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK); /* passed on */
+    } else {
+        CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY); /* queued */
+        CU_ASSERT_EQUAL(tslock_acquire(l, 10000), TSLOCK_OK);
+    }
     CU_ASSERT_EQUAL(queue_length("fair:dead"), 0);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    if (sig != SIGKILL) {
+        kill(dead, SIGKILL);
+        waitpid(dead, NULL, 0);
+    }
     tslock_lock_free(h);
     tslock_lock_free(l);
     tslock_client_free(c);
     tslock_client_free(w);
+}
+
+static void test_dead_waiter_leaves(void)
+{
+    dead_waiter_leaves(SIGSTOP);
+    dead_waiter_leaves(SIGKILL);
 }
 
 /* ------------------------------------------------- load */
@@ -266,7 +309,7 @@ int main(void)
     for (i = 0; i < N_TARGETS; i++) {
         s = CU_add_suite(targets[i].name, target_init, NULL);
         CU_add_test(s, "five waiters served in order", test_fair_order);
-        CU_add_test(s, "a dead waiter leaves the queue",
+        CU_add_test(s, "a paused or dead waiter leaves the queue",
                     test_dead_waiter_leaves);
         CU_add_test(s, "refusals", test_fair_refusals);
         CU_add_test(s, "load: fair and polling, zero overlaps",

@@ -146,7 +146,12 @@ static struct costs expected_costs(unsigned caps, tslock_scheme used)
     if (used == TSLOCK_SCHEME_TOKEN) {
         k.acquire = caps & TSLOCK_CAP_SET_NX_PX ? 1 : lua ? 1 : 6;
         k.busy = caps & TSLOCK_CAP_SET_NX_PX ? 3 : lua ? 1 : 3;
-        k.release = lua ? 1 : 6; /* the WATCH form PUBLISHes in MULTI */
+        /*
+         * The WATCH form reads the line of waiters beside the key (WATCH,
+         * GET, ZRANGE) and PUBLISHes in MULTI: WATCH, GET, ZRANGE, MULTI,
+         * DEL, PUBLISH, EXEC, in two round trips.
+         */
+        k.release = lua ? 1 : 7;
         k.extend = lua ? 1 : 5;
     } else if (used == TSLOCK_SCHEME_BRIDGE && proof_possible(caps)) {
         /*

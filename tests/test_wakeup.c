@@ -57,10 +57,11 @@ static void test_missed_wakeup_replay(void)
         TSLOCK_SCHEME_TOKEN, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE};
     /*
      * The last command a failed try sends, scheme by scheme: after SET
-     * NX PX, GET+PTTL; after SETNX, GET; the bridge in its WATCH form
+     * NX PX, the script that joins the line of waiters (and reads the
+     * holder's PTTL); after SETNX, GET; the bridge in its WATCH form
      * (its script form is one command, with no step after it).
      */
-    static tslock_step last[] = {TSLOCK_STEP_PTTL, TSLOCK_STEP_GET,
+    static tslock_step last[] = {TSLOCK_STEP_EVALSHA, TSLOCK_STEP_GET,
                                  TSLOCK_STEP_UNWATCH};
     size_t i;
 
@@ -198,37 +199,50 @@ static void test_legacy_holder_taken_at_expiry(void)
  */
 static th_clock late_clock;
 
+/* Where a busy path reads the holder: its own PTTL, or the line's script. */
+struct read_step {
+    tslock_step step;
+    int seen;
+};
+
 static int clock_jumps(tslock_client *c, tslock_step step, const char *key,
                        void *userdata)
 {
-    int *jumped = userdata;
+    struct read_step *rs = userdata;
+    int *jumped = &rs->seen;
 
-    if (step == TSLOCK_STEP_PTTL && !*jumped) {
+    if (step == rs->step && !*jumped) {
         *jumped = 1;
         th_clock_advance(&late_clock, 1000);
     }
     return 0;
 }
 
-static void test_expiry_passed_before_the_wait(void)
+/*
+ * Both busy paths: a polling wait reads the holder with GET+PTTL, a
+ * listening one with the script that joins the line of waiters.
+ */
+static void expiry_passed_before_the_wait(int listening)
 {
     tslock_client *w = th_client(&srv);
     tslock_lock *l =
         new_lock(w, "wake:late-expiry", TSLOCK_SCHEME_TOKEN, 30000);
     redisContext *raw = th_redis(&srv);
     th_bound b;
-    int jumped = 0;
+    struct read_step jumped = {
+        listening ? TSLOCK_STEP_EVALSHA : TSLOCK_STEP_PTTL, 0};
 
     late_clock.wall_ms = th_wall_us() / 1000;
     late_clock.mono_ms = th_mono_ms();
     tslock_client_set_clock(w, th_clock_fn, &late_clock);
+    tslock_lock_set_wakeup(l, listening);
     tslock_client_set_step_hook(w, clock_jumps, &jumped);
     freeReplyObject(redisCommand(
         raw, "SET wake:late-expiry 0123456789abcdef0123456789abcdef PX 300"));
     th_bound_start(&b, l);
     CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
     th_bound_end(&b);
-    CU_ASSERT_TRUE(jumped);
+    CU_ASSERT_TRUE(jumped.seen);
     tslock_client_set_step_hook(w, NULL, NULL);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
     redisFree(raw);
@@ -246,9 +260,10 @@ static void test_expiry_passed_before_the_wait(void)
 static int expire_before_read(tslock_client *c, tslock_step step,
                               const char *key, void *userdata)
 {
-    int *done = userdata;
+    struct read_step *rs = userdata;
+    int *done = &rs->seen;
 
-    if (step == TSLOCK_STEP_GET && !*done) {
+    if (step == rs->step && !*done) {
         redisContext *raw = th_redis(&srv);
         *done = 1;
         freeReplyObject(redisCommand(raw, "DEL %s", key));
@@ -257,26 +272,40 @@ static int expire_before_read(tslock_client *c, tslock_step step,
     return 0;
 }
 
-static void test_expired_between_try_and_read(void)
+static void expired_between_try_and_read(int listening)
 {
     tslock_client *w = th_client(&srv);
     tslock_lock *l = new_lock(w, "wake:gone", TSLOCK_SCHEME_TOKEN, 30000);
     redisContext *raw = th_redis(&srv);
     th_bound b;
-    int done = 0;
+    struct read_step done = {listening ? TSLOCK_STEP_EVALSHA : TSLOCK_STEP_GET,
+                             0};
 
+    tslock_lock_set_wakeup(l, listening);
     tslock_client_set_step_hook(w, expire_before_read, &done);
     freeReplyObject(redisCommand(
         raw, "SET wake:gone 0123456789abcdef0123456789abcdef PX 60000"));
     th_bound_start(&b, l);
     CU_ASSERT_EQUAL(tslock_acquire(l, TSLOCK_WAIT_FOREVER), TSLOCK_OK);
     th_bound_end(&b);
-    CU_ASSERT_TRUE(done);
+    CU_ASSERT_TRUE(done.seen);
     tslock_client_set_step_hook(w, NULL, NULL);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
     redisFree(raw);
     tslock_lock_free(l);
     tslock_client_free(w);
+}
+
+static void test_expiry_passed_before_the_wait(void)
+{
+    expiry_passed_before_the_wait(0);
+    expiry_passed_before_the_wait(1);
+}
+
+static void test_expired_between_try_and_read(void)
+{
+    expired_between_try_and_read(0);
+    expired_between_try_and_read(1);
 }
 
 /*
@@ -286,7 +315,7 @@ static void test_expired_between_try_and_read(void)
  */
 static void test_subscriber_dies(void)
 {
-    static tslock_step last = TSLOCK_STEP_PTTL;
+    static tslock_step last = TSLOCK_STEP_EVALSHA; /* joins the line */
     tslock_client *h = th_client(&srv), *w = th_client(&srv);
     tslock_lock *l = new_lock(w, "wake:dies", TSLOCK_SCHEME_TOKEN, 30000);
     redisContext *raw = th_redis(&srv);
