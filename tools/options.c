@@ -43,7 +43,8 @@ enum long_only {
     OPT_REPLICAS_TIMEOUT,
     OPT_SHARED,
     OPT_EXCLUSIVE,
-    OPT_PERMITS
+    OPT_PERMITS,
+    OPT_TAKEOVER_GRACE
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -82,6 +83,7 @@ static const struct option long_options[] = {
     {"shared", no_argument, NULL, OPT_SHARED},
     {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
     {"permits", required_argument, NULL, OPT_PERMITS},
+    {"takeover-grace", required_argument, NULL, OPT_TAKEOVER_GRACE},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -173,6 +175,13 @@ static int parse_number_option(int opt, const char *arg, struct cli_options *o)
                                    "64, got '%s'",
                                    arg);
         o->replicas = (int)v;
+        return 0;
+    case OPT_TAKEOVER_GRACE:
+        /* The library's bound: a day past a stamp is not a grace. */
+        if (parse_integer(arg, 0, 86400000, &o->takeover_grace_ms) != 0)
+            return cli_usage_error("--takeover-grace expects milliseconds "
+                                   "from 0 to 86400000 (one day), got '%s'",
+                                   arg);
         return 0;
     case OPT_REPLICAS_TIMEOUT:
         if (parse_integer(arg, 1, 3600000, &v) != 0)
