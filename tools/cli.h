@@ -68,25 +68,26 @@ struct cli_options {
     int renew;
     int kill_on_loss;
     int busy_status;
-    int workers;               /* demo */
-    int64_t duration_ms;       /* demo: per scheme */
-    const char *svg_path;      /* demo --svg: the timeline's file, or NULL */
-    int timeout_ms;            /* --timeout: connecting, and each command */
-    int fair;                  /* --fair: waiters in the order they asked */
-    tslock_rw rw;              /* --shared, --exclusive: a read-write side */
-    int64_t permits;           /* --permits N: a semaphore, or 0 */
-    int poll;                  /* --poll: wait by polling, not woken */
-    int fence;                 /* --fence: a fencing number with each hold */
-    int replicas;              /* --replicas: WAIT for this many (0: none) */
-    int replicas_timeout_ms;   /* --replicas-timeout */
-    const char *if_value;      /* --if-value: what break may delete, or NULL */
-    const char *survey_match;  /* survey --match: a SCAN pattern, or NULL */
-    int survey_json;           /* survey --json: JSON Lines */
-    int survey_all;            /* survey --all: list not-a-lock keys too */
-    int survey_keys;           /* survey --keys: KEYS where SCAN is missing */
-    int64_t watch_for_ms;      /* watch --for: 0 until a signal */
-    int replay_list;           /* replay --list: the races, one a line */
-    int64_t takeover_grace_ms; /* --takeover-grace: stamp schemes */
+    int workers;              /* demo */
+    int64_t duration_ms;      /* demo: per scheme */
+    const char *svg_path;     /* demo --svg: the timeline's file, or NULL */
+    int timeout_ms;           /* --timeout: connecting, and each command */
+    int fair;                 /* --fair: waiters in the order they asked */
+    tslock_rw rw;             /* --shared, --exclusive: a read-write side */
+    int64_t permits;          /* --permits N: a semaphore, or 0 */
+    int poll;                 /* --poll: wait by polling, not woken */
+    int fence;                /* --fence: a fencing number with each hold */
+    int replicas;             /* --replicas: WAIT for this many (0: none) */
+    int replicas_timeout_ms;  /* --replicas-timeout */
+    const char *if_value;     /* --if-value: what break may delete, or NULL */
+    const char *survey_match; /* survey --match: a SCAN pattern, or NULL */
+    int survey_json;          /* survey --json: JSON Lines */
+    int survey_all;           /* survey --all: list not-a-lock keys too */
+    int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
+    int64_t watch_for_ms;     /* watch --for: 0 until a signal */
+    int replay_list;          /* replay --list: the races, one a line */
+    /* --takeover-grace: stamps count as expired this much later */
+    int64_t takeover_grace_ms;
 };
 
 /* --replicas-timeout's default: how long WAIT waits for the replicas. */
