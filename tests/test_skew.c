@@ -614,6 +614,7 @@ static void test_sweep_points(void)
         CU_ASSERT(o.ok);
         CU_ASSERT_EQUAL(o.overlap, pts[i].overlap);
     }
+    printf("\n");
 }
 
 static void test_sweep_full(void)
@@ -625,6 +626,7 @@ static void test_sweep_full(void)
            LEASE_MS, WORK_MS);
     for (r = 0; r < N_ROWS; r++)
         sweep_row(&rows[r]);
+    printf("\n");
 }
 
 /*
@@ -653,6 +655,7 @@ static void test_takeover_delay(void)
             CU_ASSERT(o.ok && o.taker_held);
             CU_ASSERT(o.delay >= want - 50 && o.delay <= want + 500);
         }
+    printf("\n");
 }
 
 /*
@@ -694,6 +697,7 @@ static void test_jumps(void)
     CU_ASSERT(o.ok);
     CU_ASSERT_STRING_EQUAL(o.holder_release, "ok");
     CU_ASSERT_EQUAL(o.overlap, 0);
+    printf("\n");
 }
 
 int main(int argc, char **argv)
