@@ -43,6 +43,13 @@ struct key_state {
     size_t value_len;
     int has_value;
     char writer[MAX_CLIENT]; /* "" when written before the watch began */
+    /* The value before this one: a write of it again is a restore. */
+    char before[MAX_TEXT];
+    size_t before_len;
+    int has_before;
+    /* Who read the key last, and whether it has changed since. */
+    char reader[MAX_CLIENT];
+    int changed_since_read;
 };
 
 struct client_count {
@@ -272,14 +279,25 @@ static void record(struct key_state *k, const struct line *l, int v)
 {
     const char *c = l->args[0];
 
+    if (strcasecmp(c, "get") == 0) {
+        snprintf(k->reader, sizeof(k->reader), "%s", l->client);
+        k->changed_since_read = 0;
+        return;
+    }
     if (strcasecmp(c, "del") == 0) {
         k->has_value = 0;
+        k->has_before = 0;
+        k->changed_since_read = 1;
         return;
     }
     /* A SETNX or SET NX that found the key taken changes nothing, but
      * MONITOR does not say which; the last writer is the best guess. */
     if (v == 0 || (k->has_value && strcasecmp(c, "setnx") == 0))
         return;
+    memcpy(k->before, k->value, k->value_len);
+    k->before_len = k->value_len;
+    k->has_before = k->has_value;
+    k->changed_since_read = 1;
     memcpy(k->value, l->args[v], l->lens[v]);
     k->value_len = l->lens[v];
     k->has_value = 1;
@@ -384,8 +402,17 @@ static void judge_skew(const struct key_state *k, const struct line *l, int v,
     /* A SETNX over a taken key writes nothing. */
     if (strcasecmp(l->args[0], "setnx") == 0 && k->has_value)
         return;
+    /*
+     * A write over another client's stamp is a takeover, unless it puts
+     * back the value before (the GETSET loser restoring the winner's) or
+     * the key changed since this client read it (the loser's GETSET
+     * itself: it judged the value it read, not this one).
+     */
     takeover = k->has_value && k->writer[0] != '\0'
-               && strcmp(k->writer, l->client) != 0;
+               && strcmp(k->writer, l->client) != 0
+               && !(k->has_before && k->before_len == l->lens[v]
+                    && memcmp(k->before, l->args[v], l->lens[v]) == 0)
+               && !(strcmp(k->reader, l->client) == 0 && k->changed_since_read);
     sk->seen = cli_writer_skew(expires, line_ms(l), stamp_expiry(k), takeover,
                                &sk->ahead_ms, &sk->why);
 }
