@@ -216,5 +216,49 @@ check "watch --json: the event carries clock_ahead_ms and skew" \
 check "watch --json: the summary too" \
     eval 'grep -Eq "\"danger\":0,\"skewed\":1,\"clock_ahead_ms\":-(58|59|60)[0-9]{3}\}" "$out"'
 
+# The GETSET loser on true clocks is not skew: A and B read a dead
+# holder's expired stamp, A's GETSET wins, B's GETSET loses and B puts
+# A's stamp back.  Then C, on the same connection scheme, reads A's live
+# stamp and takes it over: that is flagged, so the check can fail.  Each
+# client is one connection (raw RESP over a socket); the commands go one
+# at a time, each after the reply to the one before.
+: >"$dir/werr"
+$tool -u "$U" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+python3 - "$port" <<'PY' >"$dir/py" 2>&1
+import socket, sys, time
+def conn():
+    return socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+def cmd(s, *args):
+    msg = "*%d\r\n" % len(args)
+    for a in args:
+        msg += "$%d\r\n%s\r\n" % (len(a), a)
+    s.sendall(msg.encode())
+    return s.recv(4096)
+now = int(time.time() * 1000)
+w, a, b, c = conn(), conn(), conn(), conn()
+cmd(w, "SET", "wk", str(now - 500))  # expired, within the threshold
+cmd(a, "GET", "wk")
+cmd(b, "GET", "wk")
+sa = str(now + 60001)
+cmd(a, "GETSET", "wk", sa)
+cmd(b, "GETSET", "wk", str(now + 60002))
+cmd(b, "SET", "wk", sa)
+cmd(c, "GET", "wk")
+cmd(c, "GETSET", "wk", str(now + 180001))
+print("done")
+PY
+kill -TERM $watcher
+wait $watcher
+watcher=
+cp "$dir/wout" "$out"
+cp "$dir/py" "$err"
+check "watch: the loser race ran" has "^done$" "$dir/py"
+check "watch: only the taker of a live stamp is flagged, not the loser" \
+    eval '[ $(grep -c "^SKEW" "$out") -eq 1 ]'
+check "watch: the taker's clock at least 59 s ahead" \
+    eval 'grep -Eq "^SKEW: 127\.0\.0\.1:[0-9]+: its clock runs at least (59[0-9]{3}|60[0-9]{3}) ms ahead of the server.s: took over" "$out"'
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
