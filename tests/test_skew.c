@@ -660,7 +660,8 @@ static void test_takeover_delay(void)
 
 /*
  * Clocks that jump: the taker's clock jumps 3 s ahead 300 ms into the
- * hold and back 400 ms later; the holder's jumps 3 s ahead and stays.
+ * hold and back 400 ms later; the holder's jumps 3 s ahead, or behind,
+ * and stays.
  */
 static void test_jumps(void)
 {
@@ -690,6 +691,13 @@ static void test_jumps(void)
            o.holder_release, o.overlap ? "overlap" : "no overlap");
     CU_ASSERT(o.ok);
     CU_ASSERT_STRING_EQUAL(o.holder_release, "lost");
+    CU_ASSERT_EQUAL(o.overlap, 0);
+    /* Back: its lease runs longer by its clock; the others' rule holds. */
+    o = run_point(&rows[0], -3000, JUMP_HOLDER);
+    printf("\n  holder jumps -3 s, timestamp ms: release %s, %s",
+           o.holder_release, o.overlap ? "overlap" : "no overlap");
+    CU_ASSERT(o.ok);
+    CU_ASSERT_STRING_EQUAL(o.holder_release, "ok");
     CU_ASSERT_EQUAL(o.overlap, 0);
     o = run_point(&rows[4], 3000, JUMP_HOLDER);
     printf("\n  holder jumps +3 s, token: release %s, %s", o.holder_release,
