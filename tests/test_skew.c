@@ -57,12 +57,18 @@ static const th_server *gen_endpoint(const struct gen *g)
 }
 
 /*
- * The taker's step hook counts the GETSETs it sends: the takeover of the
- * classic scheme and of Redis 2.0, which the grace must hold back.
+ * The step hooks.  The taker's counts the commands it sends, and its
+ * GETSETs: the takeover of the classic scheme and of Redis 2.0, which the
+ * grace must hold back.  The holder's runs the taker's whole acquire at
+ * the holder's first release command: the taker tries while the holder
+ * still works, the skewed takeover's interleaving.
  */
 struct skewed {
     int getsets;
     int steps;
+    tslock_lock *taker; /* the holder's hook: whose acquire to run */
+    int taker_rc;
+    int fired;
 };
 
 static int skewed_step(tslock_client *c, tslock_step step, const char *key,
@@ -75,6 +81,10 @@ static int skewed_step(tslock_client *c, tslock_step step, const char *key,
     s->steps++;
     if (step == TSLOCK_STEP_GETSET)
         s->getsets++;
+    if (s->taker != NULL && !s->fired) {
+        s->fired = 1;
+        s->taker_rc = tslock_acquire(s->taker, 0);
+    }
     return 0;
 }
 
@@ -116,27 +126,76 @@ static void server_value(const char *key, char *out, size_t size)
 
 /*
  * One replay: the holder takes the lock by its clock; the taker's clock
- * reads skew_ms past the holder's stamp (it runs that far ahead).  With
- * grace >= skew the taker must find the lock busy and send no GETSET;
- * with less it takes the live holder's lock, which the holder's release
- * then reports lost.  A busy taker's clock then moves on, as if the
- * holder had crashed: it takes over exactly once the stamp is grace_ms
- * old, the cost of the grace.
+ * reads skew_ms past the holder's stamp (it runs that far ahead).  At the
+ * holder's first release command, the taker tries.  With grace >= skew it
+ * must find the lock busy and send no GETSET, and the holder's release
+ * succeeds; with less it takes the live holder's lock, which the holder's
+ * release then reports lost.
  */
-static void replay(const struct gen *g, const struct form *f, int64_t skew,
-                   int64_t grace)
+static void replay_race(const struct gen *g, const struct form *f, int64_t skew,
+                        int64_t grace)
 {
     static int n;
     th_clock ch, ct;
     tslock_client *h = th_client(gen_endpoint(g)),
                   *t = th_client(gen_endpoint(g));
-    struct skewed s = {0};
+    struct skewed hs = {0}, ts = {0};
     tslock_lock *lh, *lt;
     char key[64], held[64];
-    int64_t end;
-    int rc, stops = grace >= skew;
+    int rc;
 
-    snprintf(key, sizeof(key), "skew:replay:%d", n++);
+    snprintf(key, sizeof(key), "skew:race:%d", n++);
+    th_clock_init(&ch);
+    ct = ch;
+    tslock_client_set_clock(h, th_clock_fn, &ch);
+    tslock_client_set_clock(t, th_clock_fn, &ct);
+    lh = form_lock(h, key, f, 0);
+    lt = form_lock(t, key, f, grace);
+    CU_ASSERT_EQUAL(tslock_acquire(lh, 0), TSLOCK_OK);
+    ct.wall_ms = stamp_end(lh, f->unit) + skew;
+    tslock_client_set_step_hook(t, skewed_step, &ts);
+    hs.taker = lt;
+    tslock_client_set_step_hook(h, skewed_step, &hs);
+    rc = tslock_release(lh);
+    CU_ASSERT_EQUAL(hs.fired, 1);
+    CU_ASSERT(ts.steps > 0);
+    if (grace >= skew) {
+        CU_ASSERT_EQUAL(hs.taker_rc, TSLOCK_EBUSY);
+        CU_ASSERT_EQUAL(ts.getsets, 0);
+        CU_ASSERT_EQUAL(rc, TSLOCK_OK);
+    } else {
+        CU_ASSERT_EQUAL(hs.taker_rc, TSLOCK_OK);
+        /* Redis 2.0 and the timestamp scheme take over by GETSET. */
+        if (f->scheme == TSLOCK_SCHEME_TIMESTAMP
+            || (g->emulate != NULL && strcmp(g->emulate, "2.0.5") == 0))
+            CU_ASSERT_EQUAL(ts.getsets, 1);
+        CU_ASSERT_EQUAL(rc, TSLOCK_ELOST);
+        server_value(key, held, sizeof(held));
+        CU_ASSERT_STRING_EQUAL(held, tslock_lock_value(lt));
+        CU_ASSERT_EQUAL(tslock_release(lt), TSLOCK_OK);
+    }
+    tslock_lock_free(lh);
+    tslock_lock_free(lt);
+    tslock_client_free(h);
+    tslock_client_free(t);
+}
+
+/*
+ * The grace's cost: a holder that crashed (never releases) is taken over
+ * grace_ms after its stamp ends, by the taker's clock, and not before.
+ */
+static void replay_crashed(const struct gen *g, const struct form *f,
+                           int64_t grace)
+{
+    static int n;
+    th_clock ch, ct;
+    tslock_client *h = th_client(gen_endpoint(g)),
+                  *t = th_client(gen_endpoint(g));
+    tslock_lock *lh, *lt;
+    char key[64];
+    int64_t end;
+
+    snprintf(key, sizeof(key), "skew:crashed:%d", n++);
     th_clock_init(&ch);
     ct = ch;
     tslock_client_set_clock(h, th_clock_fn, &ch);
@@ -145,31 +204,11 @@ static void replay(const struct gen *g, const struct form *f, int64_t skew,
     lt = form_lock(t, key, f, grace);
     CU_ASSERT_EQUAL(tslock_acquire(lh, 0), TSLOCK_OK);
     end = stamp_end(lh, f->unit);
-    ct.wall_ms = end + skew;
-    tslock_client_set_step_hook(t, skewed_step, &s);
-    rc = tslock_acquire(lt, 0);
-    CU_ASSERT(s.steps > 0);
-    server_value(key, held, sizeof(held));
-    if (stops) {
-        CU_ASSERT_EQUAL(rc, TSLOCK_EBUSY);
-        CU_ASSERT_STRING_EQUAL(held, tslock_lock_value(lh));
-        CU_ASSERT_EQUAL(s.getsets, 0);
-        /* The holder crashed: at stamp + grace still busy, then taken. */
-        ct.wall_ms = end + grace;
-        CU_ASSERT_EQUAL(tslock_acquire(lt, 0), TSLOCK_EBUSY);
-        ct.wall_ms = end + grace + 1;
-        CU_ASSERT_EQUAL(tslock_acquire(lt, 0), TSLOCK_OK);
-        CU_ASSERT_EQUAL(tslock_release(lt), TSLOCK_OK);
-    } else {
-        CU_ASSERT_EQUAL(rc, TSLOCK_OK);
-        CU_ASSERT_STRING_EQUAL(held, tslock_lock_value(lt));
-        /* Redis 2.0 and the timestamp scheme take over by GETSET. */
-        if (f->scheme == TSLOCK_SCHEME_TIMESTAMP
-            || (g->emulate != NULL && strcmp(g->emulate, "2.0.5") == 0))
-            CU_ASSERT_EQUAL(s.getsets, 1);
-        CU_ASSERT_EQUAL(tslock_release(lh), TSLOCK_ELOST);
-        CU_ASSERT_EQUAL(tslock_release(lt), TSLOCK_OK);
-    }
+    ct.wall_ms = end + grace;
+    CU_ASSERT_EQUAL(tslock_acquire(lt, 0), TSLOCK_EBUSY);
+    ct.wall_ms = end + grace + 1;
+    CU_ASSERT_EQUAL(tslock_acquire(lt, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(lt), TSLOCK_OK);
     tslock_lock_free(lh);
     tslock_lock_free(lt);
     tslock_client_free(h);
@@ -191,10 +230,12 @@ static void test_grace_replay(void)
     size_t f;
 
     for (f = 0; f < N_FORMS; f++) {
-        replay(cur_gen, &forms[f], 1500, 0);    /* today: taken, lost */
-        replay(cur_gen, &forms[f], 1500, 1499); /* one ms short: taken */
-        replay(cur_gen, &forms[f], 1500, 1500); /* grace = skew: kept */
-        replay(cur_gen, &forms[f], 1500, 5000); /* more: kept */
+        replay_race(cur_gen, &forms[f], 1500, 0);    /* today: taken */
+        replay_race(cur_gen, &forms[f], 1500, 1499); /* 1 ms short: taken */
+        replay_race(cur_gen, &forms[f], 1500, 1500); /* grace = skew: kept */
+        replay_race(cur_gen, &forms[f], 1500, 5000); /* more: kept */
+        replay_crashed(cur_gen, &forms[f], 0);
+        replay_crashed(cur_gen, &forms[f], 1500);
     }
 }
 
@@ -736,9 +777,10 @@ int main(int argc, char **argv)
         for (i = 0; i < N_GENS; i++) {
             snprintf(names[i], sizeof(names[i]),
                      "grace on %s: skewed takeover replayed", gens[i].name);
-            CU_add_test(CU_add_suite(names[i], gen_init, NULL),
-                        "every stamp form, grace 0 / skew-1 / skew / more",
-                        test_grace_replay);
+            CU_add_test(
+                CU_add_suite(names[i], gen_init, NULL),
+                "every stamp form: grace 0 / skew-1 / skew / more; its cost",
+                test_grace_replay);
         }
         CU_add_test(
             CU_add_suite("skew sweep, a few points (libfaketime)", NULL, NULL),
