@@ -168,6 +168,19 @@ if [ -x "$old" ]; then
     t "survey --json on 2.4" 0 $tool -u "unix://$osock" survey --json --keys
     check "survey --json on 2.4: clock_ahead_ms null" \
         has '"clock_ahead_ms":null,"clock_source":null' "$out"
+    # MONITOR on 2.4 gives no address: the writer is flagged, unnamed.
+    : >"$dir/werr"
+    $tool -u "unix://$osock" watch --for 20000 wo >"$dir/wout" 2>"$dir/werr" &
+    watcher=$!
+    await "^tslock: watching 1 key on" "$dir/werr"
+    skewed -120 "$legacy" -s "$osock" client z redisdoc 60000 lock z wo \
+        >"$dir/lz"
+    kill -TERM $watcher
+    wait $watcher
+    watcher=
+    cp "$dir/wout" "$out"
+    check "watch on 2.4: a writer 120 s behind flagged, with no address" \
+        eval 'grep -Eq "^SKEW: a client \(the server gives no addresses before 2\.6\): its clock runs at least (5[89]|60)[0-9]{3} ms behind" "$out"'
 else
     echo "FAIL - no tests/oldredis"
     failed=$((failed + 1))
