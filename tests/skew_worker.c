@@ -13,6 +13,11 @@
  * how long to wait for the lock.  GRACE_MS: tslock's takeover grace.
  * CLOCK: local or server (tslock's time source).
  *
+ * With SKEW_WORKER_GO set, it prints "ready" once connected and waits
+ * for a line on standard input before it tries: a driver can start it
+ * early and let it go the moment another client holds, so its startup
+ * (exec, connect, libfaketime) does not delay its attempt.
+ *
  * Prints "held IN_US" once it holds (flushed, so a driver can start the
  * next client), then "done OUT_US RELEASE" just before exiting, where
  * OUT_US is taken before the release is sent and RELEASE is ok, lost
@@ -47,6 +52,19 @@ static void hold_for(long long work_ms)
         ;
 }
 
+/* The start signal, when the driver asked for one. */
+static void await_go(void)
+{
+    char line[16];
+
+    if (getenv("SKEW_WORKER_GO") == NULL)
+        return;
+    printf("ready\n");
+    fflush(stdout);
+    if (fgets(line, sizeof(line), stdin) == NULL)
+        exit(1);
+}
+
 static int legacy_kind_of(const char *name, legacy_kind *kind)
 {
     static const char *const names[] = {"java", "redisdoc", "redispy2"};
@@ -73,6 +91,7 @@ static int run_legacy(const char *sock, const char *key, legacy_kind kind,
         return 1;
     }
     legacy_init(&lc, kind, r, lease);
+    await_go();
     rc = legacy_lock(&lc, key, wait);
     if (rc != LEGACY_HELD) {
         printf(rc == LEGACY_BUSY ? "busy\n" : "error %s\n", lc.errstr);
@@ -126,8 +145,10 @@ static int run_tslock(const char *sock, const char *key, const char *scheme,
         rc = tslock_lock_set_ttl(l, lease);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_takeover_grace(l, grace);
-    if (rc == TSLOCK_OK)
+    if (rc == TSLOCK_OK) {
+        await_go();
         rc = tslock_acquire(l, wait);
+    }
     if (rc == TSLOCK_EBUSY) {
         printf("busy\n");
         rc = TSLOCK_OK;

@@ -425,6 +425,8 @@ enum motion {
 struct proc {
     pid_t pid;
     FILE *out;
+    int wants_go; /* started early, let go by a line on its stdin */
+    int go;       /* that line's pipe, or -1 */
 };
 
 struct outcome {
@@ -444,14 +446,15 @@ static int spawn(struct proc *p, const char *key, const struct side *s,
                  int64_t work, int64_t wait, const char *spec,
                  const char *tsfile)
 {
-    int fds[2];
+    int fds[2], go[2] = {-1, -1};
     char lease[24], w[24], wt[24], grace[24];
 
     snprintf(lease, sizeof(lease), "%d", LEASE_MS);
     snprintf(w, sizeof(w), "%" PRId64, work);
     snprintf(wt, sizeof(wt), "%" PRId64, wait);
     snprintf(grace, sizeof(grace), "%" PRId64, s->grace);
-    if (pipe(fds) != 0)
+    p->go = -1;
+    if (pipe(fds) != 0 || (p->wants_go && pipe(go) != 0))
         return -1;
     p->pid = fork();
     if (p->pid < 0)
@@ -471,6 +474,12 @@ static int spawn(struct proc *p, const char *key, const struct side *s,
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
+        if (p->wants_go) {
+            dup2(go[0], 0);
+            close(go[0]);
+            close(go[1]);
+            setenv("SKEW_WORKER_GO", "1", 1);
+        }
         if (spec != NULL || tsfile != NULL) {
             /* Shift the wall clock only; CLOCK_MONOTONIC stays true. */
             setenv("LD_PRELOAD", faketime_lib, 1);
@@ -488,6 +497,10 @@ static int spawn(struct proc *p, const char *key, const struct side *s,
         _exit(127);
     }
     close(fds[1]);
+    if (p->wants_go) {
+        close(go[0]);
+        p->go = go[1];
+    }
     p->out = fdopen(fds[0], "r");
     return p->out != NULL ? 0 : -1;
 }
@@ -496,6 +509,9 @@ static int finish(struct proc *p)
 {
     int status = 0;
 
+    if (p->go >= 0)
+        close(p->go);
+    p->go = -1;
     if (p->out != NULL)
         fclose(p->out);
     p->out = NULL;
@@ -529,7 +545,7 @@ static struct outcome run_point(const struct row *r, int64_t skew,
 {
     static int n;
     struct outcome o = {0};
-    struct proc h = {0}, t = {0};
+    struct proc h = {0, NULL, 0, -1}, t = {0, NULL, 0, -1};
     char key[64], spec[32], tsfile[300], line[128];
     long long h_in = 0, h_out = 0, t_in = 0;
     int moving = m == JUMP_TAKER || m == JUMP_HOLDER;
@@ -538,20 +554,31 @@ static struct outcome run_point(const struct row *r, int64_t skew,
     snprintf(spec, sizeof(spec), "%+.3f", (double)skew / 1000.0);
     snprintf(tsfile, sizeof(tsfile), "%s/faketime.%d", srv.dir, n);
     write_offset(tsfile, 0);
-    if (spawn(&h, key, &r->holder, m == CRASH ? -1 : WORK_MS, 0, NULL,
-              m == JUMP_HOLDER ? tsfile : NULL)
-        != 0)
-        return o;
-    if (fgets(line, sizeof(line), h.out) == NULL
-        || sscanf(line, "held %lld", &h_in) != 1) {
-        finish(&h);
-        return o;
-    }
+    /*
+     * The taker starts first and connects, then waits; it is let go the
+     * moment the holder holds, so its own startup does not delay it.
+     */
+    t.wants_go = 1;
     if (spawn(&t, key, &r->taker, 50, 4 * LEASE_MS + 4000,
               moving || skew == 0 ? NULL : spec,
               m == JUMP_TAKER ? tsfile : NULL)
+            != 0
+        || fgets(line, sizeof(line), t.out) == NULL
+        || strcmp(line, "ready\n") != 0) {
+        finish(&t);
+        return o;
+    }
+    if (spawn(&h, key, &r->holder, m == CRASH ? -1 : WORK_MS, 0, NULL,
+              m == JUMP_HOLDER ? tsfile : NULL)
         != 0) {
+        finish(&t);
+        return o;
+    }
+    if (fgets(line, sizeof(line), h.out) == NULL
+        || sscanf(line, "held %lld", &h_in) != 1
+        || write(t.go, "go\n", 3) != 3) {
         finish(&h);
+        finish(&t);
         return o;
     }
     if (moving) {
