@@ -18,15 +18,17 @@ demo | test) ;;
     ;;
 esac
 
+# faketime, libfaketime: the clock-skew tests shift client wall clocks.
+skew_packages="faketime libfaketime"
+
 # clang: make fuzz, and make check replays the fuzz corpora under
 # libFuzzer with ASan and UBSan (without it, only through a plain driver).
 # libxml2-utils: xmllint, which checks the demo's --svg timeline.
-# faketime, libfaketime: the clock-skew tests shift client wall clocks.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
-          libxml2-utils faketime libfaketime"
+          libxml2-utils"
 missing=""
-for p in $packages; do
+for p in $packages $skew_packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
         || missing="$missing $p"
 done

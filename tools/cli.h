@@ -65,6 +65,8 @@ struct cli_options {
     int ttl_given; /* the demo has its own default lease */
     int64_t wait_ms;
     tslock_time_source time_source;
+    /* --takeover-grace: stamps count as expired this much later */
+    int64_t takeover_grace_ms;
     int renew;
     int kill_on_loss;
     int busy_status;
@@ -86,8 +88,6 @@ struct cli_options {
     int survey_keys;          /* survey --keys: KEYS where SCAN is missing */
     int64_t watch_for_ms;     /* watch --for: 0 until a signal */
     int replay_list;          /* replay --list: the races, one a line */
-    /* --takeover-grace: stamps count as expired this much later */
-    int64_t takeover_grace_ms;
 };
 
 /* --replicas-timeout's default: how long WAIT waits for the replicas. */

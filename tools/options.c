@@ -23,6 +23,7 @@
 enum long_only {
     OPT_STAMP = 256,
     OPT_CLOCK,
+    OPT_TAKEOVER_GRACE,
     OPT_KILL_ON_LOSS,
     OPT_WORKERS,
     OPT_DURATION,
@@ -43,8 +44,7 @@ enum long_only {
     OPT_REPLICAS_TIMEOUT,
     OPT_SHARED,
     OPT_EXCLUSIVE,
-    OPT_PERMITS,
-    OPT_TAKEOVER_GRACE
+    OPT_PERMITS
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -54,6 +54,7 @@ static const struct option long_options[] = {
     {"mode", required_argument, NULL, 'm'},
     {"stamp", required_argument, NULL, OPT_STAMP},
     {"clock", required_argument, NULL, OPT_CLOCK},
+    {"takeover-grace", required_argument, NULL, OPT_TAKEOVER_GRACE},
     {"ttl", required_argument, NULL, 't'},
     {"wait", required_argument, NULL, 'w'},
     {"renew", no_argument, NULL, 'r'},
@@ -83,7 +84,6 @@ static const struct option long_options[] = {
     {"shared", no_argument, NULL, OPT_SHARED},
     {"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
     {"permits", required_argument, NULL, OPT_PERMITS},
-    {"takeover-grace", required_argument, NULL, OPT_TAKEOVER_GRACE},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
