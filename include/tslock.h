@@ -505,6 +505,23 @@ TSLOCK_EXTERN int tslock_lock_set_release_margin(tslock_lock *lock,
                                                  int64_t margin_ms);
 
 /*
+ * tslock_lock_set_takeover_grace - count another holder's stamp as expired
+ * only once it is more than grace_ms old by our wall clock, so a holder
+ * whose clock runs up to grace_ms behind ours (or ours ahead) is not
+ * taken over while its lease still runs.  Timestamp and bridge schemes,
+ * on every server generation; the token schemes keep no stamp.  0 (the
+ * default) takes over as soon as the stamp has passed.  A crashed
+ * holder's lock is taken over grace_ms later.
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (lock NULL, grace_ms negative or
+ * more than one day, 86400000).
+ * Ownership: nothing is allocated.
+ * Threads: as the lock; it may change while the lock is held.
+ */
+TSLOCK_EXTERN int tslock_lock_set_takeover_grace(tslock_lock *lock,
+                                                 int64_t grace_ms);
+
+/*
  * tslock_lock_set_retry - the randomized delay between attempts while
  * waiting, uniform in [min_ms, max_ms].
  *

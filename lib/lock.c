@@ -121,6 +121,15 @@ int tslock_lock_set_release_margin(tslock_lock *l, int64_t margin_ms)
     return TSLOCK_OK;
 }
 
+/* A grace past a day would leave a crashed holder's lock taken that long. */
+int tslock_lock_set_takeover_grace(tslock_lock *l, int64_t grace_ms)
+{
+    if (l == NULL || grace_ms < 0 || grace_ms > TSLOCK__GRACE_MAX_MS)
+        return TSLOCK_EINVAL;
+    l->grace_ms = grace_ms;
+    return TSLOCK_OK;
+}
+
 int tslock_lock_set_retry(tslock_lock *l, int min_ms, int max_ms)
 {
     if (l == NULL || min_ms < 1 || max_ms < min_ms)
@@ -290,7 +299,8 @@ static int64_t next_delay(tslock_lock *l, int64_t wait_ms, int64_t deadline)
          * at once when it has ended already (a loaded machine can take
          * that long between the try and here).
          */
-        int64_t until = l->expires_ms - tslock__now(c, TSLOCK_CLOCK_WALL) + 1;
+        int64_t until = tslock__takeover_after(l, l->expires_ms)
+                        - tslock__now(c, TSLOCK_CLOCK_WALL) + 1;
         if (until < delay)
             delay = until;
     }

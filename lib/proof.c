@@ -75,6 +75,26 @@ int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms)
                         holder_expires_ms);
 }
 
+/*
+ * The stamp schemes' takeover rule, shared by the GETSET path of every
+ * generation and the bridge claim: a stamp ending at exp counts as
+ * expired only once our wall clock is past exp plus the takeover grace,
+ * room for a holder whose clock runs behind ours.  The token schemes
+ * keep no stamp; their lease is the server's TTL.
+ */
+int64_t tslock__takeover_after(const tslock_lock *l, int64_t exp)
+{
+    if (l->used != TSLOCK_SCHEME_TIMESTAMP && l->used != TSLOCK_SCHEME_BRIDGE)
+        return exp;
+    return exp + l->grace_ms;
+}
+
+int tslock__stamp_expired(tslock_lock *l, int64_t exp)
+{
+    return tslock__takeover_after(l, exp)
+           < tslock__now(l->client, TSLOCK_CLOCK_WALL);
+}
+
 int tslock__bridge_may_take(tslock_lock *l, const redisReply *found)
 {
     int64_t exp = 0;
@@ -82,7 +102,7 @@ int tslock__bridge_may_take(tslock_lock *l, const redisReply *found)
 
     if (rc != TSLOCK_OK)
         return rc;
-    if (exp >= tslock__now(l->client, TSLOCK_CLOCK_WALL))
+    if (!tslock__stamp_expired(l, exp))
         return tslock__ts_busy(l, exp);
     return TSLOCK_OK;
 }

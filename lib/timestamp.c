@@ -157,7 +157,7 @@ static int ts_try_acquire(tslock_lock *l)
             rc = tslock__unexpected(c, "GET", "a bulk string or nil", r);
         else if ((rc = tslock__ts_read_stamp(l, r, &exp)) != TSLOCK_OK)
             ;
-        else if (exp >= tslock__now(c, TSLOCK_CLOCK_WALL))
+        else if (!tslock__stamp_expired(l, exp))
             rc = tslock__ts_busy(l, exp);
         else
             rc = take_over(l, r->str);

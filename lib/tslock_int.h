@@ -19,6 +19,8 @@
 #define TSLOCK__VALUE_SIZE  64
 /* 2000-01-01 in Unix ms: the earliest plausible stamp. */
 #define TSLOCK__STAMP_MIN_MS INT64_C(946684800000)
+/* The longest takeover grace: one day. */
+#define TSLOCK__GRACE_MAX_MS INT64_C(86400000)
 
 enum tslock__transport {
     TRANSPORT_NONE,
@@ -82,6 +84,7 @@ struct tslock_lock {
     tslock_release_form release_form;
     int64_t ttl_ms;
     int64_t margin_ms;
+    int64_t grace_ms; /* tslock_lock_set_takeover_grace() */
     int retry_min_ms;
     int retry_max_ms;
     int fencing;
@@ -477,6 +480,10 @@ int tslock__bridge_proof_lost(tslock_lock *l, const char *verb, int code);
  * stamp), EBUSY (unexpired) or EUNREADABLE.
  */
 int tslock__bridge_may_take(tslock_lock *l, const redisReply *found);
+/* When a stamp ending at exp may be taken over: exp plus the grace. */
+int64_t tslock__takeover_after(const tslock_lock *l, int64_t exp);
+/* Whether a holder's stamp ending at exp is past it by our clock. */
+int tslock__stamp_expired(tslock_lock *l, int64_t exp);
 
 /* ---- transaction.c: WATCH, MULTI and EXEC */
 #define TSLOCK__MAX_READS  3  /* commands read after WATCH */

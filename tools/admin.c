@@ -338,6 +338,10 @@ int cli_status(const struct cli_options *o, const char *key)
         if (rc == TSLOCK_OK) {
             print_queue(l);
             print_holders(l);
+            /* Measured by the connect's probe: TIME halfway through. */
+            if (cli_verbosity >= 0)
+                cli_print_clock_offset(tslock_client_caps(c) & TSLOCK_CAP_TIME,
+                                       tslock_client_clock_offset(c));
         }
     }
     close_lock(c, l);

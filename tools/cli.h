@@ -65,6 +65,8 @@ struct cli_options {
     int ttl_given; /* the demo has its own default lease */
     int64_t wait_ms;
     tslock_time_source time_source;
+    /* --takeover-grace: stamps count as expired this much later */
+    int64_t takeover_grace_ms;
     int renew;
     int kill_on_loss;
     int busy_status;
@@ -319,6 +321,21 @@ struct cli_cluster {
 int cli_raw_cluster(struct redisContext *ctx, const char *fallback_host,
                     struct cli_cluster **out);
 void cli_cluster_free(struct cli_cluster *cl);
+
+/* ---- skew.c: how far a clock seems off the server's */
+
+/* Differences within this are not reported: whole seconds, the network. */
+#define CLI_SKEW_THRESHOLD_MS 1000
+/* No plausible lease is longer than a day. */
+#define CLI_SKEW_MAX_LEASE_MS INT64_C(86400000)
+/* 1 with the server's clock minus ours from TIME, 0 without TIME. */
+int cli_raw_clock_offset(struct redisContext *ctx, int64_t *offset_ms);
+/* "clock: ..." for status and survey; its JSON fields, no braces. */
+void cli_print_clock_offset(int have, int64_t offset_ms);
+void cli_print_clock_offset_json(int have, int64_t offset_ms);
+/* Whether a stamp's writer seems skewed, and by how much (see skew.c). */
+int cli_writer_skew(int64_t expires_ms, int64_t at_ms, int64_t prior_ms,
+                    int takeover, int64_t *ahead_ms, const char **why);
 
 /* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
 int cli_watch(const struct cli_options *o, char **keys, int n_keys);

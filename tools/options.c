@@ -23,6 +23,7 @@
 enum long_only {
     OPT_STAMP = 256,
     OPT_CLOCK,
+    OPT_TAKEOVER_GRACE,
     OPT_KILL_ON_LOSS,
     OPT_WORKERS,
     OPT_DURATION,
@@ -55,6 +56,7 @@ static const struct option long_options[] = {
     {"mode", required_argument, NULL, 'm'},
     {"stamp", required_argument, NULL, OPT_STAMP},
     {"clock", required_argument, NULL, OPT_CLOCK},
+    {"takeover-grace", required_argument, NULL, OPT_TAKEOVER_GRACE},
     {"ttl", required_argument, NULL, 't'},
     {"wait", required_argument, NULL, 'w'},
     {"renew", no_argument, NULL, 'r'},
@@ -177,6 +179,13 @@ static int parse_number_option(int opt, const char *arg, struct cli_options *o)
                                    "64, got '%s'",
                                    arg);
         o->replicas = (int)v;
+        return 0;
+    case OPT_TAKEOVER_GRACE:
+        /* The library's bound: a day past a stamp is not a grace. */
+        if (parse_integer(arg, 0, 86400000, &o->takeover_grace_ms) != 0)
+            return cli_usage_error("--takeover-grace expects milliseconds "
+                                   "from 0 to 86400000 (one day), got '%s'",
+                                   arg);
         return 0;
     case OPT_REPLICAS_TIMEOUT:
         if (parse_integer(arg, 1, 3600000, &v) != 0)

@@ -216,6 +216,8 @@ int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_unit(l, o->unit);
     if (rc == TSLOCK_OK)
+        rc = tslock_lock_set_takeover_grace(l, o->takeover_grace_ms);
+    if (rc == TSLOCK_OK)
         rc = tslock_lock_set_fair(l, o->fair);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_wakeup(l, !o->poll);

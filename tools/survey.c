@@ -57,7 +57,10 @@ struct survey {
     long seen;
     int header_done; /* the table's header, once the walk has begun well */
     int cluster;     /* INFO said cluster_enabled:1 */
-    size_t nodes;    /* masters walked on a cluster */
+    int has_time;    /* TIME answered: clock_offset_ms is the server's
+                        clock minus this host's */
+    int64_t clock_offset_ms;
+    size_t nodes; /* masters walked on a cluster */
 };
 
 /* Whether the server has PTTL (2.6.0), from INFO's redis_version. */
@@ -471,7 +474,8 @@ static void print_json_summary(const struct survey *s, long locks)
     printf("{\"summary\":{\"keys\":%ld,\"locks\":%ld,", s->seen, locks);
     if (s->cluster)
         printf("\"cluster_masters\":%zu,", s->nodes);
-    fputs("\"dialects\":{", stdout);
+    cli_print_clock_offset_json(s->has_time, s->clock_offset_ms);
+    fputs(",\"dialects\":{", stdout);
     for (d = 0; d < N_DIALECTS; d++) {
         long total = 0;
 
@@ -517,6 +521,7 @@ static void print_summary(struct survey *s)
             if (s->counts[d][st] != 0)
                 printf("  %-16s %-8s %ld\n", dialect_names[d], state_names[st],
                        s->counts[d][st]);
+    cli_print_clock_offset(s->has_time, s->clock_offset_ms);
 }
 
 int cli_survey(const struct cli_options *o)
@@ -534,6 +539,9 @@ int cli_survey(const struct cli_options *o)
     status = cli_raw_connect(o, 1, &s.ctx);
     if (status == 0)
         status = learn_version(&s);
+    /* Before the walk: its states are judged by this host's clock. */
+    if (status == 0)
+        s.has_time = cli_raw_clock_offset(s.ctx, &s.clock_offset_ms);
     if (status == 0 && s.cluster)
         status = walk_cluster(&s);
     else if (status == 0)

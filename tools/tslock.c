@@ -55,6 +55,8 @@ static const char help_text[] =
     "      --stamp UNIT     ms, s or float: timestamp stamps (default ms)\n"
     "      --clock SOURCE   stamps from the local clock (default, as legacy\n"
     "                       clients do) or the server's clock (server)\n"
+    "      --takeover-grace MS  take over a stamp only once it is MS old\n"
+    "                       (room for clock skew; default 0)\n"
     "  -t, --ttl MS         lease length in milliseconds (default 30000)\n"
     "  -w, --wait MS        wait for the lock: 0 tries once (default), -1\n"
     "                       waits forever\n"

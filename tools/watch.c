@@ -43,12 +43,28 @@ struct key_state {
     size_t value_len;
     int has_value;
     char writer[MAX_CLIENT]; /* "" when written before the watch began */
+    /* The value before this one: a write of it again is a restore. */
+    char before[MAX_TEXT];
+    size_t before_len;
+    int has_before;
+    /* Who read the key last, and whether it has changed since. */
+    char reader[MAX_CLIENT];
+    int changed_since_read;
 };
 
 struct client_count {
     char client[MAX_CLIENT];
     long writes[N_W];
     long danger;
+    long skewed;      /* writes that put its clock off the server's */
+    int64_t ahead_ms; /* the largest such offset seen (negative: behind) */
+};
+
+/* A writer whose clock seems off the server's (skew.c), or none. */
+struct skew {
+    int seen;
+    int64_t ahead_ms;
+    const char *why;
 };
 
 struct watch {
@@ -263,14 +279,25 @@ static void record(struct key_state *k, const struct line *l, int v)
 {
     const char *c = l->args[0];
 
+    if (strcasecmp(c, "get") == 0) {
+        snprintf(k->reader, sizeof(k->reader), "%s", l->client);
+        k->changed_since_read = 0;
+        return;
+    }
     if (strcasecmp(c, "del") == 0) {
         k->has_value = 0;
+        k->has_before = 0;
+        k->changed_since_read = 1;
         return;
     }
     /* A SETNX or SET NX that found the key taken changes nothing, but
      * MONITOR does not say which; the last writer is the best guess. */
     if (v == 0 || (k->has_value && strcasecmp(c, "setnx") == 0))
         return;
+    memcpy(k->before, k->value, k->value_len);
+    k->before_len = k->value_len;
+    k->has_before = k->has_value;
+    k->changed_since_read = 1;
     memcpy(k->value, l->args[v], l->lens[v]);
     k->value_len = l->lens[v];
     k->has_value = 1;
@@ -291,7 +318,8 @@ static struct client_count *count_for(struct watch *w, const char *client)
 }
 
 static void print_json_event(const struct line *l, const struct key_state *k,
-                             enum dialect d, const char *danger)
+                             enum dialect d, const char *danger,
+                             const struct skew *sk)
 {
     int i;
 
@@ -313,18 +341,23 @@ static void print_json_event(const struct line *l, const struct key_state *k,
         cli_print_json_string(danger, strlen(danger));
     else
         fputs("null", stdout);
+    /* Only on a skewed write, so the other lines keep their shape. */
+    if (sk->seen) {
+        printf(",\"clock_ahead_ms\":%" PRId64 ",\"skew\":", sk->ahead_ms);
+        cli_print_json_string(sk->why, strlen(sk->why));
+    }
     fputs("}\n", stdout);
 }
 
 /* TIME CLIENT DIALECT command "arg"...; "DANGER: why:" in front. */
 static void print_event(const struct watch *w, const struct line *l,
                         const struct key_state *k, enum dialect d,
-                        const char *danger)
+                        const char *danger, const struct skew *sk)
 {
     int i;
 
     if (w->o->survey_json) {
-        print_json_event(l, k, d, danger);
+        print_json_event(l, k, d, danger, sk);
         return;
     }
     if (danger != NULL)
@@ -335,6 +368,53 @@ static void print_event(const struct watch *w, const struct line *l,
         cli_print_quoted(l->args[i], l->lens[i], 0);
     }
     putchar('\n');
+    if (sk->seen)
+        printf("SKEW: %s: its clock runs at least %" PRId64 " ms %s the "
+               "server's: "
+               "%s\n",
+               strcmp(l->client, "?") == 0
+                   ? "a client (the server gives no addresses before 2.6)"
+                   : l->client,
+               sk->ahead_ms < 0 ? -sk->ahead_ms : sk->ahead_ms,
+               sk->ahead_ms < 0 ? "behind" : "ahead of", sk->why);
+}
+
+/*
+ * Whether the stamp line l writes to k puts its writer's clock off the
+ * server's, whose time the MONITOR line carries.  A write over another
+ * client's stamp is a takeover; over its own, an extension.
+ */
+static void judge_skew(const struct key_state *k, const struct line *l, int v,
+                       enum dialect d, struct skew *sk)
+{
+    tslock_scheme scheme;
+    int64_t expires = 0;
+    int takeover;
+
+    memset(sk, 0, sizeof(*sk));
+    if (v == 0 || !(d == W_MS || d == W_S || d == W_FLOAT || d == W_BRIDGE)
+        || is_owner_key(k)
+        || tslock_value_classify(l->args[v], l->lens[v], &scheme, NULL,
+                                 &expires)
+               != TSLOCK_OK
+        || scheme != TSLOCK_SCHEME_TIMESTAMP)
+        return;
+    /* A SETNX over a taken key writes nothing. */
+    if (strcasecmp(l->args[0], "setnx") == 0 && k->has_value)
+        return;
+    /*
+     * A write over another client's stamp is a takeover, unless it puts
+     * back the value before (the GETSET loser restoring the winner's) or
+     * the key changed since this client read it (the loser's GETSET
+     * itself: it judged the value it read, not this one).
+     */
+    takeover = k->has_value && k->writer[0] != '\0'
+               && strcmp(k->writer, l->client) != 0
+               && !(k->has_before && k->before_len == l->lens[v]
+                    && memcmp(k->before, l->args[v], l->lens[v]) == 0)
+               && !(strcmp(k->reader, l->client) == 0 && k->changed_since_read);
+    sk->seen = cli_writer_skew(expires, line_ms(l), stamp_expiry(k), takeover,
+                               &sk->ahead_ms, &sk->why);
 }
 
 /*
@@ -357,6 +437,7 @@ static void handle_line(struct watch *w, const char *s, size_t len)
     struct client_count *cc;
     enum dialect d = W_NONE;
     const char *danger;
+    struct skew sk;
     int v, scripted;
 
     if (parse_line(s, len, &l) != 0)
@@ -372,12 +453,16 @@ static void handle_line(struct watch *w, const char *s, size_t len)
     if (scripted && (d == W_MS || d == W_S || d == W_FLOAT) && l.n > 3)
         d = W_BRIDGE;
     danger = danger_of(w, k, &l, d);
-    print_event(w, &l, k, d, danger);
+    judge_skew(k, &l, v, d, &sk);
+    print_event(w, &l, k, d, danger, &sk);
     fflush(stdout);
     record(k, &l, v);
     if ((cc = count_for(w, l.client)) != NULL) {
         cc->writes[d] += d != W_NONE;
         cc->danger += danger != NULL;
+        if (sk.seen
+            && (cc->skewed++ == 0 || llabs(sk.ahead_ms) > llabs(cc->ahead_ms)))
+            cc->ahead_ms = sk.ahead_ms;
     }
 }
 
@@ -508,6 +593,12 @@ static void print_counts_text(const struct client_count *cc)
         if (cc->writes[d] != 0)
             printf(" %s=%ld", dialect_names[d], cc->writes[d]);
     printf(" danger=%ld\n", cc->danger);
+    if (cc->skewed != 0)
+        printf("skew: %s: its clock runs at least %" PRId64 " ms %s the "
+               "server's (%ld write%s)\n",
+               cc->client, cc->ahead_ms < 0 ? -cc->ahead_ms : cc->ahead_ms,
+               cc->ahead_ms < 0 ? "behind" : "ahead of", cc->skewed,
+               cc->skewed == 1 ? "" : "s");
 }
 
 static void print_counts_json(const struct client_count *cc, int first)
@@ -521,7 +612,11 @@ static void print_counts_json(const struct client_count *cc, int first)
         if (cc->writes[d] != 0)
             printf("%s\"%s\":%ld", any++ ? "," : "", dialect_names[d],
                    cc->writes[d]);
-    printf("},\"danger\":%ld}", cc->danger);
+    printf("},\"danger\":%ld", cc->danger);
+    if (cc->skewed != 0)
+        printf(",\"skewed\":%ld,\"clock_ahead_ms\":%" PRId64, cc->skewed,
+               cc->ahead_ms);
+    putchar('}');
 }
 
 /* Per client: writes by dialect and dangerous acts. */

@@ -1,0 +1,277 @@
+#!/bin/sh
+# test_cli_skew.sh - skewed clocks seen by the tslock command: status and
+# survey print this host's offset from the server's clock (TIME, 2.6+)
+# or say none can be read; watch names a legacy writer whose clock runs
+# ahead or behind; --takeover-grace refuses bad values.  The skewed
+# processes run under libfaketime, which shifts their wall clock only
+# (FAKETIME_DONT_FAKE_MONOTONIC=1: CLOCK_MONOTONIC stays true).  POSIX sh;
+# ordering comes from handshakes on files, never from timing alone.
+set -u
+
+tool="${top_builddir:-.}/tools/tslock"
+legacy="${top_builddir:-.}/tests/legacy_cli"
+old="${top_builddir:-.}/tests/oldredis"
+server="${REDIS_SERVER:-}"
+[ -n "$server" ] || server=redis-server
+if ! command -v "$server" >/dev/null 2>&1; then
+    echo "redis-server not found; skipped"
+    exit 77
+fi
+cli=$(command -v redis-cli 2>/dev/null \
+    || echo "$(dirname "$(command -v "$server")")/redis-cli")
+libft="${TSLOCK_LIBFAKETIME:-}"
+if [ -z "$libft" ]; then
+    for f in /usr/lib/*/faketime/libfaketime.so.1 \
+        /usr/lib/faketime/libfaketime.so.1; do
+        [ -r "$f" ] && libft=$f && break
+    done
+fi
+if [ -z "$libft" ]; then
+    echo "FAIL - libfaketime not found (apt-get install faketime" \
+        "libfaketime; quickstart.sh does)"
+    exit 1
+fi
+# skewed OFFSET COMMAND...: run COMMAND with its wall clock OFFSET
+# seconds off ("+120", "-120"), its monotonic clock untouched.
+skewed() {
+    offset=$1
+    shift
+    LD_PRELOAD="$libft" FAKETIME="$offset" FAKETIME_DONT_FAKE_MONOTONIC=1 \
+        ASAN_OPTIONS=verify_asan_link_order=0 "$@"
+}
+
+dir=$(mktemp -d /tmp/tslock-skew.XXXXXX) || exit 1
+pid=
+old_pid=
+watcher=
+cleanup() {
+    [ -n "$watcher" ] && kill "$watcher" 2>/dev/null && wait "$watcher" 2>/dev/null
+    [ -n "$old_pid" ] && kill "$old_pid" 2>/dev/null && wait "$old_pid" 2>/dev/null
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+passed=0
+failed=0
+out="$dir/out"
+err="$dir/err"
+ok() {
+    passed=$((passed + 1))
+    echo "ok - $1"
+}
+not_ok() {
+    failed=$((failed + 1))
+    echo "FAIL - $1"
+    [ -s "$err" ] && sed 's/^/    stderr: /' "$err" | head -5
+    [ -s "$out" ] && sed 's/^/    stdout: /' "$out" | head -20
+    return 0
+}
+t() {
+    name=$1
+    want=$2
+    shift 2
+    "$@" >"$out" 2>"$err"
+    rc=$?
+    if [ "$rc" -eq "$want" ]; then ok "$name"; else
+        not_ok "$name (exit $rc, expected $want)"
+    fi
+}
+check() {
+    name=$1
+    shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+has() {
+    grep -q -- "$1" "$2"
+}
+await() {
+    n=0
+    until grep -q -- "$1" "$2" 2>/dev/null; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+await_file() {
+    n=0
+    until [ -e "$1" ]; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
+# MONITOR names clients by address only over TCP: a loopback server,
+# checked to be ours by its directory.
+for try in 1 2 3 4 5 6 7 8 9 10; do
+    port=$((20000 + ($$ * 11 + try * 991) % 20000))
+    "$server" --port $port --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$dir" --logfile "$dir/redis.log" &
+    pid=$!
+    n=0
+    up=
+    while kill -0 "$pid" 2>/dev/null && [ $n -le 200 ]; do
+        if [ "$("$cli" -p $port config get dir 2>/dev/null | tail -1)" = \
+            "$(cd "$dir" && pwd -P)" ]; then
+            up=1
+            break
+        fi
+        n=$((n + 1))
+        sleep 0.05
+    done
+    [ -n "$up" ] && break
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    pid=
+done
+if [ -z "$pid" ]; then
+    echo "no redis-server of ours came up on a loopback port"
+    exit 1
+fi
+U="redis://127.0.0.1:$port"
+
+# ---------------------------------------------------- bad grace values
+t "--takeover-grace -1: usage error" 64 $tool -u "$U" --takeover-grace -1 k -- true
+check "--takeover-grace -1: says what it expects" \
+    has "takeover-grace expects milliseconds from 0 to 86400000 (one day), got '-1'" "$err"
+t "--takeover-grace past a day: usage error" 64 \
+    $tool -u "$U" --takeover-grace 86400001 k -- true
+t "--takeover-grace 2s: usage error" 64 $tool -u "$U" --takeover-grace 2s k -- true
+t "--takeover-grace 0 runs" 0 $tool -u "$U" --takeover-grace 0 k -- true
+t "--takeover-grace 86400000 runs" 0 $tool -u "$U" --takeover-grace 86400000 k -- true
+
+# ------------------------------------------- this host's offset (TIME)
+t "status on a host 5 s ahead" 0 skewed +5 $tool -u "$U" status k
+check "status: this host's clock ahead of the server's, by about 5 s" \
+    eval 'grep -Eq "^clock: this host.s clock is (4[89][0-9][0-9]|5[01][0-9][0-9]) ms ahead of the server.s \(TIME\)$" "$out"'
+t "status on a host 3 s behind" 0 skewed -3 $tool -u "$U" status k
+check "status: behind by about 3 s" \
+    eval 'grep -Eq "^clock: this host.s clock is (2[89][0-9][0-9]|3[01][0-9][0-9]) ms behind the server.s" "$out"'
+t "status -q: no clock line" 0 skewed +5 $tool -u "$U" -q status k
+check "status -q: one word" eval '[ "$(cat "$out")" = free ]'
+t "survey on a host 5 s ahead" 0 skewed +5 $tool -u "$U" survey
+check "survey: the offset line" \
+    eval 'grep -Eq "^clock: this host.s clock is (4[89][0-9][0-9]|5[01][0-9][0-9]) ms ahead" "$out"'
+t "survey --json on a host 5 s ahead" 0 skewed +5 $tool -u "$U" survey --json
+check "survey --json: clock_ahead_ms in the summary" \
+    eval 'grep -Eq "^\{\"summary\":\{\"keys\":[0-9]*,\"locks\":[0-9]*,\"clock_ahead_ms\":(4[89][0-9][0-9]|5[01][0-9][0-9]),\"clock_source\":\"TIME\"," "$out"'
+if [ -x "$old" ]; then
+    osock="$dir/old.sock"
+    "$old" --emulate 2.4.18 --listen "$osock" --upstream-port $port &
+    old_pid=$!
+    await_file "$osock"
+    t "status on 2.4" 0 $tool -u "unix://$osock" status k
+    check "status on 2.4: no offset can be read" \
+        has "^clock: the server has no TIME (before Redis 2.6): no offset" "$out"
+    t "survey --json on 2.4" 0 $tool -u "unix://$osock" survey --json --keys
+    check "survey --json on 2.4: clock_ahead_ms null" \
+        has '"clock_ahead_ms":null,"clock_source":null' "$out"
+    # MONITOR on 2.4 gives no address: the writer is flagged, unnamed.
+    : >"$dir/werr"
+    $tool -u "unix://$osock" watch --for 20000 wo >"$dir/wout" 2>"$dir/werr" &
+    watcher=$!
+    await "^tslock: watching 1 key on" "$dir/werr"
+    skewed -120 "$legacy" -s "$osock" client z redisdoc 60000 lock z wo \
+        >"$dir/lz"
+    kill -TERM $watcher
+    wait $watcher
+    watcher=
+    cp "$dir/wout" "$out"
+    check "watch on 2.4: a writer 120 s behind flagged, with no address" \
+        eval 'grep -Eq "^SKEW: a client \(the server gives no addresses before 2\.6\): its clock runs at least (5[89]|60)[0-9]{3} ms behind" "$out"'
+else
+    echo "FAIL - no tests/oldredis"
+    failed=$((failed + 1))
+fi
+
+# ------------------------------------------ watch names a skewed writer
+# Real legacy processes on connections of their own: a Java RedisLock x
+# on the true clock holds wk for 60 s; y, the same client in a process
+# whose wall clock runs 120 s ahead, reads x's stamp as expired and takes
+# it over by GETSET.  Then a redis-doc client z, 120 s behind, writes a
+# stamp already expired by the server's clock.
+$tool -u "$U" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+"$legacy" -p $port client x java 60000 lock x wk >"$dir/lx"
+skewed +120 "$legacy" -p $port client y java 60000 lock y wk >"$dir/ly"
+"$cli" -p $port del wk >/dev/null
+skewed -120 "$legacy" -p $port client z redisdoc 60000 lock z wk >"$dir/lz"
+kill -TERM $watcher
+wait $watcher
+watcher=
+cp "$dir/wout" "$out"
+cp "$dir/werr" "$err"
+check "watch: the legacy processes ran as planned" eval \
+    '[ "$(cut -d" " -f1,2 "$dir/lx" "$dir/ly" "$dir/lz" | tr "\n" " ")" = "x held y held z held " ]'
+check "watch: x on the true clock is not flagged" \
+    eval '[ $(grep -c "^SKEW" "$out") -eq 2 ]'
+check "watch: y named, at least 59 s ahead, by its takeover" \
+    eval 'grep -Eq "^SKEW: 127\.0\.0\.1:[0-9]+: its clock runs at least (59[0-9]{3}|60[0-9]{3}) ms ahead of the server.s: took over a stamp the server.s clock calls live$" "$out"'
+check "watch: z named, at least 58 s behind" \
+    eval 'grep -Eq "^SKEW: 127\.0\.0\.1:[0-9]+: its clock runs at least (5[89][0-9]{3}|60[0-9]{3}) ms behind the server.s: stamp already expired when written$" "$out"'
+check "watch: the summary's skew lines" \
+    eval '[ $(grep -c "^skew: 127\.0\.0\.1:[0-9]*: its clock runs at least" "$out") -eq 2 ]'
+: >"$dir/werr"
+$tool -u "$U" watch --for 20000 --json wk >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+"$cli" -p $port del wk >/dev/null
+skewed -120 "$legacy" -p $port client z redisdoc 60000 lock z wk >"$dir/lz"
+kill -TERM $watcher
+wait $watcher
+watcher=
+cp "$dir/wout" "$out"
+check "watch --json: the event carries clock_ahead_ms and skew" \
+    eval 'grep -Eq "\"danger\":null,\"clock_ahead_ms\":-(58|59|60)[0-9]{3},\"skew\":\"stamp already expired when written\"\}$" "$out"'
+check "watch --json: the summary too" \
+    eval 'grep -Eq "\"danger\":0,\"skewed\":1,\"clock_ahead_ms\":-(58|59|60)[0-9]{3}\}" "$out"'
+
+# The GETSET loser on true clocks is not skew: A and B read a dead
+# holder's expired stamp, A's GETSET wins, B's GETSET loses and B puts
+# A's stamp back.  Then C, on the same connection scheme, reads A's live
+# stamp and takes it over: that is flagged, so the check can fail.  Each
+# client is one connection (raw RESP over a socket); the commands go one
+# at a time, each after the reply to the one before.
+: >"$dir/werr"
+$tool -u "$U" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+python3 - "$port" <<'PY' >"$dir/py" 2>&1
+import socket, sys, time
+def conn():
+    return socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+def cmd(s, *args):
+    msg = "*%d\r\n" % len(args)
+    for a in args:
+        msg += "$%d\r\n%s\r\n" % (len(a), a)
+    s.sendall(msg.encode())
+    return s.recv(4096)
+now = int(time.time() * 1000)
+w, a, b, c = conn(), conn(), conn(), conn()
+cmd(w, "SET", "wk", str(now - 500))  # expired, within the threshold
+cmd(a, "GET", "wk")
+cmd(b, "GET", "wk")
+sa = str(now + 60001)
+cmd(a, "GETSET", "wk", sa)
+cmd(b, "GETSET", "wk", str(now + 60002))
+cmd(b, "SET", "wk", sa)
+cmd(c, "GET", "wk")
+cmd(c, "GETSET", "wk", str(now + 180001))
+print("done")
+PY
+kill -TERM $watcher
+wait $watcher
+watcher=
+cp "$dir/wout" "$out"
+cp "$dir/py" "$err"
+check "watch: the loser race ran" has "^done$" "$dir/py"
+check "watch: only the taker of a live stamp is flagged, not the loser" \
+    eval '[ $(grep -c "^SKEW" "$out") -eq 1 ]'
+check "watch: the taker's clock at least 59 s ahead" \
+    eval 'grep -Eq "^SKEW: 127\.0\.0\.1:[0-9]+: its clock runs at least (59[0-9]{3}|60[0-9]{3}) ms ahead of the server.s: took over" "$out"'
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
