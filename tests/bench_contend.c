@@ -261,16 +261,22 @@ static void bench_generation(const char *name, const th_server *endpoint,
 }
 
 /*
- * The scale table runs hundreds of clients, two or three connections
- * each, through a proxy that holds two descriptors per connection: lift
- * the soft descriptor limit to the hard one before the server and the
- * proxies start, so that they inherit it.
+ * The scale table runs hundreds of clients, three connections each,
+ * through a proxy that holds two descriptors per connection: lift the
+ * descriptor limit before the server and the proxies start, so that they
+ * inherit it; to 65536 where we may raise the hard limit too (root),
+ * else to the hard limit.
  */
 static void raise_fd_limit(void)
 {
-    struct rlimit rl;
+    struct rlimit rl, want;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    want.rlim_cur = want.rlim_max = 65536;
+    if (rl.rlim_max < want.rlim_max && setrlimit(RLIMIT_NOFILE, &want) == 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -247,11 +248,17 @@ static void run_tslock_row(const th_server *endpoint, const th_server *upstream,
     fflush(stderr);
     for (i = 0; i < procs; i++) {
         pids[i] = fork();
+        if (pids[i] < 0) {
+            fprintf(stderr, "scale: fork: %s\n", strerror(errno));
+            procs = i;
+            clean = 0;
+            break;
+        }
         if (pids[i] == 0)
             waiters_process(endpoint, mode, i * waiters / procs,
                             (i + 1) * waiters / procs - i * waiters / procs);
     }
-    if (wait_count(&ss->ready, waiters, pids, procs, 120000) != 0)
+    if (!clean || wait_count(&ss->ready, waiters, pids, procs, 120000) != 0)
         clean = 0;
     before = contend_commands_run(upstream);
     pthread_mutex_lock(&ss->mu);
@@ -314,6 +321,25 @@ static void run_py_row(const th_server *endpoint, int waiters,
     }
     if (pclose(p) != 0)
         r->ok = 0;
+}
+
+/*
+ * Whether the descriptor limit (which the server and the proxy inherit)
+ * holds a row: three connections a waiter, two descriptors each in the
+ * proxy; if not, the row says so instead of failing half-way.
+ */
+static int fits_fd_limit(const char *server, int waiters, enum mode mode,
+                         int proxied)
+{
+    long need = (proxied ? 6L : 3L) * waiters + 64;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || (rlim_t)need <= rl.rlim_cur)
+        return 1;
+    printf("%-7s %7d %-9s   (skipped: needs about %ld descriptors, "
+           "ulimit -n is %ld)\n",
+           server, waiters, contend_mode_names[mode], need, (long)rl.rlim_cur);
+    return 0;
 }
 
 static void print_row(const char *server, int waiters, enum mode mode,
@@ -491,11 +517,24 @@ void contend_scale_table(th_server *srv, const int *waiters, int n_waiters,
         for (i = 0; i < t->n_sizes; i++)
             for (m = 0; m < N_MODES; m++) {
                 struct result *r = &t->res[g][i][m];
+                memset(r, 0, sizeof(*r));
                 if (m == MODE_PY && g != 0)
                     continue;
+                if (!fits_fd_limit(gen_names[g], t->sizes[i], (enum mode)m,
+                                   g == 1))
+                    continue;
                 if (t->sizes[i] > SCALE_MAX_WAITERS) {
-                    memset(r, 0, sizeof(*r));
-                } else if (m == MODE_PY)
+                    printf("%-7s %7d   (skipped: at most %d waiters)\n",
+                           gen_names[g], t->sizes[i], SCALE_MAX_WAITERS);
+                    continue;
+                }
+                if (m == MODE_PY && contend_find_python() == NULL) {
+                    printf("%-7s %7d %-9s   (skipped: no python3 with the "
+                           "redis package)\n",
+                           gen_names[g], t->sizes[i], contend_mode_names[m]);
+                    continue;
+                }
+                if (m == MODE_PY)
                     run_py_row(endpoint, t->sizes[i], top_srcdir, r);
                 else
                     run_tslock_row(endpoint, srv, (enum mode)m, t->sizes[i], r);
