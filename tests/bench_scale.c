@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench_contend.h"
+#include "bench_util.h"
 
 #define SCALE_MAX_WAITERS 1024
 #define SCALE_MAX_PROCS   64
@@ -362,6 +363,7 @@ struct table {
     const int *sizes;
     int n_sizes;
     int ran[N_GENS];
+    const th_server *endpoints[N_GENS];
     struct result res[N_GENS][SCALE_MAX_SIZES][N_MODES];
 };
 
@@ -400,6 +402,59 @@ static void ratio_target(int gen, const char *what, const struct result *a,
     int have = a != NULL && b != NULL && b->per_s > 0;
 
     verdict(gen, what, have, have ? a->per_s / b->per_s : 0, "x", goal, 1);
+}
+
+/*
+ * The uncontended cycle, acquire + release of a free key, as a multiple
+ * of one PING sampled alternately with it: with wait_ms 0 (one try) and
+ * with a wait that listens (the default), which may set up more before
+ * its first try.  0, or -1 when a cycle failed.
+ */
+static int uncontended_cycle(const th_server *endpoint, int wait_ms,
+                             double *pings_per_cycle, double *cycle_us)
+{
+    enum { N = 1000 };
+    static int64_t pings[N], cycles[N];
+    tslock_client *c = th_client(endpoint);
+    redisContext *raw = th_redis(endpoint);
+    tslock_lock *l = NULL;
+    int i, failed = tslock_lock_new(&l, c, "bench:uncontended") != TSLOCK_OK;
+    int64_t t0;
+
+    /* The first cycle opens what later ones reuse (scripts, subscriber). */
+    failed = failed || tslock_acquire(l, wait_ms) != TSLOCK_OK
+             || tslock_release(l) != TSLOCK_OK;
+    for (i = 0; i < N && !failed; i++) {
+        failed = bench_ping(raw, &pings[i]) != 0;
+        t0 = bench_now_ns();
+        failed = failed || tslock_acquire(l, wait_ms) != TSLOCK_OK
+                 || tslock_release(l) != TSLOCK_OK;
+        cycles[i] = bench_now_ns() - t0;
+    }
+    if (!failed) {
+        *cycle_us = bench_median(cycles, N) / 1000;
+        *pings_per_cycle = *cycle_us * 1000 / bench_median(pings, N);
+    }
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    redisFree(raw);
+    return failed ? -1 : 0;
+}
+
+static void print_uncontended(int gen, const th_server *endpoint)
+{
+    static const int waits[] = {0, 1000};
+    double ratio = 0, us = 0;
+    int i;
+
+    for (i = 0; i < 2; i++)
+        if (uncontended_cycle(endpoint, waits[i], &ratio, &us) == 0)
+            printf("%-7s uncontended cycle, wait %4d ms %10.2f PINGs  "
+                   "(target: unchanged, about 2 on modern)  %.0f us\n",
+                   gen_names[gen], waits[i], ratio, us);
+        else
+            printf("%-7s uncontended cycle, wait %4d ms  failed\n",
+                   gen_names[gen], waits[i]);
 }
 
 static void print_targets(const struct table *t)
@@ -443,9 +498,8 @@ static void print_targets(const struct table *t)
         ratio_target(g, "fair 64 / wake-up 64 handoffs/s", f64, w64, 0.8);
         ratio_target(g, "wake-up 256/8 handoffs/s", w256, w8, 0.6);
         ratio_target(g, "fair 256/8 handoffs/s", f256, f8, 0.6);
+        print_uncontended(g, t->endpoints[g]);
     }
-    printf("the uncontended cycle (about 2 PINGs) is the acquire+release "
-           "row of the first bench (tests/bench)\n");
 }
 
 /* ------------------------------------------------------------ the table */
@@ -514,6 +568,7 @@ void contend_scale_table(th_server *srv, const int *waiters, int n_waiters,
             endpoint = &proxy;
         }
         t->ran[g] = 1;
+        t->endpoints[g] = endpoint;
         for (i = 0; i < t->n_sizes; i++)
             for (m = 0; m < N_MODES; m++) {
                 struct result *r = &t->res[g][i][m];
@@ -540,14 +595,14 @@ void contend_scale_table(th_server *srv, const int *waiters, int n_waiters,
                     run_tslock_row(endpoint, srv, (enum mode)m, t->sizes[i], r);
                 print_row(gen_names[g], t->sizes[i], (enum mode)m, r);
             }
-        if (g == 1)
-            th_proxy_stop(&proxy);
     }
     printf("waits from asking to holding, a wait the run's end cut off "
            "with its length so far; Jain over the waiters' holds; "
            "cmd/hand = server commands (INFO commandstats on the upstream "
            "server, the INCR included) per handoff\n");
     print_targets(t);
+    if (t->ran[1])
+        th_proxy_stop(&proxy);
     pthread_cond_destroy(&ss->cv);
     pthread_mutex_destroy(&ss->mu);
     munmap(ss, sizeof(*ss));
