@@ -175,7 +175,8 @@ static int holder_release(struct holder *h)
  * Every worker connects, then waits for the others, so that all of them
  * contend from the first round on (64 waiters means 64 at once, not the
  * early ones done before the late ones connect).  A worker that died
- * before the gate lets the others through after 30 s, as a failure.
+ * before the gate lets the others through after 120 s (valgrind is slow
+ * to start 64), as a failure.
  */
 static void start_gate(int workers)
 {
@@ -184,7 +185,7 @@ static void start_gate(int workers)
 
     atomic_fetch_add(&sh->ready, 1);
     for (i = 0; atomic_load(&sh->ready) < workers; i++) {
-        if (i == 30000) {
+        if (i == 120000) {
             atomic_fetch_add(&sh->failures, 1);
             break;
         }
