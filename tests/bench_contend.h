@@ -17,6 +17,7 @@ struct result {
     int ok;
     long holds;
     double per_s, p50, p99, max, jain, cmds;
+    double reqs; /* commands the clients sent per handoff (scale table) */
 };
 
 /* CLOCK_MONOTONIC in ms. */

@@ -10,8 +10,9 @@
 # PROCS processes, one redis.Redis each; all connect and take one warm-up
 # hold, then run for SECONDS; a wait the end cuts off counts with its
 # length so far.  Prints one line, with the server's commands (INFO
-# commandstats) between the start and the end:
-#   holds p50_ms p99_ms max_ms jain commands
+# commandstats) between the start and the end, and the commands the
+# clients sent (a script is one):
+#   holds p50_ms p99_ms max_ms jain commands requests
 # Usage: bench_pylock.py --scale SOCKET WAITERS PROCS SECONDS
 import multiprocessing
 import sys
@@ -56,13 +57,23 @@ def hold(r, lock):
     time.sleep(0.0005)
 
 
+class CountingRedis(redis.Redis):
+    """Counts the commands this client sends (a script is one)."""
+    requests = 0
+
+    def execute_command(self, *args, **options):
+        self.requests += 1
+        return super().execute_command(*args, **options)
+
+
 def scale_waiter(sock, barrier, end, result):
-    r = redis.Redis(unix_socket_path=sock)
+    r = CountingRedis(unix_socket_path=sock)
     lock = r.lock("bench:pyscale", timeout=10, blocking_timeout=60)
     if lock.acquire():
         hold(r, lock)
     barrier.wait()  # ready
     barrier.wait()  # go: end is set
+    r.requests = 0
     stop = end.value
     while True:
         t0 = time.monotonic()
@@ -74,12 +85,14 @@ def scale_waiter(sock, barrier, end, result):
         if got:
             hold(r, lock)
             result["holds"] += 1
+    result["requests"] = r.requests
     barrier.wait()  # done
     barrier.wait()  # counted: tear down
 
 
 def scale_process(sock, nthreads, barrier, end, out):
-    results = [{"holds": 0, "waits": []} for _ in range(nthreads)]
+    results = [{"holds": 0, "waits": [], "requests": 0}
+               for _ in range(nthreads)]
     threads = [threading.Thread(target=scale_waiter,
                                 args=(sock, barrier, end, res))
                for res in results]
@@ -117,9 +130,10 @@ def scale_main(sock, waiters, procs, seconds):
     results = [res for _ in ps for res in out.get()]
     for p in ps:
         p.join()
-    print("%s %d" % (summary([res["holds"] for res in results],
-                             [w for res in results for w in res["waits"]]),
-                     after - before - 1))
+    print("%s %d %d" % (summary([res["holds"] for res in results],
+                                [w for res in results for w in res["waits"]]),
+                        after - before - 1,
+                        sum(res["requests"] for res in results)))
     return 0 if all(p.exitcode == 0 for p in ps) else 1
 
 
