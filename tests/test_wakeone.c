@@ -321,13 +321,16 @@ static void test_naive_wake_one_loses_the_wake(void)
 {
     static const char dead[] = "0123456789abcdef0123456789abcdefw";
     static const char next[] = "fedcba9876543210fedcba9876543210w";
-    tslock_client *hc = client();
-    tslock_lock *h = token_lock(hc, "one:naive", 50);
-    redisContext *raw = th_redis(&srv);
+    tslock_client *hc;
+    tslock_lock *h;
+    redisContext *raw;
     int naive;
 
     if (cur != &targets[0])
         return; /* the line and channels are the same on every form */
+    hc = client();
+    h = token_lock(hc, "one:naive", 50);
+    raw = th_redis(&srv);
     for (naive = 1; naive >= 0; naive--) {
         redisContext *sub = th_redis(&srv);
         long long until = th_wall_us() / 1000 + 60000;
@@ -530,14 +533,16 @@ static void old_close(struct old_client *o)
  */
 static void test_previous_protocol(void)
 {
-    tslock_client *hc = client();
-    tslock_lock *h = token_lock(hc, "one:mixed", 50);
+    tslock_client *hc;
+    tslock_lock *h;
     struct old_client o;
     struct waiter w;
     int woken;
 
     if (cur->caps != ~0u || cur->endpoint != &srv)
         return; /* the previous release's fixture speaks scripts */
+    hc = client();
+    h = token_lock(hc, "one:mixed", 50);
     old_open(&o, "one:mixed");
     /* An old waiter, woken by a new release (retry: a minute). */
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
