@@ -24,15 +24,15 @@ extern "C" {
 
 /* ========================================================== version ==== */
 
-#define TSLOCK_VERSION_MAJOR  0
-#define TSLOCK_VERSION_MINOR  1
+#define TSLOCK_VERSION_MAJOR  1
+#define TSLOCK_VERSION_MINOR  0
 #define TSLOCK_VERSION_PATCH  0
-#define TSLOCK_VERSION_STRING "0.1.0"
+#define TSLOCK_VERSION_STRING "1.0.0"
 
 /*
  * tslock_version - the version of the library actually linked.
  *
- * Returns a static string such as "0.1.0", which may differ from
+ * Returns a static string such as "1.0.0", which may differ from
  * TSLOCK_VERSION_STRING when the program was built against older headers.
  * Ownership: static, never freed.  Threads: safe from any thread.
  */

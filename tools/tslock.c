@@ -5,6 +5,8 @@
  * error is one line on stderr naming what was expected and what came, and
  * exits CLI_EXIT_USAGE.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,8 +352,8 @@ int main(int argc, char **argv)
     if (status == 0 && r.help)
         fputs(help_text, stdout);
     else if (status == 0 && r.version)
-        printf("tslock %s (libtslock %s)\n", TSLOCK_VERSION_STRING,
-               tslock_version());
+        printf("tslock %s (libtslock %s, hiredis %s)\n", TSLOCK_VERSION_STRING,
+               tslock_version(), TSLOCK_HIREDIS_VERSION);
     else if (status == 0 && o.kill_on_loss && !o.renew)
         status = cli_usage_error("--kill-on-loss needs --renew (it acts when "
                                  "a renewal fails)");
