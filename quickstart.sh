@@ -21,9 +21,11 @@ esac
 # clang: make fuzz, and make check replays the fuzz corpora under
 # libFuzzer with ASan and UBSan (without it, only through a plain driver).
 # libxml2-utils: xmllint, which checks the demo's --svg timeline.
+# abigail-tools: make check's ABI check against abi/libtslock.abi.
+# dpkg-dev debhelper lintian fakeroot: make deb (the packages, tested).
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
-          libxml2-utils"
+          libxml2-utils abigail-tools dpkg-dev debhelper lintian fakeroot"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
@@ -47,6 +49,9 @@ if [ "$what" = demo ]; then
 fi
 status=0
 make -j2 check || status=$?
+# The Debian packages, built from the release tarball and used (about a
+# minute; tests/deb.sh).
+make deb || status=$?
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then
