@@ -213,7 +213,9 @@ TSLOCK_EXTERN void tslock_client_free(tslock_client *client);
  *
  * 0 means no timeout.  Applies to the next connect (and, for the command
  * timeout, at once to a live connection).
- * Returns TSLOCK_OK or TSLOCK_EINVAL (NULL client, negative value).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL client, negative value) or
+ * TSLOCK_EIO (the live connection refused the new timeout; the client is
+ * marked broken, the values are kept for the next connect).
  * Threads: as for the client.
  */
 TSLOCK_EXTERN int tslock_client_set_timeouts(tslock_client *client,
@@ -319,7 +321,8 @@ TSLOCK_EXTERN int tslock_client_address(const tslock_client *client,
  * tslock_client_wrap - use a connection the caller made and owns.
  *
  * No AUTH or SELECT is sent (the caller has done what it needs); the
- * capabilities are probed.  Returns as tslock_client_connect_tcp().
+ * capabilities are probed.  Returns as tslock_client_connect_tcp(), and
+ * TSLOCK_ESTATE when the client connected (or tried to) by itself.
  * Ownership: ctx stays the caller's and must outlive the client; it is
  * never freed by tslock.  tslock_client_reconnect() reconnects it in place.
  */
