@@ -2,8 +2,9 @@
 # check-hiredis.sh - the whole of make check against each hiredis release:
 # every hiredis-VERSION.tar.gz in HIREDIS_ARCHIVES is built into a private
 # prefix, tslock is configured against it (and runs with it, by rpath) in
-# a build directory of its own, and make check runs there.  "system" is
-# the hiredis pkg-config finds (Debian's own).  make check-hiredis runs it.
+# a build directory of its own (found through the hiredis.pc it installs,
+# or by header and library for 0.11, which installs none), and make check
+# runs there.  "system" is the hiredis pkg-config finds (Debian's own).  make check-hiredis runs it.
 #
 #   HIREDIS_ARCHIVES=DIR tests/check-hiredis.sh [VERSION|system ...]
 #
@@ -74,13 +75,21 @@ for v in $versions; do
             status=1
             continue
         fi
+        # As a user would: its hiredis.pc where it installs one (0.12
+        # on), else the header and the library named (0.11); an rpath so
+        # the tests load this hiredis, not the system's.
         p="$d/prefix"
-        set -- HIREDIS_CFLAGS="-I$p/include" \
-            HIREDIS_LIBS="-L$p/lib -lhiredis -Wl,-rpath,$p/lib"
+        if [ -f "$p/lib/pkgconfig/hiredis.pc" ]; then
+            set -- PKG_CONFIG_PATH="$p/lib/pkgconfig" \
+                LDFLAGS="-Wl,-rpath,$p/lib"
+        else
+            set -- HIREDIS_CFLAGS="-I$p/include" \
+                HIREDIS_LIBS="-L$p/lib -lhiredis -Wl,-rpath,$p/lib"
+        fi
     fi
     rm -rf "$b"
     mkdir -p "$b"
-    if ! (cd "$b" && "$src/configure" --enable-werror "$@" \
+    if ! (cd "$b" && env "$@" "$src/configure" --enable-werror \
         >configure.out 2>&1); then
         echo "FAIL - configure; see $b/config.log"
         printf '| %s | configure failed | - | - | - |\n' "$v" >>"$results"
