@@ -123,7 +123,12 @@ for v in $versions; do
     else
         set --
     fi
-    if (cd "$b" && make -j"$jobs" check "$@" >check.out 2>&1); then
+    # The rpath serves the library and the tool; the libFuzzer replays
+    # link hiredis on their own, so they find it by LD_LIBRARY_PATH.
+    libpath=${LD_LIBRARY_PATH:-}
+    [ "$v" = system ] || libpath="$d/prefix/lib${libpath:+:$libpath}"
+    if (cd "$b" && LD_LIBRARY_PATH=$libpath make -j"$jobs" check "$@" \
+        >check.out 2>&1); then
         verdict="pass ($(tally "$b"))"
     else
         verdict="FAIL ($(tally "$b"))"
