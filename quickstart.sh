@@ -26,9 +26,12 @@ skew_packages="faketime libfaketime"
 # libxml2-utils: xmllint, which checks the demo's --svg timeline.
 # python3-dev, python3-setuptools, python3-pytest: the Python module
 # (--enable-python) and its tests.
+# abigail-tools: make check's ABI check against abi/libtslock.abi.
+# dpkg-dev debhelper lintian fakeroot: make deb (the packages, tested).
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
-          libxml2-utils python3-dev python3-setuptools python3-pytest"
+          libxml2-utils python3-dev python3-setuptools python3-pytest
+          abigail-tools dpkg-dev debhelper lintian fakeroot"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
@@ -68,6 +71,9 @@ if [ "$what" = demo ]; then
 fi
 status=0
 make -j2 check || status=$?
+# The Debian packages, built from the release tarball and used (about a
+# minute; tests/deb.sh).
+make deb || status=$?
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then

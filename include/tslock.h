@@ -24,15 +24,15 @@ extern "C" {
 
 /* ========================================================== version ==== */
 
-#define TSLOCK_VERSION_MAJOR  0
-#define TSLOCK_VERSION_MINOR  1
+#define TSLOCK_VERSION_MAJOR  1
+#define TSLOCK_VERSION_MINOR  0
 #define TSLOCK_VERSION_PATCH  0
-#define TSLOCK_VERSION_STRING "0.1.0"
+#define TSLOCK_VERSION_STRING "1.0.0"
 
 /*
  * tslock_version - the version of the library actually linked.
  *
- * Returns a static string such as "0.1.0", which may differ from
+ * Returns a static string such as "1.0.0", which may differ from
  * TSLOCK_VERSION_STRING when the program was built against older headers.
  * Ownership: static, never freed.  Threads: safe from any thread.
  */
@@ -213,7 +213,9 @@ TSLOCK_EXTERN void tslock_client_free(tslock_client *client);
  *
  * 0 means no timeout.  Applies to the next connect (and, for the command
  * timeout, at once to a live connection).
- * Returns TSLOCK_OK or TSLOCK_EINVAL (NULL client, negative value).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL client, negative value) or
+ * TSLOCK_EIO (the live connection refused the new timeout; the client is
+ * marked broken, the values are kept for the next connect).
  * Threads: as for the client.
  */
 TSLOCK_EXTERN int tslock_client_set_timeouts(tslock_client *client,
@@ -319,7 +321,8 @@ TSLOCK_EXTERN int tslock_client_address(const tslock_client *client,
  * tslock_client_wrap - use a connection the caller made and owns.
  *
  * No AUTH or SELECT is sent (the caller has done what it needs); the
- * capabilities are probed.  Returns as tslock_client_connect_tcp().
+ * capabilities are probed.  Returns as tslock_client_connect_tcp(), and
+ * TSLOCK_ESTATE when the client connected (or tried to) by itself.
  * Ownership: ctx stays the caller's and must outlive the client; it is
  * never freed by tslock.  tslock_client_reconnect() reconnects it in place.
  */

@@ -24,7 +24,8 @@ static int break_compare(tslock_lock *l, const redisReply *r, const char *value)
         return break_lost(l, "the key is gone");
     if (r->type != REDIS_REPLY_STRING)
         return tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
-    if (r->len != strlen(value) || memcmp(r->str, value, r->len) != 0) {
+    if (TSLOCK__REPLY_LEN(r) != strlen(value)
+        || memcmp(r->str, value, r->len) != 0) {
         snprintf(why, sizeof(why), "it now holds \"%.*s\", not \"%.64s\"",
                  r->len > 64 ? 64 : (int)r->len, r->str, value);
         return break_lost(l, why);

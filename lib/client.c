@@ -350,6 +350,7 @@ int tslock_client_wrap(tslock_client *c, struct redisContext *ctx)
                             ctx->errstr);
     c->ctx = ctx;
     c->transport = TRANSPORT_WRAPPED;
+    tslock__peer_remember(&c->wrapped_peer, ctx);
     return finish_connect(c, 0);
 }
 
@@ -361,7 +362,8 @@ int tslock_client_reconnect(tslock_client *c)
     case TRANSPORT_NONE:
         return tslock__fail(c, TSLOCK_ESTATE, "client was never connected");
     case TRANSPORT_WRAPPED:
-        if (redisReconnect(c->ctx) != REDIS_OK) {
+        if (tslock__redis_reconnect(c->ctx, &c->wrapped_peer, c->connect_ms)
+            != REDIS_OK) {
             c->broken = 1;
             return tslock__fail(c, TSLOCK_EIO, "reconnect: %s", c->ctx->errstr);
         }

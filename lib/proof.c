@@ -34,7 +34,8 @@ int tslock__guard_compare(tslock_lock *l, const redisReply *r,
         return tslock__guard_lost(l, verb, "the key is gone");
     if (r->type != REDIS_REPLY_STRING)
         return tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
-    if (r->len != strlen(expect) || memcmp(r->str, expect, r->len) != 0) {
+    if (TSLOCK__REPLY_LEN(r) != strlen(expect)
+        || memcmp(r->str, expect, r->len) != 0) {
         snprintf(why, sizeof(why), "it now holds \"%.*s\", not our \"%s\"",
                  r->len > 64 ? 64 : (int)r->len, r->str, expect);
         return tslock__guard_lost(l, verb, why);

@@ -77,10 +77,10 @@ static int holds_now(tslock_lock *l)
         rc = 0;
     else if (r->type != REDIS_REPLY_STRING)
         rc = tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
-    else if (r->len == strlen(l->value)
+    else if (TSLOCK__REPLY_LEN(r) == strlen(l->value)
              && memcmp(r->str, l->value, r->len) == 0)
         rc = 1;
-    else if (l->pending[0] != '\0' && r->len == strlen(l->pending)
+    else if (l->pending[0] != '\0' && TSLOCK__REPLY_LEN(r) == strlen(l->pending)
              && memcmp(r->str, l->pending, r->len) == 0)
         rc = 2;
     else

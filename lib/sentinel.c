@@ -128,7 +128,8 @@ static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
                    || a->element[0]->type != REDIS_REPLY_STRING
                    || a->element[1]->type != REDIS_REPLY_STRING
                    || (*port = atoi(a->element[1]->str)) <= 0 || *port > 65535
-                   || a->element[0]->len == 0 || a->element[0]->len >= size) {
+                   || a->element[0]->len == 0
+                   || TSLOCK__REPLY_LEN(a->element[0]) >= size) {
             snprintf(why, why_size,
                      "expected [host, port] from SENTINEL "
                      "get-master-addr-by-name, got %s",

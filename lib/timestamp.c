@@ -104,7 +104,7 @@ static int take_over(tslock_lock *l, const char *seen)
          */
         rc = hold(l, lease_end);
     } else if (r->type == REDIS_REPLY_STRING && strcmp(r->str, seen) == 0
-               && r->len == strlen(seen)) {
+               && TSLOCK__REPLY_LEN(r) == strlen(seen)) {
         rc = hold(l, lease_end);
     } else if (r->type == REDIS_REPLY_STRING) {
         /* Another client's GETSET came first: it holds the lock. */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "tslock.h"
 
@@ -71,6 +71,7 @@ struct tslock_client {
     /* Redis Cluster (cluster.c): NULL on a single server. */
     struct tslock__cluster *cluster;
     int cluster_seen; /* the last probe's INFO said cluster_enabled:1 */
+    struct tslock__peer wrapped_peer; /* a wrapped connection's server */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 

@@ -11,7 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
+#include "tslock_atomic.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

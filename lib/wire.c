@@ -87,7 +87,7 @@ int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
             memcpy(buf + len, cmd, (size_t)cmdlen);
             len += (size_t)cmdlen;
         }
-        redisFreeCommand(cmd);
+        tslock__redis_free_command(cmd);
     }
     if (rc == REDIS_OK)
         rc = send_nosignal(ctx, buf, len);

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t bench_now_ns(void);

@@ -9,7 +9,11 @@ if [ ! -f "$lib" ]; then
     echo "no shared library at $lib; skipped"
     exit 77
 fi
-got=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort)
+# nm prints versioned names as NAME@@VERSION: compare names, then check
+# every function carries a TSLOCK_ version (lib/libtslock.map) where nm
+# shows versions (binutils 2.35 on).
+syms=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }')
+got=$(printf '%s\n' "$syms" | sed 's/@.*//' | sort)
 want=$(sort "$list")
 if [ "$got" != "$want" ]; then
     echo "exported symbols differ from tests/symbols.txt (< want, > got):"
@@ -17,6 +21,12 @@ if [ "$got" != "$want" ]; then
     printf '%s\n' "$got" >got.tmp.$$
     diff want.tmp.$$ got.tmp.$$
     rm -f want.tmp.$$ got.tmp.$$
+    exit 1
+fi
+unversioned=$(printf '%s\n' "$syms" | grep -v '@@TSLOCK_1\.[0-9]*$')
+if printf '%s\n' "$syms" | grep -q '@' && [ -n "$unversioned" ]; then
+    echo "exported without a TSLOCK_1.x version:"
+    printf '%s\n' "$unversioned"
     exit 1
 fi
 missing=0
@@ -28,4 +38,4 @@ for sym in $want; do
 done
 [ $missing -eq 0 ] || exit 1
 echo "exported symbols match ($(printf '%s\n' "$got" | wc -l) functions)," \
-    "each with its man page"
+    "each with its man page and a TSLOCK_1.x version"

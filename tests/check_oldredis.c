@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #define MAX_CHILDREN 16
 

@@ -702,9 +702,9 @@ static void slot_open(explorer *ex, int i, explore_kind kind)
         die("socketpair: %s", strerror(errno));
     s->cfd = sv[0];
     s->ufd = unix_connect(ex->upstream);
-    s->rc = redisConnectFd(sv[1]);
+    s->rc = tslock__redis_connect_fd(sv[1]);
     if (s->rc == NULL || s->rc->err)
-        die("redisConnectFd failed");
+        die("cannot make a context over a socketpair");
     s->nv.redis = s->rc;
     s->nv.wall_ms = &s->wall;
     if (kind_is_legacy(kind)) {

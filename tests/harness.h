@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 #include <stdint.h>
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 #include <CUnit/CUnit.h>
 #include "tslock.h"
 

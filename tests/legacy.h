@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 /* The wall clock the legacy client reads, in Unix microseconds. */
 typedef int64_t (*legacy_clock_fn)(void *userdata);

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "legacy.h"
 

@@ -94,7 +94,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #define V(a, b, c) ((a)*10000 + (b)*100 + (c))
 

@@ -184,6 +184,8 @@ t "help" 0 $tool --help
 check "help on stdout" has "usage: tslock" "$out"
 t "version" 0 $tool -V
 check "version on stdout" has "^tslock " "$out"
+check "version: libtslock and hiredis" has \
+    "^tslock [0-9.]* (libtslock [0-9.]*, hiredis [0-9]*\\.[0-9]*\\.[0-9]*)$" "$out"
 
 # -------------------------------------------------------------- URLs
 bad_url() {

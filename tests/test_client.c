@@ -269,6 +269,47 @@ static void test_wrap(void)
 }
 
 /*
+ * A wrapped connection reconnects in place to where it led, over a Unix
+ * socket and over TCP, so the caller's pointer keeps working; with the
+ * server gone it is EIO.  On hiredis before 0.13 this is our own
+ * redisReconnect (lib/hiredis_compat.c), on later ones hiredis's.
+ */
+static void test_wrap_reconnect(void)
+{
+    redisContext *ctx[2];
+    tslock_client *c[2];
+    redisReply *reply;
+    int i;
+
+    ctx[0] = th_redis(&srv);
+    ctx[1] = redisConnect("127.0.0.1", srv.port);
+    CU_ASSERT_FATAL(ctx[1] != NULL && !ctx[1]->err);
+    for (i = 0; i < 2; i++) {
+        c[i] = fresh();
+        CU_ASSERT_EQUAL(tslock_client_wrap(c[i], ctx[i]), TSLOCK_OK);
+    }
+    CU_ASSERT_FATAL(th_server_restart(&srv) == 0);
+    for (i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(tslock_client_reconnect(c[i]), TSLOCK_OK);
+        CU_ASSERT_FALSE(tslock_client_is_broken(c[i]));
+        try_lock(c[i], "client:wrap-reconnect");
+        reply = redisCommand(ctx[i], "PING");
+        CU_ASSERT_FATAL(reply != NULL);
+        CU_ASSERT_STRING_EQUAL(reply->str, "PONG");
+        freeReplyObject(reply);
+    }
+    th_server_kill(&srv);
+    for (i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(tslock_client_reconnect(c[i]), TSLOCK_EIO);
+        CU_ASSERT_TRUE(tslock_client_is_broken(c[i]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c[i]), "reconnect"));
+        tslock_client_free(c[i]);
+        redisFree(ctx[i]);
+    }
+    CU_ASSERT_FATAL(th_server_restart(&srv) == 0);
+}
+
+/*
  * A server that dies mid-use: EIO with the cause, then reconnect.  The
  * lock's own reconnecting is off, to show what the client does alone;
  * tests/test_resilience.c shows the recovery.
@@ -378,6 +419,7 @@ int main(void)
     CU_add_test(s, "SELECT a database", test_select);
     CU_add_test(s, "wrap a caller's redisContext", test_wrap);
     CU_add_test(s, "dropped connection and reconnect", test_dropped_connection);
+    CU_add_test(s, "wrapped connection reconnects", test_wrap_reconnect);
     CU_add_test(s, "command timeout", test_command_timeout);
     CU_add_test(s, "stamps on the server's clock", test_server_time);
     rc = th_run_all();

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -526,7 +527,7 @@ static void test_reply_errors(void)
 
         CHECK_CASE(r->type == REDIS_REPLY_ERROR, "%s is an error reply",
                    cases[i].text);
-        CHECK_CASE(r->len == strlen(cases[i].text)
+        CHECK_CASE((size_t)r->len == strlen(cases[i].text)
                        && strcmp(r->str, cases[i].text) == 0,
                    "error text is \"%s\"", cases[i].text);
         CHECK_CASE(

@@ -7,7 +7,7 @@
 #ifndef TSLOCK_DEMO_H
 #define TSLOCK_DEMO_H
 
-#include <stdatomic.h>
+#include "tslock_atomic.h"
 #include <stdint.h>
 #include <stdio.h>
 

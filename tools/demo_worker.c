@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "cli.h"
 #include "demo.h"

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 /* Called before each command with its name; non-zero simulates a crash. */
 typedef int (*naive_hook)(const char *step, void *userdata);

@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include "tslock_atomic.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

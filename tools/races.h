@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "tslock.h"
 

@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
+#include "tslock_atomic.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -14,6 +14,9 @@
 int cli_verbosity;
 
 static void vmessage(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+
+static void vmessage(const char *fmt, va_list ap)
 {
     char line[1024];
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 
 #include "cli.h"
 

@@ -5,6 +5,8 @@
  * error is one line on stderr naming what was expected and what came, and
  * exits CLI_EXIT_USAGE.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,8 @@
 static const char usage_line[] =
     "expected tslock [options] KEY [KEY...] -- COMMAND [ARG...]";
 
-static const char help_text[] =
+/* In pieces: C99 compilers need not take a literal over 4095 bytes. */
+static const char *const help_text[] = {
     "usage: tslock [options] KEY [KEY...] -- COMMAND [ARG...]\n"
     "                                          run COMMAND holding every KEY\n"
     "       tslock [options] acquire KEY             print a handle\n"
@@ -49,7 +52,7 @@ static const char help_text[] =
     "                       $REDISCLI_AUTH (safer: ps never shows it)\n"
     "                       given N times (N odd, >= 3): a Redlock over\n"
     "                       those independent masters"
-    "\n"
+    "\n",
     "      --no-auth-warning  no warning about a password in -u\n"
     "  -m, --mode MODE      auto, token, timestamp or bridge (default auto)\n"
     "      --stamp UNIT     ms, s or float: timestamp stamps (default ms)\n"
@@ -107,7 +110,16 @@ static const char help_text[] =
     "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
     "not runnable; 128+N signal N.  replay: 0 when both schemes end as\n"
     "documented, 70 when not.\n"
-    "See tslock(1).\n";
+    "See tslock(1).\n",
+    NULL};
+
+static void print_help(void)
+{
+    const char *const *piece;
+
+    for (piece = help_text; *piece != NULL; piece++)
+        fputs(*piece, stdout);
+}
 
 /*
  * Parse the URL; then, as redis-cli does, warn once about a password
@@ -372,10 +384,10 @@ int main(int argc, char **argv)
     cli_signals_ignore_pipe();
     status = cli_parse_args(argc, argv, &r, &o);
     if (status == 0 && r.help)
-        fputs(help_text, stdout);
+        print_help();
     else if (status == 0 && r.version)
-        printf("tslock %s (libtslock %s)\n", TSLOCK_VERSION_STRING,
-               tslock_version());
+        printf("tslock %s (libtslock %s, hiredis %s)\n", TSLOCK_VERSION_STRING,
+               tslock_version(), TSLOCK_HIREDIS_VERSION);
     else if (status == 0 && o.kill_on_loss && !o.renew)
         status = cli_usage_error("--kill-on-loss needs --renew (it acts when "
                                  "a renewal fails)");

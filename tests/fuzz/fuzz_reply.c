@@ -20,10 +20,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
 #include <tslock.h>
 
 #include "fuzz.h"
+#include "hiredis_compat.h"
 
 /* The clock every run reads: stamps and handles are reproducible. */
 #define FUZZ_NOW_MS INT64_C(1700000000000)
@@ -372,7 +372,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     parse_stream(data + 2, size - 2);
     feed(sv[1], data + 2, size - 2);
     FUZZ_CHECK(pthread_create(&drainer, NULL, drain, &sv[1]) == 0);
-    ctx = redisConnectFd(sv[0]);
+    ctx = tslock__redis_connect_fd(sv[0]);
     FUZZ_CHECK(ctx != NULL && !ctx->err);
     run_client(data[0], data[1], ctx);
     redisFree(ctx); /* closes sv[0]: the drainer reads its end of file */
