@@ -777,3 +777,19 @@ void th_bound_end(th_bound *b)
     close(b->stop[0]);
     close(b->stop[1]);
 }
+
+int th_await_no_subscriber(const th_server *s, const char *pattern)
+{
+    redisContext *raw = th_redis(s);
+    int i, gone = 0;
+
+    for (i = 0; i < 2000 && !gone; i++) {
+        redisReply *r = redisCommand(raw, "PUBSUB CHANNELS %s", pattern);
+        gone = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0;
+        freeReplyObject(r);
+        if (!gone)
+            poll(NULL, 0, 5);
+    }
+    redisFree(raw);
+    return gone;
+}

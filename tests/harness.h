@@ -184,4 +184,12 @@ typedef struct th_bound {
 void th_bound_start(th_bound *b, tslock_lock *lock);
 void th_bound_end(th_bound *b);
 
+/*
+ * Wait (10 s at most) until no channel matching pattern (PUBSUB CHANNELS)
+ * has a subscriber on s: the server has seen a killed subscriber's
+ * socket close, as it would on a real network once the kernel reports
+ * it.  Returns 1, or 0 when some remain.
+ */
+int th_await_no_subscriber(const th_server *s, const char *pattern);
+
 #endif /* TSLOCK_TEST_HARNESS_H */

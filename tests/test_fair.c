@@ -138,28 +138,6 @@ static void test_fair_order(void)
 }
 
 /*
- * Wait (10 s at most) until the server has seen a killed waiter's socket
- * close: no wake channel of the key has a subscriber left.  Without it a
- * release could still count the dead subscriber, as it would on a real
- * network until the kernel reports the close.
- */
-static int await_no_wake_subscriber(const char *key)
-{
-    redisContext *raw = th_redis(&srv);
-    int i, gone = 0;
-
-    for (i = 0; i < 2000 && !gone; i++) {
-        redisReply *r = redisCommand(raw, "PUBSUB CHANNELS {%s}:wake:*", key);
-        gone = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0;
-        freeReplyObject(r);
-        if (!gone)
-            poll(NULL, 0, 5);
-    }
-    redisFree(raw);
-    return gone;
-}
-
-/*
  * The head of the queue stops while the key is held.  Paused (SIGSTOP),
  * it still hears its wake-up but never acts on it, so on the release the
  * next waiter cannot take the key until the paused entry has lapsed (1 s
@@ -189,7 +167,7 @@ static void dead_waiter_leaves(int sig)
     kill(dead, sig);
     if (sig == SIGKILL) {
         waitpid(dead, NULL, 0);
-        CU_ASSERT_FATAL(await_no_wake_subscriber("fair:dead"));
+        CU_ASSERT_FATAL(th_await_no_subscriber(&srv, "{fair:dead}:wake:*"));
     }
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     if (sig == SIGKILL) {

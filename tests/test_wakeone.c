@@ -196,28 +196,6 @@ static void test_wakes_one_in_order(void)
 }
 
 /*
- * Wait (10 s at most) until the server has seen a killed waiter's socket
- * close: no wake channel of the key has a subscriber left.  Without it a
- * release could still count the dead subscriber, as it would on a real
- * network until the kernel reports the close.
- */
-static int await_no_wake_subscriber(const char *key)
-{
-    redisContext *raw = th_redis(&srv);
-    int i, gone = 0;
-
-    for (i = 0; i < 2000 && !gone; i++) {
-        redisReply *r = redisCommand(raw, "PUBSUB CHANNELS {%s}:wake:*", key);
-        gone = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 0;
-        freeReplyObject(r);
-        if (!gone)
-            poll(NULL, 0, 5);
-    }
-    redisFree(raw);
-    return gone;
-}
-
-/*
  * The head of the line is killed (SIGKILL) or paused (SIGSTOP) after it
  * joined, before the release.  Killed, its subscription is gone with its
  * socket: the release sees nobody hears the wake and passes it to the
@@ -266,7 +244,7 @@ static void head_stops(int sig)
     kill(head, sig);
     if (sig == SIGKILL) {
         waitpid(head, NULL, 0);
-        CU_ASSERT_FATAL(await_no_wake_subscriber("one:stop"));
+        CU_ASSERT_FATAL(th_await_no_subscriber(&srv, "{one:stop}:wake:*"));
     }
     waiter_start_hooked(&w, "one:stop", sig == SIGKILL ? 60000 : 50, 20000,
                         release_before_retry);
