@@ -76,7 +76,7 @@ static int is_dead(const redisReply *dead, const char *id)
     return 0;
 }
 
-static void read_view(const char *member, redisReply **r, struct queue_view *v)
+static void read_view(redisReply **r, struct queue_view *v)
 {
     size_t i;
 
@@ -89,13 +89,9 @@ static void read_view(const char *member, redisReply **r, struct queue_view *v)
     /* Our liveness entry is written and dropped with our place. */
     v->queued = v->alive->type == REDIS_REPLY_STRING;
     v->head = NULL;
-    for (i = 0; i < v->queue->elements; i++) {
-        const char *id = v->queue->element[i]->str;
-        if (strcmp(id, member) == 0)
-            v->queued = 1;
-        if (v->head == NULL && !is_dead(v->dead, id))
-            v->head = id;
-    }
+    for (i = 0; i < v->queue->elements && v->head == NULL; i++)
+        if (!is_dead(v->dead, v->queue->element[i]->str))
+            v->head = v->queue->element[i]->str;
 }
 
 /* Queue "STEP key member-or-arg [arg]" into q[*n]. */
@@ -137,7 +133,7 @@ static int attempt(tslock_lock *l, const char *member, int fair, int64_t now,
     tslock__seconds_up(idle, sizeof(idle), idle_ms);
     if ((rc = watch_and_read(l, member, fair, now_s, r)) != TSLOCK_OK)
         return rc;
-    read_view(member, r, &v);
+    read_view(r, &v);
     fresh = v.queued && v.alive->type == REDIS_REPLY_STRING
             && atoll(v.alive->str) - now > (alive_until - now) / 2;
     snprintf(next_seq, sizeof(next_seq), "%lld",

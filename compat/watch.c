@@ -11,14 +11,30 @@
 
 #include "compat.h"
 
-/* WATCH the lock key and GET it, in one round trip. */
-static int watch_get(tslock_lock *l, redisReply **value)
+/*
+ * WATCH the lock key and GET it, in one round trip; with line not NULL
+ * (a release that wakes one waiter), read the first entries of the line
+ * of waiters in it too.
+ */
+static int watch_get_line(tslock_lock *l, redisReply **value, redisReply **line)
 {
     const char *keys[1] = {l->key};
     const char *get[2] = {"GET", l->key};
-    const struct tslock__queued q[1] = {{TSLOCK_STEP_GET, 2, get}};
+    const char *zrange[4] = {"ZRANGE", l->queue_key, "0", "3"};
+    const struct tslock__queued q[2] = {{TSLOCK_STEP_GET, 2, get},
+                                        {TSLOCK_STEP_ZRANGE, 4, zrange}};
+    redisReply *r[2] = {NULL, NULL};
+    int rc = tslock__watch_read(l, 1, keys, line != NULL ? 2 : 1, q, r);
 
-    return tslock__watch_read(l, 1, keys, 1, q, value);
+    *value = r[0];
+    if (line != NULL)
+        *line = r[1];
+    return rc;
+}
+
+static int watch_get(tslock_lock *l, redisReply **value)
+{
+    return watch_get_line(l, value, NULL);
 }
 
 /*
@@ -79,25 +95,6 @@ static int transaction(tslock_lock *l, int n, const tslock_step *steps,
     return tslock__transaction(l, i, q, out);
 }
 
-/*
- * WATCH the lock key, GET it and, for a release that wakes one waiter,
- * read the first entries of the line, in one round trip.
- */
-static int watch_get_line(tslock_lock *l, redisReply **value, redisReply **line)
-{
-    const char *keys[1] = {l->key};
-    const char *get[2] = {"GET", l->key};
-    const char *zrange[4] = {"ZRANGE", l->queue_key, "0", "3"};
-    const struct tslock__queued q[2] = {{TSLOCK_STEP_GET, 2, get},
-                                        {TSLOCK_STEP_ZRANGE, 4, zrange}};
-    redisReply *r[2] = {NULL, NULL};
-    int rc = tslock__watch_read(l, 1, keys, 2, q, r);
-
-    *value = r[0];
-    *line = r[1];
-    return rc;
-}
-
 /* The first listening entry of the line, or NULL (fair.c's members). */
 static const char *first_listener(const redisReply *line)
 {
@@ -107,8 +104,8 @@ static const char *first_listener(const redisReply *line)
          line != NULL && line->type == REDIS_REPLY_ARRAY && i < line->elements;
          i++) {
         const redisReply *e = line->element[i];
-        if (e->type == REDIS_REPLY_STRING && e->len > 0
-            && e->str[e->len - 1] == 'w')
+        if (e->type == REDIS_REPLY_STRING && TSLOCK__REPLY_LEN(e) > 0
+            && e->str[TSLOCK__REPLY_LEN(e) - 1] == 'w')
             return e->str;
     }
     return NULL;
@@ -116,21 +113,29 @@ static const char *first_listener(const redisReply *line)
 
 /*
  * MULTI, DEL, PUBLISH, EXEC.  The announcement goes to the first
- * listening waiter of the line alone, on its own channel, or on the
- * key's channel when the line has none.
+ * listening waiter of the line alone, on its own channel (the prefix and
+ * its entry, sent as they are), or on the key's channel when the line
+ * has none.
  */
-static int del_transaction(tslock_lock *l, const char *wake, char *channel,
-                           size_t size, redisReply **out)
+static int del_transaction(tslock_lock *l, const char *wake, redisReply **out)
 {
     const char *del[2] = {"DEL", l->key}, *publish[3];
     struct tslock__queued q[2] = {{TSLOCK_STEP_DEL, 2, del}};
     int n = 1 + tslock__publish_queued(l, publish, &q[1]);
+    char *channel = NULL;
+    int rc;
 
     if (n == 2 && wake != NULL) {
+        size_t size = strlen(l->wake_prefix) + strlen(wake) + 1;
+        if ((channel = malloc(size)) == NULL)
+            return tslock__fail(l->client, TSLOCK_ENOMEM,
+                                "no memory for a wake channel");
         snprintf(channel, size, "%s%s", l->wake_prefix, wake);
         publish[1] = channel;
     }
-    return tslock__transaction(l, n, q, out);
+    rc = tslock__transaction(l, n, q, out);
+    free(channel);
+    return rc;
 }
 
 /*
@@ -162,17 +167,17 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
 {
     static const tslock_step steps[] = {TSLOCK_STEP_DEL, TSLOCK_STEP_SET,
                                         TSLOCK_STEP_EXPIRE};
-    char secs[24], channel[512], wake[40];
+    char secs[24], wake[40] = "";
     redisReply *r = NULL, *line = NULL;
-    int one = op == GUARDED_DEL && tslock__wakes_one(l);
-    int rc = one ? watch_get_line(l, &r, &line) : watch_get(l, &r);
+    int rc = watch_get_line(
+        l, &r, op == GUARDED_DEL && tslock__wakes_one(l) ? &line : NULL);
+    const char *first;
 
     if (rc != TSLOCK_OK)
         return rc;
     rc = tslock__guard_compare(l, r, expect, verb);
-    wake[0] = '\0';
-    if (first_listener(line) != NULL)
-        snprintf(wake, sizeof(wake), "%s", first_listener(line));
+    if ((first = first_listener(line)) != NULL)
+        snprintf(wake, sizeof(wake), "%s", first);
     freeReplyObject(r);
     if (line != NULL)
         freeReplyObject(line);
@@ -189,8 +194,7 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
         tslock__seconds_up(secs, sizeof(secs), strtoll(arg, NULL, 10));
         arg = secs;
     }
-    rc = op == GUARDED_DEL ? del_transaction(l, wake[0] ? wake : NULL, channel,
-                                             sizeof(channel), &r)
+    rc = op == GUARDED_DEL ? del_transaction(l, wake[0] ? wake : NULL, &r)
                            : transaction(l, 1, &steps[op], &arg, &r);
     if (rc != TSLOCK_OK)
         return rc;

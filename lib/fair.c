@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "compat.h"
+
 int tslock_lock_set_fair(tslock_lock *l, int enabled)
 {
     if (l == NULL)
@@ -40,25 +41,17 @@ static int64_t alive_ms(const tslock_lock *l)
  * a listener that no subscriber hears as gone.  A polling entry ('p')
  * is never woken; it takes its turn at its next retry.
  */
-void tslock__queue_member(tslock_lock *l, char out[35])
+void tslock__queue_member(const tslock_lock *l, int listening, char out[35])
 {
-    snprintf(out, 35, "%s%c", l->client->waiter_id, l->listening ? 'w' : 'p');
+    snprintf(out, 35, "%s%c", l->client->waiter_id, listening ? 'w' : 'p');
 }
 
 int tslock__queue_eligible(tslock_lock *l)
 {
-    tslock_client *c = l->client;
-    char keep[TSLOCK__ERRSTR_SIZE];
-
-    if (!l->waiting || !l->listening || l->used != TSLOCK_SCHEME_TOKEN
-        || l->given[0] != '\0'
-        || !(c->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH)))
-        return 0;
-    memcpy(keep, c->errstr, sizeof(keep));
-    if (tslock__queue_names(l) == TSLOCK_OK)
-        return 1;
-    memcpy(c->errstr, keep, sizeof(keep)); /* no line: woken with all */
-    return 0;
+    return l->waiting && l->listening && l->used == TSLOCK_SCHEME_TOKEN
+           && l->given[0] == '\0'
+           && (l->client->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH))
+           && tslock__queue_named(l); /* no line: woken with all */
 }
 
 /* What the script said: taken, or busy with the holder's PTTL and rank. */
@@ -112,13 +105,13 @@ int tslock__queue_try(tslock_lock *l, int64_t *holder_pttl)
 {
     tslock_client *c = l->client;
     char member[35];
-    int64_t now, ttl_s = -1;
+    int64_t now;
     int rc;
 
     *holder_pttl = -1;
     if ((rc = tslock__queue_names(l)) != TSLOCK_OK)
         return rc;
-    tslock__queue_member(l, member);
+    tslock__queue_member(l, l->listening, member);
     if (l->queued && strcmp(member, l->member) != 0)
         tslock__fair_leave(l); /* it stopped listening: one entry at most */
     memcpy(l->member, member, sizeof(member));
@@ -127,8 +120,7 @@ int tslock__queue_try(tslock_lock *l, int64_t *holder_pttl)
         rc = queue_try_lua(l, member, now, holder_pttl);
     } else {
         rc = tslock__fair_try_watch(l, member, l->fair, now, now + alive_ms(l),
-                                    2 * alive_ms(l), &ttl_s);
-        *holder_pttl = ttl_s;
+                                    2 * alive_ms(l), holder_pttl);
     }
     if (rc == TSLOCK_OK)
         l->queued = 0; /* out of the line with the hold */

@@ -114,19 +114,28 @@ int tslock__queue_names(tslock_lock *l)
 }
 
 /*
+ * Whether l's line can be named, leaving no error behind: where it
+ * cannot (a '}' key without a tag on a cluster, no memory), waiters are
+ * woken with all the others, which is no failure of the call at hand.
+ */
+int tslock__queue_named(tslock_lock *l)
+{
+    char keep[TSLOCK__ERRSTR_SIZE];
+    int rc;
+
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    rc = tslock__queue_names(l);
+    memcpy(l->client->errstr, keep, sizeof(keep));
+    return rc == TSLOCK_OK;
+}
+
+/*
  * Whether a release of l wakes one waiter from the line (fair.c): a
  * token lock whose line can be named.  Other schemes' waiters do not
  * queue, and are woken by the announcement on the key's channel.
  */
 int tslock__wakes_one(tslock_lock *l)
 {
-    char keep[TSLOCK__ERRSTR_SIZE];
-    int rc;
-
-    if (l->used != TSLOCK_SCHEME_TOKEN || l->client->publish_refused)
-        return 0;
-    memcpy(keep, l->client->errstr, sizeof(keep));
-    rc = tslock__queue_names(l);
-    memcpy(l->client->errstr, keep, sizeof(keep));
-    return rc == TSLOCK_OK;
+    return l->used == TSLOCK_SCHEME_TOKEN && !l->client->publish_refused
+           && tslock__queue_named(l);
 }

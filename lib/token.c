@@ -40,7 +40,7 @@ static int read_holder(tslock_lock *l, int64_t *holder_pttl)
  * asked for (tslock_lock_set_replicas()), WAIT goes in the same round
  * trip; its verdict is judged only when the SET took the key.
  */
-static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
+static int acquire_set_nx_px(tslock_lock *l, int joins, int64_t *holder_pttl)
 {
     char ms[24], n[16], wait_ms[16];
     const char *argv[6] = {"SET", l->key, l->value, "NX", "PX", ms};
@@ -69,12 +69,12 @@ static int acquire_set_nx_px(tslock_lock *l, int64_t *holder_pttl)
     }
     tslock__free_replies(2, r);
     /*
+     * A wait that joins the line reads the holder in the line's script.
      * Woken by a release and beaten to the key by another waiter: the new
      * holder is a tslock client, whose release will wake us too, so the
      * herd goes back to sleep without reading it (one round trip each).
      */
-    if (rc == TSLOCK_EBUSY && !(l->listening && l->woken)
-        && !tslock__queue_eligible(l))
+    if (rc == TSLOCK_EBUSY && !joins && !(l->listening && l->woken))
         rc = read_holder(l, holder_pttl);
     return rc;
 }
@@ -110,7 +110,7 @@ static int token_try_acquire(tslock_lock *l)
     tslock_client *c = l->client;
     int64_t now, holder_pttl = -1;
     int reclaim = l->orphan[0] != '\0';
-    int rc = TSLOCK_OK;
+    int rc = TSLOCK_OK, joins;
 
     if (reclaim)
         memcpy(l->value, l->orphan, sizeof(l->orphan));
@@ -121,10 +121,16 @@ static int token_try_acquire(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     now = tslock__now(c, TSLOCK_CLOCK_WALL);
+    /*
+     * Held, and this acquire waits: it joins the line at once, so that a
+     * release wakes it alone, in its turn (fair.c); the same script takes
+     * the key if it came free since.  Only the busy path pays it.
+     */
+    joins = !l->queued && !reclaim && tslock__queue_eligible(l);
     if (l->queued)
         rc = tslock__queue_try(l, &holder_pttl); /* in line: refresh too */
     else if (c->caps & TSLOCK_CAP_SET_NX_PX)
-        rc = acquire_set_nx_px(l, &holder_pttl);
+        rc = acquire_set_nx_px(l, joins, &holder_pttl);
     else if (c->caps & TSLOCK_CAP_LUA)
         rc = tslock__token_acquire_lua(l, &holder_pttl);
     else if (c->caps & TSLOCK_CAP_WATCH)
@@ -135,13 +141,7 @@ static int token_try_acquire(tslock_lock *l)
                             "server has no WATCH and no Lua, and a TTL on a "
                             "lock key is deleted by the next SETNX; use the "
                             "timestamp scheme");
-    /*
-     * Held, and this acquire waits: join the line at once, so that a
-     * release wakes us alone, in our turn (fair.c).  The same script
-     * takes the key if it came free since.  Only the busy path pays it.
-     */
-    if (rc == TSLOCK_EBUSY && !l->queued && !reclaim
-        && tslock__queue_eligible(l))
+    if (rc == TSLOCK_EBUSY && joins)
         rc = tslock__queue_try(l, &holder_pttl);
     if (tslock__is_transient(c, rc)) {
         if (!reclaim) {

@@ -302,6 +302,8 @@ int tslock__channel(tslock_lock *l);
  * prefix of its wake channels (":wake:"), and this client's id in it.
  */
 int tslock__queue_names(tslock_lock *l);
+/* The same, as a yes or no that leaves the client's error as it was. */
+int tslock__queue_named(tslock_lock *l);
 /*
  * Whether a release of l wakes one waiter from the line: a token lock
  * whose line can be named.  Other schemes' waiters do not queue; they
@@ -326,8 +328,8 @@ int tslock__fair_try(tslock_lock *l);
 int tslock__queue_eligible(tslock_lock *l);
 /* One attempt from the line: take a free key, or join and refresh. */
 int tslock__queue_try(tslock_lock *l, int64_t *holder_pttl);
-/* The entry of this client in l's line, "<waiter id>w" or "...p". */
-void tslock__queue_member(tslock_lock *l, char out[35]);
+/* This client's entry in a line: "<waiter id>w" listening, else "...p". */
+void tslock__queue_member(const tslock_lock *l, int listening, char out[35]);
 void tslock__fair_leave(tslock_lock *l);
 
 /* ---- shared.c, rwlock.c: read-write locks and semaphores */

@@ -68,18 +68,13 @@ static int drain(tslock_client *c)
  */
 static char *own_channel(tslock_lock *l)
 {
-    char keep[TSLOCK__ERRSTR_SIZE], member[35];
+    char member[35];
     size_t size;
     char *own;
 
-    memcpy(keep, l->client->errstr, sizeof(keep));
-    if (tslock__queue_names(l) != TSLOCK_OK) {
-        memcpy(l->client->errstr, keep, sizeof(keep));
+    if (!tslock__queue_named(l))
         return NULL;
-    }
-    l->listening = 1; /* the entry of a listener */
-    tslock__queue_member(l, member);
-    l->listening = 0;
+    tslock__queue_member(l, 1, member);
     size = strlen(l->wake_prefix) + strlen(member) + 1;
     if ((own = malloc(size)) != NULL)
         snprintf(own, size, "%s%s", l->wake_prefix, member);
