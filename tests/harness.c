@@ -778,6 +778,32 @@ void th_bound_end(th_bound *b)
     close(b->stop[1]);
 }
 
+long long th_queue_length(const th_server *s, const char *key)
+{
+    tslock_client *c = th_client(s);
+    tslock_lock *l = NULL;
+    int64_t n = -1;
+
+    if (tslock_lock_new(&l, c, key) != TSLOCK_OK
+        || tslock_lock_queue_length(l, &n) != TSLOCK_OK)
+        n = -1;
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    return (long long)n;
+}
+
+int th_await_queue(const th_server *s, const char *key, long long n)
+{
+    int i;
+
+    for (i = 0; i < 2000; i++) {
+        if (th_queue_length(s, key) == n)
+            return 1;
+        poll(NULL, 0, 5);
+    }
+    return 0;
+}
+
 int th_await_no_subscriber(const th_server *s, const char *pattern)
 {
     redisContext *raw = th_redis(s);

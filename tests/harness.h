@@ -192,4 +192,13 @@ void th_bound_end(th_bound *b);
  */
 int th_await_no_subscriber(const th_server *s, const char *pattern);
 
+/*
+ * The length of key's line of waiters on s, read with
+ * tslock_lock_queue_length() (-1 when it fails), and a wait (10 s at
+ * most, a bound for a broken build) until it is n: tests order their
+ * waiters by the line the server shows, not by sleeps.
+ */
+long long th_queue_length(const th_server *s, const char *key);
+int th_await_queue(const th_server *s, const char *key, long long n);
+
 #endif /* TSLOCK_TEST_HARNESS_H */

@@ -57,35 +57,6 @@ static tslock_lock *fair_lock(tslock_client *c, const char *key)
     return l;
 }
 
-static int64_t queue_length(const char *key)
-{
-    tslock_client *c = client();
-    tslock_lock *l = fair_lock(c, key);
-    int64_t n = -1;
-
-    CU_ASSERT_EQUAL(tslock_lock_queue_length(l, &n), TSLOCK_OK);
-    tslock_lock_free(l);
-    tslock_client_free(c);
-    return n;
-}
-
-/*
- * Wait (at most 10 s, a bound for a broken build) until the queue has n
- * entries: the order of asking is made by the test, from the queue the
- * server shows, not by sleeps.
- */
-static int await_queue(const char *key, int64_t n)
-{
-    int i;
-
-    for (i = 0; i < 10000; i++) {
-        if (queue_length(key) == n)
-            return 1;
-        poll(NULL, 0, 1);
-    }
-    return 0;
-}
-
 /* A waiter: take the lock, log our number, give it back. */
 static void waiter(int index, int log_fd)
 {
@@ -112,14 +83,15 @@ static void test_fair_order(void)
 
     CU_ASSERT_FATAL(pipe(log) == 0);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
-    CU_ASSERT_EQUAL(queue_length("fair:order"), 0); /* try-once left none */
+    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:order"),
+                    0); /* try-once left none */
     fflush(stdout);
     for (i = 0; i < 5; i++) {
         pids[i] = fork();
         CU_ASSERT_FATAL(pids[i] >= 0);
         if (pids[i] == 0)
             waiter(i, log[1]);
-        CU_ASSERT_FATAL(await_queue("fair:order", i + 1));
+        CU_ASSERT_FATAL(th_await_queue(cur->endpoint, "fair:order", i + 1));
     }
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     for (i = 0; i < 5; i++)
@@ -130,7 +102,7 @@ static void test_fair_order(void)
     CU_ASSERT_EQUAL(read(log[0], order, 5), 5);
     CU_ASSERT_STRING_EQUAL(order, "12345");
     printf("\n    served in the order %s ", order);
-    CU_ASSERT_EQUAL(queue_length("fair:order"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:order"), 0);
     close(log[0]);
     close(log[1]);
     tslock_lock_free(h);
@@ -163,7 +135,7 @@ static void dead_waiter_leaves(int sig)
         tslock_acquire(dl, 60000);
         _exit(0);
     }
-    CU_ASSERT_FATAL(await_queue("fair:dead", 1));
+    CU_ASSERT_FATAL(th_await_queue(cur->endpoint, "fair:dead", 1));
     kill(dead, sig);
     if (sig == SIGKILL) {
         waitpid(dead, NULL, 0);
@@ -176,7 +148,7 @@ static void dead_waiter_leaves(int sig)
         CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY); /* queued */
         CU_ASSERT_EQUAL(tslock_acquire(l, 10000), TSLOCK_OK);
     }
-    CU_ASSERT_EQUAL(queue_length("fair:dead"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:dead"), 0);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
     if (sig != SIGKILL) {
         kill(dead, SIGKILL);
@@ -266,7 +238,7 @@ static void test_fair_refusals(void)
     tslock_client_limit_caps(c, 0); /* as Redis 2.0: no Lua, no WATCH */
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WATCH"));
-    CU_ASSERT_EQUAL(queue_length("fair:no"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:no"), 0);
     tslock_lock_free(l);
     tslock_client_free(c);
 }

@@ -61,31 +61,6 @@ static tslock_lock *token_lock(tslock_client *c, const char *key, int retry)
     return l;
 }
 
-/* Entries in the key's line of waiters, read from the server. */
-static long long line_length(const char *key)
-{
-    redisContext *raw = th_redis(&srv);
-    redisReply *r = redisCommand(raw, "ZCARD {%s}:queue", key);
-    long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-
-    freeReplyObject(r);
-    redisFree(raw);
-    return n;
-}
-
-/* Wait (10 s at most, a bound for a broken build) for n entries. */
-static int await_line(const char *key, long long n)
-{
-    int i;
-
-    for (i = 0; i < 2000; i++) {
-        if (line_length(key) == n)
-            return 1;
-        poll(NULL, 0, 5);
-    }
-    return 0;
-}
-
 /* ------------------------------------------------ waiters as threads */
 
 struct waiter {
@@ -173,7 +148,7 @@ static void test_wakes_one_in_order(void)
     for (i = 0; i < 3; i++) {
         waiter_start(&w[i], "one:order", 60000, 20000);
         w[i].hold = 1;
-        CU_ASSERT_FATAL(await_line("one:order", i + 1));
+        CU_ASSERT_FATAL(th_await_queue(&srv, "one:order", i + 1));
     }
     for (i = 0; i < 3; i++)
         before[i] = atomic_load(&w[i].attempts);
@@ -190,7 +165,7 @@ static void test_wakes_one_in_order(void)
         waiter_join(&w[i]);
         CU_ASSERT_EQUAL(w[i].rc, TSLOCK_OK);
     }
-    CU_ASSERT_EQUAL(line_length("one:order"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(&srv, "one:order"), 0);
     tslock_lock_free(h);
     tslock_client_free(hc);
 }
@@ -240,7 +215,7 @@ static void head_stops(int sig)
         tslock_acquire(dl, 60000);
         _exit(0);
     }
-    CU_ASSERT_FATAL(await_line("one:stop", 1));
+    CU_ASSERT_FATAL(th_await_queue(&srv, "one:stop", 1));
     kill(head, sig);
     if (sig == SIGKILL) {
         waitpid(head, NULL, 0);
@@ -248,7 +223,7 @@ static void head_stops(int sig)
     }
     waiter_start_hooked(&w, "one:stop", sig == SIGKILL ? 60000 : 50, 20000,
                         release_before_retry);
-    CU_ASSERT_FATAL(await_line("one:stop", 2));
+    CU_ASSERT_FATAL(th_await_queue(&srv, "one:stop", 2));
     before = atomic_load(&w.attempts);
     if (sig == SIGKILL) {
         CU_ASSERT_EQUAL(tslock_release(holder), TSLOCK_OK);
@@ -259,10 +234,11 @@ static void head_stops(int sig)
     CU_ASSERT_EQUAL(w.rc, TSLOCK_OK);
     if (sig == SIGKILL) {
         CU_ASSERT_EQUAL(w.attempts_held - before, 1);
-        CU_ASSERT_EQUAL(line_length("one:stop"), 0);
+        CU_ASSERT_EQUAL(th_queue_length(&srv, "one:stop"), 0);
     } else {
         CU_ASSERT_EQUAL(atomic_load(&w.go), 2);
-        CU_ASSERT_EQUAL(line_length("one:stop"), 1); /* the paused head */
+        CU_ASSERT_EQUAL(th_queue_length(&srv, "one:stop"),
+                        1); /* the paused head */
         kill(head, SIGKILL);
         waitpid(head, NULL, 0);
     }
@@ -393,17 +369,17 @@ static void test_barging_client(void)
     barger = token_lock(bc, "one:barge", 50);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
     waiter_start_hooked(&w, "one:barge", 60000, 20000, barge_before_attempt);
-    CU_ASSERT_FATAL(await_line("one:barge", 1));
+    CU_ASSERT_FATAL(th_await_queue(&srv, "one:barge", 1));
     atomic_store(&w.go, 1); /* from the next attempt on: after the wake */
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     while (atomic_load(&barged) != 2)
         poll(NULL, 0, 1);
-    CU_ASSERT_EQUAL(line_length("one:barge"), 1); /* still in line */
+    CU_ASSERT_EQUAL(th_queue_length(&srv, "one:barge"), 1); /* still in line */
     CU_ASSERT_EQUAL(served, 0);
     CU_ASSERT_EQUAL(tslock_release(barger), TSLOCK_OK);
     waiter_join(&w);
     CU_ASSERT_EQUAL(w.rc, TSLOCK_OK);
-    CU_ASSERT_EQUAL(line_length("one:barge"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(&srv, "one:barge"), 0);
     tslock_lock_free(barger);
     tslock_lock_free(h);
     tslock_client_free(hc);
@@ -530,7 +506,7 @@ static void test_previous_protocol(void)
     CU_ASSERT_TRUE(old_try(&o));
     /* A new waiter, woken by the old holder's release. */
     waiter_start(&w, "one:mixed", 60000, 20000);
-    CU_ASSERT_FATAL(await_line("one:mixed", 1));
+    CU_ASSERT_FATAL(th_await_queue(&srv, "one:mixed", 1));
     old_release(&o);
     waiter_join(&w);
     CU_ASSERT_EQUAL(w.rc, TSLOCK_OK);
@@ -539,7 +515,7 @@ static void test_previous_protocol(void)
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
     waiter_start(&w, "one:mixed", 60000, 20000);
     w.hold = 1;
-    CU_ASSERT_FATAL(await_line("one:mixed", 1));
+    CU_ASSERT_FATAL(th_await_queue(&srv, "one:mixed", 1));
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     while (atomic_load(&served) == 0)
         poll(NULL, 0, 1);
@@ -629,13 +605,13 @@ static void test_line_bounded(void)
         CU_ASSERT_EQUAL(tslock_acquire(l, 1), TSLOCK_EBUSY);
     }
     /* Lapsed entries are dropped by later attempts; the rest, < bound. */
-    CU_ASSERT_TRUE(line_length("one:bounded") <= crashed);
+    CU_ASSERT_TRUE(th_queue_length(&srv, "one:bounded") <= crashed);
     r = redisCommand(raw, "PTTL {one:bounded}:queue");
     CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
                    && (r->integer == -2 /* empty: gone already */
                        || (r->integer > 0 && r->integer <= bound)));
     printf("\n    %d waits, %d killed: %lld entries left, gone in %lld ms ",
-           waits, crashed, line_length("one:bounded"),
+           waits, crashed, th_queue_length(&srv, "one:bounded"),
            r != NULL ? r->integer : -1);
     freeReplyObject(r);
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
