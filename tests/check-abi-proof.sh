@@ -24,11 +24,12 @@ mkdir -p "$copy/tree" "$copy/build"
 # What building libtslock needs, mtimes kept so no autotools rerun.
 (cd "$src" && tar -cf - configure configure.ac Makefile.am Makefile.in \
     config.h.in aclocal.m4 \
-    build-aux m4 tslock.pc.in include lib compat abi tests/check-abi.sh) \
+    build-aux m4 tslock.pc.in include lib compat core net abi \
+    tests/check-abi.sh) \
     | (cd "$copy/tree" && tar -xf -) || exit 99
 chmod -R u+w "$copy/tree"
 header="$copy/tree/include/tslock.h"
-errors="$copy/tree/lib/errors.c"
+errors="$copy/tree/net/errors.c"
 cp "$header" "$copy/tslock.h.orig"
 cp "$errors" "$copy/errors.c.orig"
 

@@ -97,7 +97,7 @@ for v in $versions; do
         continue
     fi
     found=$(sed -n 's/^  hiredis: *\([0-9.]*\).*/\1/p' "$b/configure.out")
-    lacks=$(sed -n 's/^  hiredis lacks: *\(.*\) (lib.*/\1/p' "$b/configure.out")
+    lacks=$(sed -n 's/^  hiredis lacks: *\(.*\) (net.*/\1/p' "$b/configure.out")
     if ! (cd "$b" && make -j"$jobs" >make.out 2>&1); then
         echo "FAIL - build; see $b/make.out"
         printf '| %s | %s | %s | build failed | - |\n' "$v" "$found" \

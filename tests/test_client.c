@@ -272,7 +272,7 @@ static void test_wrap(void)
  * A wrapped connection reconnects in place to where it led, over a Unix
  * socket and over TCP, so the caller's pointer keeps working; with the
  * server gone it is EIO.  On hiredis before 0.13 this is our own
- * redisReconnect (lib/hiredis_compat.c), on later ones hiredis's.
+ * redisReconnect (net/hiredis_compat.c), on later ones hiredis's.
  */
 static void test_wrap_reconnect(void)
 {

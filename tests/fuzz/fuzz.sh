@@ -19,12 +19,13 @@ out="$build/tests/fuzz"
 targets=${*:-"stamp classify handle url options reply"}
 seconds=${FUZZ_SECONDS:-60}
 
-# Every C file of lib/ and compat/ is the library's, so the list cannot
-# drift from Makefile.am.
-lib_sources=$(cd "$src" && echo lib/*.c compat/*.c)
+# Every C file of the library's four layers (lib/, compat/, core/, net/)
+# is the library's, so the list cannot drift from Makefile.am.
+lib_sources=$(cd "$src" && echo lib/*.c compat/*.c core/*.c net/*.c)
 tool_sources="tools/url.c tools/options.c tools/session.c tools/signals.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-    -I$src/include -I$src/lib -I$src/compat -I$build ${HIREDIS_CFLAGS:-}"
+    -I$src/include -I$src/lib -I$src/compat -I$src/core -I$src/net
+    -I$build ${HIREDIS_CFLAGS:-}"
 
 # The sources a target needs besides its own file.
 sources_of() {
@@ -38,7 +39,8 @@ sources_of() {
 # again whenever a source or header is newer than the last build.
 build_objects() {
     stamp="$out/obj/.stamp"
-    if [ -f "$stamp" ] && [ -z "$(find "$src/lib" "$src/compat" "$src/tools" \
+    if [ -f "$stamp" ] && [ -z "$(find "$src/lib" "$src/compat" "$src/core" \
+        "$src/net" "$src/tools" \
         "$src/include" -name '*.[ch]' -newer "$stamp")" ]; then
         return 0
     fi
