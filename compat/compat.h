@@ -1,14 +1,18 @@
 /*
- * compat.h - the one interface between lib/ and compat/: the forms of
- * lock operations for servers without SET NX PX, Lua or WATCH.  lib/
- * calls these and nothing else of compat/; compat/ builds them on what
- * lib/ keeps below both (wire.c, command.c, proof.c, transaction.c,
- * scripts.c) and never calls a scheme of lib/.
+ * compat.h - the second layer of libtslock (compat/), and the one
+ * interface between lib/ and compat/: the forms of lock operations for
+ * servers without SET NX PX, Lua or WATCH.  lib/ calls these and nothing
+ * else of compat/; compat/ builds them on the layers below both, core/
+ * (proofs, names, scripts, transactions, waiting) and net/ (the command
+ * path and the wire), and never calls a scheme of lib/.
  */
 #ifndef TSLOCK_COMPAT_H
 #define TSLOCK_COMPAT_H
 
-#include "tslock_int.h"
+#include "core.h"
+
+/* What tslock__guarded() (lib/guard.c) and its WATCH form change. */
+enum tslock__guarded_op { GUARDED_DEL, GUARDED_SET, GUARDED_PEXPIRE };
 
 /* ---- watch.c: the token scheme and its guard on 2.2 - 2.4 */
 /* tslock__guarded() in its WATCH form; the same arguments. */

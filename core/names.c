@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "core.h"
 
 /*
  * A key with a usable hash tag ("{x}...") keeps it, so its companions
@@ -127,6 +127,17 @@ int tslock__queue_named(tslock_lock *l)
     rc = tslock__queue_names(l);
     memcpy(l->client->errstr, keep, sizeof(keep));
     return rc == TSLOCK_OK;
+}
+
+/*
+ * The entry names the client and says whether it listens: a release
+ * wakes only listeners ('w'), on the channel the entry names, and takes
+ * a listener that no subscriber hears as gone.  A polling entry ('p')
+ * is never woken; it takes its turn at its next retry.
+ */
+void tslock__queue_member(const tslock_lock *l, int listening, char out[35])
+{
+    snprintf(out, 35, "%s%c", l->client->waiter_id, listening ? 'w' : 'p');
 }
 
 /*

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "core.h"
 
 int tslock__lease_runs(tslock_lock *l)
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "core.h"
 
 /*
  * The opening of every script of shared holds (readers and permits):

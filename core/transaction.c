@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "core.h"
 
 static int bare(tslock_lock *l, tslock_step step, redisReply **r)
 {

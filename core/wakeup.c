@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "core.h"
 
 int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
 {

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compat.h"
+#include "tslock_int.h"
 
 /* Claims that find the key changed under them: tries before giving up. */
 #define CLAIM_RETRIES 4

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compat.h"
+#include "tslock_int.h"
 
 int tslock_lock_set_fair(tslock_lock *l, int enabled)
 {
@@ -33,17 +33,6 @@ int tslock_lock_set_fair(tslock_lock *l, int enabled)
 static int64_t alive_ms(const tslock_lock *l)
 {
     return 1000 + 2 * (int64_t)l->retry_max_ms;
-}
-
-/*
- * The entry names the client and says whether it listens: a release
- * wakes only listeners ('w'), on the channel the entry names, and takes
- * a listener that no subscriber hears as gone.  A polling entry ('p')
- * is never woken; it takes its turn at its next retry.
- */
-void tslock__queue_member(const tslock_lock *l, int listening, char out[35])
-{
-    snprintf(out, 35, "%s%c", l->client->waiter_id, listening ? 'w' : 'p');
 }
 
 int tslock__queue_eligible(tslock_lock *l)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compat.h"
+#include "tslock_int.h"
 
 tslock_release_form tslock__best_form(const tslock_client *c)
 {

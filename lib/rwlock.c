@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compat.h"
+#include "tslock_int.h"
 
 int tslock_lock_set_rw(tslock_lock *l, tslock_rw mode)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compat.h"
+#include "tslock_int.h"
 
 int64_t tslock__server_now(tslock_client *c)
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compat.h"
+#include "tslock_int.h"
 
 /*
  * The key exists: read it and its TTL in one round trip.  GET fails with

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "tslock_int.h"
+#include "net.h"
 
 int tslock_client_new(tslock_client **out)
 {

@@ -13,7 +13,7 @@
 #include <sys/random.h>
 #endif
 
-#include "tslock_int.h"
+#include "net.h"
 
 int64_t tslock__system_ms(tslock_clock_id which)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "net.h"
 
 #define MAX_HOPS      16  /* MOVED and ASK followed for one pipeline */
 #define BACKOFF_FIRST 5   /* ms, TRYAGAIN and CLUSTERDOWN */

@@ -3,7 +3,7 @@
  * step hook, then the wire (wire.c) or, on a cluster, the node owning
  * the key's slot (cluster.c).
  */
-#include "tslock_int.h"
+#include "net.h"
 
 int tslock__check_usable(tslock_client *c)
 {

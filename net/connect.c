@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "tslock_int.h"
+#include "net.h"
 
 struct timeval tslock__ms_to_timeval(int ms)
 {

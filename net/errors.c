@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tslock_int.h"
+#include "net.h"
 
 const char *tslock_version(void)
 {

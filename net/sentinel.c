@@ -1,8 +1,8 @@
 /*
  * sentinel.c - finding the master through Redis Sentinel: asking the
  * sentinels in turn, checking that the node they name is the master,
- * going back to them after a failover; and WAIT, which narrows the
- * window in which a failover loses a lock.
+ * going back to them after a failover.  WAIT, which narrows the window
+ * in which a failover loses a lock, is a lock's (lib/replicas.c).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "tslock_int.h"
+#include "net.h"
 
 #define SENTINEL_RETRY_MS 100 /* between passes over the sentinels */
 #define SENTINEL_DEFAULT_MS                                                    \
@@ -285,53 +285,4 @@ int tslock__sentinel_check_role(tslock_client *c, const redisReply *role,
     return tslock__fail(c, TSLOCK_EIO,
                         "%s:%d is not the master of '%s': %s says '%s'",
                         c->host, c->port, c->master_name, how, found);
-}
-
-/* ----------------------------------------------------------------- WAIT */
-
-int tslock__replicas_judge(tslock_lock *l, const redisReply *r)
-{
-    tslock_client *c = l->client;
-
-    if (r->type == REDIS_REPLY_ERROR
-        && (strncmp(r->str, "ERR unknown command", 19) == 0
-            || strstr(r->str, "wrong number of arguments") != NULL))
-        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
-                            "waiting for %d replica%s needs WAIT (Redis 3.0 "
-                            "or later): the server replied -%.200s",
-                            l->replicas, l->replicas == 1 ? "" : "s", r->str);
-    if (r->type != REDIS_REPLY_INTEGER)
-        return tslock__unexpected(c, "WAIT", "an integer", r);
-    if (r->integer < l->replicas)
-        return tslock__fail(c, TSLOCK_EREPLICAS,
-                            "lock '%s': %lld of the %d replica%s asked for "
-                            "acknowledged the write within %d ms",
-                            l->key, (long long)r->integer, l->replicas,
-                            l->replicas == 1 ? "" : "s", l->replicas_ms);
-    return TSLOCK_OK;
-}
-
-int tslock__replicas_wait(tslock_lock *l)
-{
-    char n[16], ms[16];
-    const char *argv[3] = {"WAIT", n, ms};
-    redisReply *r = NULL;
-    int rc;
-
-    snprintf(n, sizeof(n), "%d", l->replicas);
-    snprintf(ms, sizeof(ms), "%d", l->replicas_ms);
-    rc = tslock__command(l->client, TSLOCK_STEP_WAIT, l->key, 3, argv, &r);
-    if (rc == TSLOCK_OK)
-        rc = tslock__replicas_judge(l, r);
-    freeReplyObject(r);
-    return rc;
-}
-
-int tslock_lock_set_replicas(tslock_lock *l, int n, int timeout_ms)
-{
-    if (l == NULL || n < 0 || timeout_ms < 0 || (n > 0 && timeout_ms == 0))
-        return TSLOCK_EINVAL;
-    l->replicas = n;
-    l->replicas_ms = timeout_ms;
-    return TSLOCK_OK;
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "tslock_int.h"
+#include "net.h"
 
 /*
  * A NULL reply from hiredis means the connection is gone or timed out;

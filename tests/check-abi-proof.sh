@@ -96,12 +96,12 @@ expect "tslock_errname(int) changed to (long long)" fail
 restore
 
 # What the user cannot see may change: the client's private structure.
-internal="$copy/tree/lib/tslock_int.h"
-cp "$internal" "$copy/tslock_int.h.orig"
+internal="$copy/tree/net/net.h"
+cp "$internal" "$copy/net.h.orig"
 sed -i 's/^struct tslock_client {$/struct tslock_client {\n    long abi_probe_private[4];/' \
     "$internal"
 expect "a field added to the private struct tslock_client" pass
-cp "$copy/tslock_int.h.orig" "$internal"
+cp "$copy/net.h.orig" "$internal"
 
 printf 'struct tslock_abi_probe {\n    int a;\n};\n%s\n' \
     'TSLOCK_EXTERN int tslock_abi_probe(const struct tslock_abi_probe *p);' \

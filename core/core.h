@@ -1,0 +1,255 @@
+/*
+ * core.h - the middle layer of libtslock (core/): what every scheme of
+ * lib/ and every form of compat/ is built from.  The lock structure;
+ * tokens and stamps; the names beside a lock key; the Lua scripts; what
+ * a hold is judged by; WATCH transactions; the wait between attempts.
+ * It builds on net/ (net.h) alone.
+ */
+#ifndef TSLOCK_CORE_H
+#define TSLOCK_CORE_H
+
+#include <signal.h>
+
+#include "net.h"
+
+#define TSLOCK__VALUE_SIZE 64
+/* 2000-01-01 in Unix ms: the earliest plausible stamp. */
+#define TSLOCK__STAMP_MIN_MS INT64_C(946684800000)
+/* The longest takeover grace: one day. */
+#define TSLOCK__GRACE_MAX_MS INT64_C(86400000)
+
+/* A scheme's operations (lib/tslock_int.h); a lock points at its own. */
+struct tslock__scheme_ops;
+
+struct tslock_lock {
+    tslock_client *client;
+    char *key;
+    tslock_scheme scheme; /* as asked */
+    tslock_scheme used;   /* as used for the current or last hold */
+    const struct tslock__scheme_ops *ops; /* of `used` */
+    tslock_unit unit;
+    tslock_release_form release_form;
+    int64_t ttl_ms;
+    int64_t margin_ms;
+    int64_t grace_ms; /* tslock_lock_set_takeover_grace() */
+    int retry_min_ms;
+    int retry_max_ms;
+    int fencing;
+    int replicas;        /* tslock_lock_set_replicas(): 0 waits for none */
+    int replicas_ms;     /* its WAIT timeout */
+    int replicas_seen;   /* a pipelined WAIT was judged this attempt */
+    int replicas_rc;     /* and its verdict */
+    int reentrant;       /* tslock_lock_set_reentrant() */
+    int held;            /* holds: 0 none; more than 1 re-entered (reentrant) */
+    int waiting;         /* inside a waiting acquire */
+    int wakeup;          /* waits listen for releases (the default) */
+    int listening;       /* this wait listens on the client's subscriber */
+    int woken;           /* the last sleep ended on a release announced */
+    int reconnect_tries; /* reconnects of this wait */
+    char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
+    char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */
+    int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
+    int64_t fence;
+    /*
+     * The bridge scheme's ownership proof (bridge.c): on servers that
+     * keep TTLs and have Lua or WATCH, a hold is ours while the key holds
+     * our stamp, still has a TTL, and its owner key holds our token.
+     */
+    int proof;
+    char *owner_key; /* computed on first use */
+    char *channel;   /* where releases are announced; on first use */
+    /* Fair mode (fair.c): the queue's keys, our place in it. */
+    int fair;
+    char *queue_key, *alive_key, *seq_key;
+    int queued;        /* this acquisition has joined the line (fair.c) */
+    char member[35];   /* as what: tslock__queue_member() */
+    char *wake_prefix; /* "{KEY}:wake:": a waiter's channel, its id after */
+    int64_t queue_rank;
+    char owner_token[33]; /* 32 hex digits */
+    /* Read-write locks and semaphores (shared.c, rwlock.c). */
+    int rw;                               /* tslock_rw */
+    int64_t permits;                      /* 0: not a semaphore */
+    char *holders_key, *intent_key;       /* companions, on first use */
+    char next_member[TSLOCK__VALUE_SIZE]; /* an extension's new entry */
+    /*
+     * Riding out a dropped connection (recover.c): how long release and
+     * extend keep reconnecting, the stamp an extension sent but has not
+     * seen answered, and the last transient fault that was recovered.
+     */
+    int64_t reconnect_ms; /* -1: while the lease leaves room */
+    char pending[TSLOCK__VALUE_SIZE];
+    int64_t pending_end;
+    char orphan[33];   /* a token an interrupted acquire may have left */
+    char given[33];    /* redlock.c: the token to write, "" for a new one */
+    int64_t orphan_at; /* wall ms before that acquire sent it */
+    unsigned recoveries;
+    int recovered_code;
+    char recovered_why[TSLOCK__ERRSTR_SIZE];
+    volatile sig_atomic_t cancel_flag;
+    int cancel_pipe[2]; /* read end polled while waiting */
+};
+
+/* ---- value.c: tokens */
+/* Exactly 32 lowercase hex digits: a token. */
+int tslock__is_token(const char *v, size_t len);
+/* 16 random bytes as 32 hex digits and a NUL, into buf[33]. */
+int tslock__make_token(tslock_client *c, char *buf);
+
+/* ---- stamp.c */
+/* Parse with a reason for the caller's error detail. */
+int tslock__stamp_parse(const char *text, size_t len, tslock_unit unit,
+                        int64_t *expires_ms, const char **why);
+const char *tslock__unit_name(tslock_unit unit);
+/* How far past the classic stamp a bridge stamp may lie, in ms. */
+int64_t tslock__bridge_bound_ms(tslock_unit unit, int64_t ttl_ms);
+int tslock__bridge_stamp(char *buf, size_t size, tslock_unit unit,
+                         int64_t now_ms, int64_t ttl_ms, uint64_t random);
+
+/* ---- names.c: companions of a lock key, in its Cluster hash slot */
+/*
+ * Name key's companion "<key><suffix>" into *slot (once; freed with the
+ * lock): "{key}<suffix>", or "key<suffix>" when key has a hash tag or a
+ * '}'.  TSLOCK_OK or TSLOCK_ENOMEM.
+ */
+int tslock__companion(tslock_lock *l, char **slot, const char *suffix);
+/*
+ * The fencing counter: "key:fence" on a single server (its name since
+ * fencing began), the companion "{key}:fence" on a cluster.  Caller frees.
+ */
+int tslock__fence_key(tslock_lock *l, char **out);
+/* The channel releases of l's key are announced on ("{key}:released"). */
+int tslock__channel(tslock_lock *l);
+/*
+ * The line of waiters' keys ("{key}:queue", ":alive", ":queue-seq"), the
+ * prefix of its wake channels (":wake:"), and this client's id in it.
+ */
+int tslock__queue_names(tslock_lock *l);
+/* The same, as a yes or no that leaves the client's error as it was. */
+int tslock__queue_named(tslock_lock *l);
+/* This client's entry in a line: "<waiter id>w" listening, else "...p". */
+void tslock__queue_member(const tslock_lock *l, int listening, char out[35]);
+/*
+ * Whether a release of l wakes one waiter from the line: a token lock
+ * whose line can be named.  Other schemes' waiters do not queue; they
+ * hear the announcement on the key's channel.
+ */
+int tslock__wakes_one(tslock_lock *l);
+/*
+ * "PUBLISH channel key", the announcement, as one queued command: 1, or
+ * 0 (q untouched) when this client's PUBLISH was refused before.
+ */
+int tslock__publish_queued(tslock_lock *l, const char *argv[3],
+                           struct tslock__queued *q);
+/* Whether r answers a PUBLISH that was refused; remembers the refusal. */
+int tslock__publish_refused(tslock_client *c, const redisReply *r);
+
+/* ---- scripts.c */
+enum tslock__script {
+    SCRIPT_DEL_IF_EQUAL,     /* ARGV[1]=value, [2]=channel: 1 deleted, 0 */
+    SCRIPT_SET_IF_EQUAL,     /* KEYS[1], ARGV[1]=expect, ARGV[2]=new */
+    SCRIPT_PEXPIRE_IF_EQUAL, /* ARGV[1]=expect, ARGV[2]=ms: 1 set, 0 not */
+    SCRIPT_SETNX_PEXPIRE,    /* ARGV[1]=value, ARGV[2]=ms: {1,0} or {0,pttl} */
+    SCRIPT_PTTL_IF_EQUAL,    /* ARGV[1]=expect: pttl, or -3 when not equal */
+    SCRIPT_BRIDGE_CLAIM,     /* KEYS lock, owner: see scripts.c */
+    SCRIPT_BRIDGE_GUARD,     /* KEYS lock, owner: see scripts.c */
+    SCRIPT_QUEUE_TRY,        /* KEYS lock, queue, alive, seq: fair.c */
+    SCRIPT_BREAK,            /* KEYS lock, owner: break.c */
+    SCRIPT_SHARED_ACQUIRE,   /* KEYS lock, holders, intent: shared.c */
+    SCRIPT_SHARED_RELEASE,   /* KEYS lock, holders: shared.c */
+    SCRIPT_SHARED_EXTEND,    /* KEYS lock, holders: shared.c */
+    SCRIPT_RW_EXCLUSIVE,     /* KEYS lock, readers, intent: rwlock.c */
+    SCRIPT_RELEASE_WAKE,     /* KEYS lock, queue, alive: guard.c */
+    SCRIPT_COUNT
+};
+const char *tslock__script_text(enum tslock__script s);
+const char *tslock__script_sha(enum tslock__script s);
+/*
+ * Run a script with EVALSHA, falling back to EVAL on NOSCRIPT.  Error
+ * replies are mapped to codes; *out gets any other reply.
+ */
+int tslock__script_run(tslock_client *c, enum tslock__script s, const char *key,
+                       int nargs, const char **args, redisReply **out);
+int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
+                            const char *const *keys, int nargs,
+                            const char *const *args, redisReply **out);
+
+/* ---- proof.c: what a hold is judged by (lib/ and compat/ share it) */
+/* Whether our lease, less the margin, still runs by our wall clock. */
+int tslock__lease_runs(tslock_lock *l);
+/* ELOST: "lock 'K' was not <verb>: <why>; nothing changed". */
+int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why);
+/* TSLOCK_OK when the GET reply r is exactly expect, else ELOST/EPROTO. */
+int tslock__guard_compare(tslock_lock *l, const redisReply *r,
+                          const char *expect, const char *verb);
+/* Send "STEP key [arg]", the shape of most lock commands. */
+int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
+                        redisReply **r);
+/* A stored value read back: EUNREADABLE with the reason, or its expiry. */
+int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp);
+/* EBUSY, remembering when the holder's lease ends. */
+int tslock__ts_busy(tslock_lock *l, int64_t holder_expires_ms);
+/*
+ * The bridge proof: the reads that show it (GET key, PTTL key -- TTL
+ * before 2.6 -- and GET of the owner key), and the verdict on their
+ * replies: OK, or ELOST saying which part failed.
+ */
+struct tslock__proof_reads {
+    const char *get_key[2], *ttl_key[2], *get_owner[2];
+    struct tslock__queued q[3];
+};
+void tslock__bridge_proof_reads(tslock_lock *l, struct tslock__proof_reads *b);
+int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
+                         const char *verb);
+/*
+ * ELOST for a failed proof, by the guard script's code: -1 the stamp is
+ * not ours, -2 it has no TTL, -3 the owner key names another holder.
+ */
+int tslock__bridge_proof_lost(tslock_lock *l, const char *verb, int code);
+/*
+ * Whether the value found by a claim may be taken over: OK (an expired
+ * stamp), EBUSY (unexpired) or EUNREADABLE.
+ */
+int tslock__bridge_may_take(tslock_lock *l, const redisReply *found);
+/* When a stamp ending at exp may be taken over: exp plus the grace. */
+int64_t tslock__takeover_after(const tslock_lock *l, int64_t exp);
+/* Whether a holder's stamp ending at exp is past it by our clock. */
+int tslock__stamp_expired(tslock_lock *l, int64_t exp);
+
+/* ---- transaction.c: WATCH, MULTI and EXEC */
+/*
+ * WATCH one or two keys and send nreads read commands, in one round trip;
+ * out[i] gets the reply to reads[i].  On failure (error replies too) the
+ * WATCH is undone and nothing is left in out.
+ */
+int tslock__watch_read(tslock_lock *l, int nkeys, const char *const *keys,
+                       int nreads, const struct tslock__queued *reads,
+                       redisReply **out);
+/* Leave no WATCH behind on the connection, keeping the first error. */
+void tslock__unwatch(tslock_lock *l);
+/*
+ * MULTI, the queued commands, EXEC, in one round trip.  *out gets EXEC's
+ * reply: nil when a watched key changed, else an array of one reply per
+ * queued command.
+ */
+int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
+                        redisReply **out);
+/* ms as whole seconds, rounded up: EXPIRE and SETEX before 2.6. */
+void tslock__seconds_up(char *buf, size_t size, int64_t ms);
+
+/* ---- wakeup.c: waiters woken by the release */
+/*
+ * Before a waiting acquire's first try: subscribe the client's second
+ * connection (opened on first use) to the lock's channel, and drop what
+ * it heard before.  Sets l->listening; a failure only means polling.
+ */
+void tslock__listen(tslock_lock *l);
+/*
+ * While listening, wait up to ms for a release message on the
+ * subscriber or a cancel: TSLOCK_OK (woken or timed out), or
+ * TSLOCK_ECANCELED.  Falls back to a plain wait if the subscriber fails.
+ */
+int tslock__wait_for_release(tslock_lock *l, int64_t ms);
+/* Wait up to ms on the lock's cancel pipe; TSLOCK_ECANCELED or OK. */
+int tslock__wait(tslock_lock *l, int64_t ms);
+
+#endif /* TSLOCK_CORE_H */

@@ -1,0 +1,56 @@
+/*
+ * replicas.c - WAIT after a lock's write: how many replicas acknowledged
+ * it, which narrows the window in which a failover to a replica loses
+ * the lock (tslock_lock_set_replicas(3)).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tslock_int.h"
+
+int tslock__replicas_judge(tslock_lock *l, const redisReply *r)
+{
+    tslock_client *c = l->client;
+
+    if (r->type == REDIS_REPLY_ERROR
+        && (strncmp(r->str, "ERR unknown command", 19) == 0
+            || strstr(r->str, "wrong number of arguments") != NULL))
+        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                            "waiting for %d replica%s needs WAIT (Redis 3.0 "
+                            "or later): the server replied -%.200s",
+                            l->replicas, l->replicas == 1 ? "" : "s", r->str);
+    if (r->type != REDIS_REPLY_INTEGER)
+        return tslock__unexpected(c, "WAIT", "an integer", r);
+    if (r->integer < l->replicas)
+        return tslock__fail(c, TSLOCK_EREPLICAS,
+                            "lock '%s': %lld of the %d replica%s asked for "
+                            "acknowledged the write within %d ms",
+                            l->key, (long long)r->integer, l->replicas,
+                            l->replicas == 1 ? "" : "s", l->replicas_ms);
+    return TSLOCK_OK;
+}
+
+int tslock__replicas_wait(tslock_lock *l)
+{
+    char n[16], ms[16];
+    const char *argv[3] = {"WAIT", n, ms};
+    redisReply *r = NULL;
+    int rc;
+
+    snprintf(n, sizeof(n), "%d", l->replicas);
+    snprintf(ms, sizeof(ms), "%d", l->replicas_ms);
+    rc = tslock__command(l->client, TSLOCK_STEP_WAIT, l->key, 3, argv, &r);
+    if (rc == TSLOCK_OK)
+        rc = tslock__replicas_judge(l, r);
+    freeReplyObject(r);
+    return rc;
+}
+
+int tslock_lock_set_replicas(tslock_lock *l, int n, int timeout_ms)
+{
+    if (l == NULL || n < 0 || timeout_ms < 0 || (n > 0 && timeout_ms == 0))
+        return TSLOCK_EINVAL;
+    l->replicas = n;
+    l->replicas_ms = timeout_ms;
+    return TSLOCK_OK;
+}
