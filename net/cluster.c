@@ -544,53 +544,151 @@ static void note_watch(struct tslock__cluster *cl, int node, int asking,
     }
 }
 
+/* Where one pipeline stands in the redirection loop, from round to round. */
+struct route {
+    int node;       /* where the next round goes */
+    int asking;     /* that round goes after ASKING */
+    int hops;       /* MOVED and ASK followed so far */
+    int delay;      /* ms, the next TRYAGAIN or CLUSTERDOWN wait */
+    int64_t waited; /* ms waited on TRYAGAIN and CLUSTERDOWN so far */
+    int watched;    /* the round goes to the connection holding our WATCH */
+    int sel[2 + TSLOCK__MAX_QUEUED + 8]; /* the commands the round sends */
+    int m;                               /* how many of them */
+    char last[160]; /* the last redirection, for the error at the end */
+};
+
+/* Finds a round's first redirection, and whether one hit a MULTI block. */
+static const redisReply *first_redirect(int n, const struct tslock__queued *q,
+                                        redisReply **out, enum redirect *kind,
+                                        int *block)
+{
+    const redisReply *first = NULL;
+    int i, in_multi = 0;
+
+    *kind = NONE;
+    *block = 0;
+    for (i = 0; i < n; i++) {
+        enum redirect r = redirect_of(out[i]);
+        if (is_named(&q[i], "MULTI"))
+            in_multi = 1;
+        if (r != NONE && first == NULL) {
+            first = out[i];
+            *kind = r;
+        }
+        if (r != NONE && in_multi)
+            *block = 1;
+        if (is_named(&q[i], "EXEC"))
+            in_multi = 0;
+    }
+    return first;
+}
+
+/* Picks what goes again: the redirected, whole blocks, a later PUBLISH. */
+static int select_again(int n, const struct tslock__queued *q, redisReply **out,
+                        int block, int *sel)
+{
+    int i, k = 0, in_multi = 0;
+
+    for (i = 0; i < n; i++) {
+        int again = redirect_of(out[i]) != NONE;
+        if (is_named(&q[i], "MULTI"))
+            in_multi = 1;
+        if (in_multi && block)
+            again = 1;
+        if (k > 0 && is_named(&q[i], "PUBLISH")) /* a release's announcement */
+            again = 1;
+        if (is_named(&q[i], "EXEC"))
+            in_multi = 0;
+        if (again) {
+            freeReplyObject(out[i]);
+            out[i] = NULL;
+            sel[k++] = i;
+        }
+    }
+    return k;
+}
+
+/* TRYAGAIN, CLUSTERDOWN: waits, asks the owner again; 0 after too long. */
+static int wait_for_owner(tslock_client *c, unsigned slot, struct route *rt)
+{
+    struct tslock__cluster *cl = c->cluster;
+
+    if (!back_off(c, &rt->waited, &rt->delay))
+        return 0;
+    if (cl->stale || strncmp(rt->last, "CLUSTERDOWN", 11) == 0)
+        reload(c, rt->node);
+    rt->node = cl->owner[slot] != 0 ? cl->owner[slot] - 1 : rt->node;
+    rt->asking = 0;
+    return 1;
+}
+
+/* Follows a MOVED (noting the new owner) or an ASK; 0 when out of hops. */
+static int hop(tslock_client *c, enum redirect kind, int target, int moved_slot,
+               struct route *rt)
+{
+    struct tslock__cluster *cl = c->cluster;
+
+    if (++rt->hops > MAX_HOPS)
+        return 0;
+    if (kind == MOVED) {
+        cl->owner[moved_slot] = (unsigned short)(target + 1);
+        cl->stale = 1;
+        rt->asking = 0;
+    } else {
+        rt->asking = 1;
+    }
+    rt->node = target;
+    rt->watched = 0;
+    if (kind == MOVED && use_node(c, rt->node) == TSLOCK_OK)
+        reload(c, rt->node);
+    return 1;
+}
+
+/* A WATCH cannot follow its transaction elsewhere: fail it, watch again. */
+static int watch_redirected(tslock_client *c, enum redirect kind, int n,
+                            const struct tslock__queued *q, redisReply **out)
+{
+    struct tslock__cluster *cl = c->cluster;
+
+    if (kind == MOVED)
+        cl->stale = 1;
+    cl->watch_node = -1;
+    cl->rewatch = 1;
+    return as_watch_failed(c, n, q, out);
+}
+
 int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
                              const struct tslock__queued *q, redisReply **out)
 {
     struct tslock__cluster *cl = c->cluster;
     unsigned slot = tslock__slot(key, strlen(key));
-    int sel[2 + TSLOCK__MAX_QUEUED + 8];
-    int i, m, rc, asking, hops = 0, delay = BACKOFF_FIRST, watched;
-    int node = first_node(c, slot, n, q, &asking);
-    int64_t waited = 0;
-    char last[160] = "";
+    struct route rt = {.hops = 0, .delay = BACKOFF_FIRST, .waited = 0};
+    int i, rc;
 
-    if (n > (int)(sizeof(sel) / sizeof(sel[0])))
+    rt.node = first_node(c, slot, n, q, &rt.asking);
+    if (n > (int)(sizeof(rt.sel) / sizeof(rt.sel[0])))
         return tslock__fail(c, TSLOCK_EINVAL, "%d commands in one pipeline", n);
-    if (cl->stale && cl->owner[slot] != 0 && use_node(c, node) == TSLOCK_OK)
-        reload(c, node);
+    if (cl->stale && cl->owner[slot] != 0 && use_node(c, rt.node) == TSLOCK_OK)
+        reload(c, rt.node);
     for (i = 0; i < n; i++)
-        sel[i] = i;
-    m = n;
-    watched = cl->watch_node >= 0 && node == cl->watch_node;
+        rt.sel[i] = i;
+    rt.m = n;
+    rt.watched = cl->watch_node >= 0 && rt.node == cl->watch_node;
     for (;;) {
-        const redisReply *first = NULL;
-        enum redirect kind = NONE;
-        int block = 0, in_multi = 0, k = 0, target, moved_slot = 0;
+        const redisReply *first;
+        enum redirect kind;
+        int block, target, moved_slot = 0;
 
-        rc = send_selected(c, node, asking, q, sel, m, out);
+        rc = send_selected(c, rt.node, rt.asking, q, rt.sel, rt.m, out);
         if (rc != TSLOCK_OK) {
             tslock__free_replies(n, out);
             return rc;
         }
-        note_watch(cl, node, asking, q, sel, m, out);
-        /* Which commands were sent elsewhere; a transaction goes whole. */
-        for (i = 0; i < n; i++) {
-            enum redirect r = redirect_of(out[i]);
-            if (is_named(&q[i], "MULTI"))
-                in_multi = 1;
-            if (r != NONE && first == NULL) {
-                first = out[i];
-                kind = r;
-            }
-            if (r != NONE && in_multi)
-                block = 1;
-            if (is_named(&q[i], "EXEC"))
-                in_multi = 0;
-        }
+        note_watch(cl, rt.node, rt.asking, q, rt.sel, rt.m, out);
+        first = first_redirect(n, q, out, &kind, &block);
         if (kind == NONE)
             return TSLOCK_OK;
-        snprintf(last, sizeof(last), "%s", first->str);
+        snprintf(rt.last, sizeof(rt.last), "%s", first->str);
         target = kind == RETRY ? 0 : redirect_target(c, first, &moved_slot);
         if (target < 0) {
             rc = tslock__unexpected(c, "cluster redirection",
@@ -598,62 +696,20 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
             tslock__free_replies(n, out);
             return rc;
         }
-        if (block && watched) {
-            if (kind == MOVED)
-                cl->stale = 1;
-            cl->watch_node = -1;
-            cl->rewatch = 1;
-            return as_watch_failed(c, n, q, out);
-        }
-        /* The commands to send again: redirected ones, whole blocks, and
-         * announcements after the first of them (a release's PUBLISH). */
-        in_multi = 0;
-        for (i = 0; i < n; i++) {
-            int again = redirect_of(out[i]) != NONE;
-            if (is_named(&q[i], "MULTI"))
-                in_multi = 1;
-            if (in_multi && block)
-                again = 1;
-            if (k > 0 && is_named(&q[i], "PUBLISH"))
-                again = 1;
-            if (is_named(&q[i], "EXEC"))
-                in_multi = 0;
-            if (again) {
-                freeReplyObject(out[i]);
-                out[i] = NULL;
-                sel[k++] = i;
-            }
-        }
-        m = k;
+        if (block && rt.watched)
+            return watch_redirected(c, kind, n, q, out);
+        rt.m = select_again(n, q, out, block, rt.sel);
         if (kind == RETRY) {
-            /* A migration is moving some of the keys, or the cluster is
-             * failing over: wait, then ask the slot's owner again. */
-            if (!back_off(c, &waited, &delay))
+            if (!wait_for_owner(c, slot, &rt))
                 break;
-            if (cl->stale || strncmp(last, "CLUSTERDOWN", 11) == 0)
-                reload(c, node);
-            node = cl->owner[slot] != 0 ? cl->owner[slot] - 1 : node;
-            asking = 0;
-            continue;
-        }
-        if (++hops > MAX_HOPS)
+        } else if (!hop(c, kind, target, moved_slot, &rt)) {
             break;
-        if (kind == MOVED) {
-            cl->owner[moved_slot] = (unsigned short)(target + 1);
-            cl->stale = 1;
-            asking = 0;
-        } else {
-            asking = 1;
         }
-        node = target;
-        watched = 0;
-        if (kind == MOVED && use_node(c, node) == TSLOCK_OK)
-            reload(c, node);
     }
     /* Out of hops or patience: nothing of what was redirected ran. */
     tslock__free_replies(n, out);
     return tslock__fail(c, TSLOCK_ECLUSTER,
                         "slot %u of '%s' was not served after %d "
                         "redirections: -%s",
-                        slot, key, hops, last);
+                        slot, key, rt.hops, rt.last);
 }

@@ -60,6 +60,85 @@ static void note(char *buf, size_t size, const char *what)
     buf[len + n] = '\0';
 }
 
+/* Connects to sentinel i, within the connect timeout when one is set. */
+static int connect_sentinel(tslock_client *c, int i, redisContext **ctx,
+                            char *why, size_t why_size)
+{
+    redisContext *made =
+        c->connect_ms > 0
+            ? redisConnectWithTimeout(c->sentinel_hosts[i],
+                                      c->sentinel_ports[i],
+                                      tslock__ms_to_timeval(c->connect_ms))
+            : redisConnect(c->sentinel_hosts[i], c->sentinel_ports[i]);
+
+    return tslock__ready_connection(c, made, ctx, why, why_size);
+}
+
+/* Sends AUTH (when set) and the question in one round trip; *n replies. */
+static int query_sentinel(tslock_client *c, redisContext *ctx, redisReply **r,
+                          int *n)
+{
+    const char *auth[3] = {"AUTH", c->sentinel_user, c->sentinel_password};
+    const char *ask[3] = {"SENTINEL", "get-master-addr-by-name",
+                          c->master_name};
+    struct tslock__queued q[2];
+    int k, rc = TSLOCK_OK;
+
+    *n = 0;
+    if (c->sentinel_password != NULL) {
+        if (c->sentinel_user == NULL)
+            auth[1] = c->sentinel_password;
+        q[*n].step = TSLOCK_STEP_GET;
+        q[*n].argc = c->sentinel_user != NULL ? 3 : 2;
+        q[(*n)++].argv = auth;
+    }
+    q[*n].step = TSLOCK_STEP_GET;
+    q[*n].argc = 3;
+    q[(*n)++].argv = ask;
+    if (tslock__send(ctx, *n, q) != REDIS_OK)
+        rc = TSLOCK_EIO;
+    for (k = 0; k < *n && rc == TSLOCK_OK; k++) {
+        void *reply = NULL;
+        if (redisGetReply(ctx, &reply) != REDIS_OK || reply == NULL)
+            rc = TSLOCK_EIO;
+        r[k] = reply;
+    }
+    return rc;
+}
+
+/* Reads the master's host and port from the answer, or says why not. */
+static int read_master(tslock_client *c, const redisReply *a, char *host,
+                       size_t size, int *port, char *why, size_t why_size)
+{
+    char desc[128];
+
+    if (a->type == REDIS_REPLY_NIL) {
+        snprintf(why, why_size, "knows no master named '%.100s'",
+                 c->master_name);
+        return TSLOCK_ESERVER;
+    }
+    if (a->type == REDIS_REPLY_ERROR) {
+        snprintf(why, why_size, "-%.200s", a->str);
+        return strncmp(a->str, "NOAUTH", 6) == 0 ? TSLOCK_EAUTH
+                                                 : TSLOCK_ESERVER;
+    }
+    if (a->type != REDIS_REPLY_ARRAY || a->elements != 2
+        || a->element[0]->type != REDIS_REPLY_STRING
+        || a->element[1]->type != REDIS_REPLY_STRING
+        || (*port = atoi(a->element[1]->str)) <= 0 || *port > 65535
+        || a->element[0]->len == 0
+        || TSLOCK__REPLY_LEN(a->element[0]) >= size) {
+        snprintf(why, why_size,
+                 "expected [host, port] from SENTINEL "
+                 "get-master-addr-by-name, got %s",
+                 tslock__reply_describe(a, desc, sizeof(desc)));
+        return TSLOCK_EPROTO;
+    }
+    memcpy(host, a->element[0]->str, a->element[0]->len);
+    host[a->element[0]->len] = '\0';
+    return TSLOCK_OK;
+}
+
 /*
  * Ask sentinel i where the master is: AUTH (when set) and SENTINEL
  * get-master-addr-by-name in one round trip.  TSLOCK_OK with host and
@@ -68,79 +147,23 @@ static void note(char *buf, size_t size, const char *what)
 static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
                         int *port, char *why, size_t why_size)
 {
-    const char *auth[3] = {"AUTH", c->sentinel_user, c->sentinel_password};
-    const char *ask[3] = {"SENTINEL", "get-master-addr-by-name",
-                          c->master_name};
-    struct tslock__queued q[2];
     redisContext *ctx;
     redisReply *r[2] = {NULL, NULL};
-    int n = 0, k, rc;
+    int n, rc;
 
-    ctx = c->connect_ms > 0
-              ? redisConnectWithTimeout(c->sentinel_hosts[i],
-                                        c->sentinel_ports[i],
-                                        tslock__ms_to_timeval(c->connect_ms))
-              : redisConnect(c->sentinel_hosts[i], c->sentinel_ports[i]);
-    rc = tslock__ready_connection(c, ctx, &ctx, why, why_size);
+    rc = connect_sentinel(c, i, &ctx, why, why_size);
     if (rc != TSLOCK_OK)
         return rc;
-    if (c->sentinel_password != NULL) {
-        if (c->sentinel_user == NULL)
-            auth[1] = c->sentinel_password;
-        q[n].step = TSLOCK_STEP_GET;
-        q[n].argc = c->sentinel_user != NULL ? 3 : 2;
-        q[n++].argv = auth;
-    }
-    q[n].step = TSLOCK_STEP_GET;
-    q[n].argc = 3;
-    q[n++].argv = ask;
-    if (tslock__send(ctx, n, q) != REDIS_OK)
-        rc = TSLOCK_EIO;
-    for (k = 0; k < n && rc == TSLOCK_OK; k++) {
-        void *reply = NULL;
-        if (redisGetReply(ctx, &reply) != REDIS_OK || reply == NULL)
-            rc = TSLOCK_EIO;
-        r[k] = reply;
-    }
+    rc = query_sentinel(c, ctx, r, &n);
     if (rc != TSLOCK_OK) {
         snprintf(why, why_size, "%s",
                  ctx->errstr[0] ? ctx->errstr : "connection lost");
-        goto out;
-    }
-    if (n == 2 && r[0]->type == REDIS_REPLY_ERROR) {
+    } else if (n == 2 && r[0]->type == REDIS_REPLY_ERROR) {
         snprintf(why, why_size, "AUTH: -%.200s", r[0]->str);
         rc = TSLOCK_EAUTH;
-        goto out;
+    } else {
+        rc = read_master(c, r[n - 1], host, size, port, why, why_size);
     }
-    rc = TSLOCK_OK;
-    {
-        const redisReply *a = r[n - 1];
-        char desc[128];
-        if (a->type == REDIS_REPLY_NIL) {
-            snprintf(why, why_size, "knows no master named '%.100s'",
-                     c->master_name);
-            rc = TSLOCK_ESERVER;
-        } else if (a->type == REDIS_REPLY_ERROR) {
-            snprintf(why, why_size, "-%.200s", a->str);
-            rc = strncmp(a->str, "NOAUTH", 6) == 0 ? TSLOCK_EAUTH
-                                                   : TSLOCK_ESERVER;
-        } else if (a->type != REDIS_REPLY_ARRAY || a->elements != 2
-                   || a->element[0]->type != REDIS_REPLY_STRING
-                   || a->element[1]->type != REDIS_REPLY_STRING
-                   || (*port = atoi(a->element[1]->str)) <= 0 || *port > 65535
-                   || a->element[0]->len == 0
-                   || TSLOCK__REPLY_LEN(a->element[0]) >= size) {
-            snprintf(why, why_size,
-                     "expected [host, port] from SENTINEL "
-                     "get-master-addr-by-name, got %s",
-                     tslock__reply_describe(a, desc, sizeof(desc)));
-            rc = TSLOCK_EPROTO;
-        } else {
-            memcpy(host, a->element[0]->str, a->element[0]->len);
-            host[a->element[0]->len] = '\0';
-        }
-    }
-out:
     freeReplyObject(r[0]);
     freeReplyObject(r[1]);
     redisFree(ctx);

@@ -303,15 +303,10 @@ static int apply_survey_option(int opt, struct cli_options *o)
     }
 }
 
-static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
+/* The switches, which take no value: each sets one flag and cannot fail. */
+static int apply_switch(int opt, struct cli_request *r, struct cli_options *o)
 {
     switch (opt) {
-    case 'u':
-        return take_url(optarg, r);
-    case 'm':
-    case OPT_STAMP:
-    case OPT_CLOCK:
-        return parse_word_option(opt, optarg, o);
     case 'r':
         o->renew = 1;
         return 0;
@@ -324,21 +319,31 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case OPT_FAIR:
         o->fair = 1;
         return 0;
-    case OPT_SHARED:
-    case OPT_EXCLUSIVE: {
-        tslock_rw rw =
-            opt == OPT_SHARED ? TSLOCK_RW_SHARED : TSLOCK_RW_EXCLUSIVE;
-        if (o->permits > 0 || (o->rw != TSLOCK_RW_OFF && o->rw != rw))
-            return kind_conflict();
-        o->rw = rw;
-        return 0;
-    }
     case OPT_POLL:
         o->poll = 1;
         return 0;
     case OPT_FENCE:
         o->fence = 1;
         return 0;
+    case 'q':
+        cli_verbosity = -1;
+        return 0;
+    case 'v':
+        cli_verbosity = 1;
+        return 0;
+    case 'V':
+        r->version = 1;
+        return 0;
+    default: /* 'h' */
+        r->help = 1;
+        return 0;
+    }
+}
+
+/* The options whose value is kept as text, which must not be empty. */
+static int apply_text_option(int opt, struct cli_options *o)
+{
+    switch (opt) {
     case OPT_IF_VALUE:
         if (optarg[0] == '\0')
             return cli_usage_error("--if-value expects the value to delete, "
@@ -355,24 +360,49 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
             return cli_usage_error("--html expects a file name, got ''");
         o->html_path = optarg;
         return 0;
-    case OPT_DOC:
+    default: /* OPT_DOC */
         if (optarg[0] == '\0')
             return cli_usage_error("--doc expects the address of "
                                    "doc/races.md, got ''");
         o->doc_url = optarg;
         return 0;
+    }
+}
+
+static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
+{
+    switch (opt) {
+    case 'u':
+        return take_url(optarg, r);
+    case 'm':
+    case OPT_STAMP:
+    case OPT_CLOCK:
+        return parse_word_option(opt, optarg, o);
+    case 'r':
+    case OPT_KILL_ON_LOSS:
+    case OPT_NO_AUTH_WARNING:
+    case OPT_FAIR:
+    case OPT_POLL:
+    case OPT_FENCE:
     case 'q':
-        cli_verbosity = -1;
-        return 0;
     case 'v':
-        cli_verbosity = 1;
-        return 0;
     case 'V':
-        r->version = 1;
-        return 0;
     case 'h':
-        r->help = 1;
+        return apply_switch(opt, r, o);
+    case OPT_SHARED:
+    case OPT_EXCLUSIVE: {
+        tslock_rw rw =
+            opt == OPT_SHARED ? TSLOCK_RW_SHARED : TSLOCK_RW_EXCLUSIVE;
+        if (o->permits > 0 || (o->rw != TSLOCK_RW_OFF && o->rw != rw))
+            return kind_conflict();
+        o->rw = rw;
         return 0;
+    }
+    case OPT_IF_VALUE:
+    case OPT_SVG:
+    case OPT_HTML:
+    case OPT_DOC:
+        return apply_text_option(opt, o);
     case OPT_FOR:
         if (parse_integer(optarg, 1, MAX_TTL_MS, &o->watch_for_ms) != 0)
             return cli_usage_error("--for expects milliseconds greater than "

@@ -389,13 +389,69 @@ static int lock_clear(pytslock_lock *self)
     return 0;
 }
 
+/* Releases l without the GIL, so other threads run during the round trip. */
+static void release_without_gil(tslock_lock *l)
+{
+    PyThreadState *gil_ = PyEval_SaveThread();
+    (void)tslock_release(l);
+    PyEval_RestoreThread(gil_);
+}
+
+/* Waits without the GIL, Ctrl-C cancelling; -1: Python's handler raised. */
+static int acquire_interruptibly(pytslock_lock *self, tslock_lock *l,
+                                 long long wait_ms, int *rc)
+{
+    int64_t deadline = wait_ms > 0 ? pytslock_mono_ms() + wait_ms : 0;
+    int hooked;
+
+    for (;;) {
+        hooked = wait_ms != 0 ? pytslock_sigint_hook(cancel_lock, l) : 0;
+        self->waiting = l;
+        {
+            PyThreadState *gil_ = PyEval_SaveThread();
+            *rc = tslock_acquire(l, wait_ms);
+            PyEval_RestoreThread(gil_);
+        }
+        self->waiting = NULL;
+        if (hooked)
+            pytslock_sigint_unhook();
+        if (!hooked || !pytslock_sigint_seen())
+            return 0;
+        /* Ctrl-C came: Python's handler runs now; if it raises, let go. */
+        if (PyErr_CheckSignals() < 0) {
+            if (*rc == TSLOCK_OK)
+                release_without_gil(l);
+            return -1;
+        }
+        if (*rc != TSLOCK_ECANCELED)
+            return 0;
+        /* The handler did not raise: wait on for what time is left. */
+        if (wait_ms > 0 && (wait_ms = deadline - pytslock_mono_ms()) <= 0) {
+            *rc = TSLOCK_EBUSY;
+            return 0;
+        }
+    }
+}
+
+/* Keeps the hold and starts its watchdog if asked; -1: raised, let go. */
+static int keep_hold(pytslock_lock *self, tslock_lock *l, pytslock_conn *conn)
+{
+    self->lock = l;
+    self->conn = conn;
+    if (self->auto_renew && watchdog_start(self) != 0) {
+        release_without_gil(l);
+        drop_hold(self);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *lock_acquire(pytslock_lock *self, PyObject *args)
 {
     long long wait_ms;
-    int64_t deadline;
     pytslock_conn *conn;
     tslock_lock *l = NULL;
-    int rc, hooked;
+    int rc;
 
     if (!PyArg_ParseTuple(args, "L", &wait_ms))
         return NULL;
@@ -415,51 +471,11 @@ static PyObject *lock_acquire(pytslock_lock *self, PyObject *args)
         goto fail;
     if (lock_make(self, conn, &l) != 0)
         goto fail_conn;
-    deadline = wait_ms > 0 ? pytslock_mono_ms() + wait_ms : 0;
-    for (;;) {
-        hooked = wait_ms != 0 ? pytslock_sigint_hook(cancel_lock, l) : 0;
-        self->waiting = l;
-        {
-            PyThreadState *gil_ = PyEval_SaveThread();
-            rc = tslock_acquire(l, wait_ms);
-            PyEval_RestoreThread(gil_);
-        }
-        self->waiting = NULL;
-        if (hooked)
-            pytslock_sigint_unhook();
-        if (!hooked || !pytslock_sigint_seen())
-            break;
-        /* Ctrl-C came: Python's handler runs now; if it raises, let go. */
-        if (PyErr_CheckSignals() < 0) {
-            if (rc == TSLOCK_OK) {
-                {
-                    PyThreadState *gil_ = PyEval_SaveThread();
-                    (void)tslock_release(l);
-                    PyEval_RestoreThread(gil_);
-                }
-            }
-            goto fail_lock;
-        }
-        if (rc != TSLOCK_ECANCELED)
-            break;
-        /* The handler did not raise: wait on for what time is left. */
-        if (wait_ms > 0 && (wait_ms = deadline - pytslock_mono_ms()) <= 0) {
-            rc = TSLOCK_EBUSY;
-            break;
-        }
-    }
+    if (acquire_interruptibly(self, l, wait_ms, &rc) < 0)
+        goto fail_lock;
     if (rc == TSLOCK_OK) {
-        self->lock = l;
-        self->conn = conn;
-        if (self->auto_renew && watchdog_start(self) != 0) {
-            {
-                PyThreadState *gil_ = PyEval_SaveThread();
-                (void)tslock_release(l);
-                PyEval_RestoreThread(gil_);
-            }
-            drop_hold(self);
+        if (keep_hold(self, l, conn) != 0)
             goto fail;
-        }
         leave(self);
         Py_RETURN_TRUE;
     }

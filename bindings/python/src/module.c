@@ -219,71 +219,63 @@ static void raw_dealloc(raw_conn *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/*
- * pipeline([args, ...]) -> [reply, ...]: send every command, then read
- * every reply.  A reply that is an error comes back as a LockError
- * instance in its place.  Arguments are str or bytes.
- */
-static PyObject *raw_pipeline(raw_conn *self, PyObject *args)
+/* Appends one command (a sequence of str or bytes); -1 with an exception. */
+static int append_command(raw_conn *self, PyObject *item)
 {
-    PyObject *cmds, *seq, *out = NULL;
-    Py_ssize_t i, n;
+    PyObject *cmd = PySequence_Fast(item, "expected a command as a sequence");
+    Py_ssize_t j, argc;
+    const char **argv;
+    size_t *lens;
     int rc = REDIS_OK;
 
-    if (!PyArg_ParseTuple(args, "O", &cmds))
-        return NULL;
-    if (self->ctx == NULL)
-        return pytslock_raise(TSLOCK_ESTATE, "not connected");
-    if ((seq = PySequence_Fast(cmds, "expected a list of commands")) == NULL)
-        return NULL;
-    n = PySequence_Fast_GET_SIZE(seq);
-    for (i = 0; i < n; i++) {
-        PyObject *cmd = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i),
-                                        "expected a command as a sequence");
-        Py_ssize_t j, argc;
-        const char **argv;
-        size_t *lens;
+    if (cmd == NULL)
+        return -1;
+    argc = PySequence_Fast_GET_SIZE(cmd);
+    argv = PyMem_Calloc((size_t)argc + 1, sizeof(char *));
+    lens = PyMem_Calloc((size_t)argc + 1, sizeof(size_t));
+    for (j = 0; argv != NULL && lens != NULL && j < argc; j++) {
+        PyObject *a = PySequence_Fast_GET_ITEM(cmd, j);
+        Py_ssize_t len = 0;
 
-        if (cmd == NULL)
-            goto done;
-        argc = PySequence_Fast_GET_SIZE(cmd);
-        argv = PyMem_Calloc((size_t)argc + 1, sizeof(char *));
-        lens = PyMem_Calloc((size_t)argc + 1, sizeof(size_t));
-        for (j = 0; argv != NULL && lens != NULL && j < argc; j++) {
-            PyObject *a = PySequence_Fast_GET_ITEM(cmd, j);
-            Py_ssize_t len = 0;
-
-            if (PyUnicode_Check(a))
-                argv[j] = PyUnicode_AsUTF8AndSize(a, &len);
-            else if (PyBytes_Check(a)
-                     && PyBytes_AsStringAndSize(a, (char **)&argv[j], &len)
-                            == 0)
-                ;
-            else {
-                PyErr_SetString(PyExc_TypeError,
-                                "command arguments: expected str or bytes");
-                argv[j] = NULL;
-            }
-            if (argv[j] == NULL)
-                break;
-            lens[j] = (size_t)len;
+        if (PyUnicode_Check(a))
+            argv[j] = PyUnicode_AsUTF8AndSize(a, &len);
+        else if (PyBytes_Check(a)
+                 && PyBytes_AsStringAndSize(a, (char **)&argv[j], &len) == 0)
+            ;
+        else {
+            PyErr_SetString(PyExc_TypeError,
+                            "command arguments: expected str or bytes");
+            argv[j] = NULL;
         }
-        if (argv != NULL && lens != NULL && j == argc)
-            rc = redisAppendCommandArgv(self->ctx, (int)argc, argv, lens);
-        else if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        PyMem_Free(argv);
-        PyMem_Free(lens);
-        Py_DECREF(cmd);
-        if (PyErr_Occurred())
-            goto done;
-        if (rc != REDIS_OK) {
-            pytslock_raise(TSLOCK_ENOMEM, self->ctx->errstr);
-            goto done;
-        }
+        if (argv[j] == NULL)
+            break;
+        lens[j] = (size_t)len;
     }
+    if (argv != NULL && lens != NULL && j == argc)
+        rc = redisAppendCommandArgv(self->ctx, (int)argc, argv, lens);
+    else if (!PyErr_Occurred())
+        PyErr_NoMemory();
+    PyMem_Free(argv);
+    PyMem_Free(lens);
+    Py_DECREF(cmd);
+    if (PyErr_Occurred())
+        return -1;
+    if (rc != REDIS_OK) {
+        pytslock_raise(TSLOCK_ENOMEM, self->ctx->errstr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads n replies into a new list, the GIL let go while each one comes. */
+static PyObject *read_replies(raw_conn *self, Py_ssize_t n)
+{
+    PyObject *out;
+    Py_ssize_t i;
+    int rc;
+
     if ((out = PyList_New(n)) == NULL)
-        goto done;
+        return NULL;
     for (i = 0; i < n; i++) {
         redisReply *r = NULL;
         PyObject *item;
@@ -297,18 +289,42 @@ static PyObject *raw_pipeline(raw_conn *self, PyObject *args)
             pytslock_raise(TSLOCK_EIO, self->ctx->errstr);
             redisFree(self->ctx); /* the stream is out of step now */
             self->ctx = NULL;
-            Py_CLEAR(out);
-            goto done;
+            Py_DECREF(out);
+            return NULL;
         }
         item = reply_to_python(r);
         freeReplyObject(r);
         if (item == NULL) {
-            Py_CLEAR(out);
-            goto done;
+            Py_DECREF(out);
+            return NULL;
         }
         PyList_SET_ITEM(out, i, item);
     }
-done:
+    return out;
+}
+
+/*
+ * pipeline([args, ...]) -> [reply, ...]: send every command, then read
+ * every reply.  A reply that is an error comes back as a LockError
+ * instance in its place.  Arguments are str or bytes.
+ */
+static PyObject *raw_pipeline(raw_conn *self, PyObject *args)
+{
+    PyObject *cmds, *seq, *out = NULL;
+    Py_ssize_t i, n;
+
+    if (!PyArg_ParseTuple(args, "O", &cmds))
+        return NULL;
+    if (self->ctx == NULL)
+        return pytslock_raise(TSLOCK_ESTATE, "not connected");
+    if ((seq = PySequence_Fast(cmds, "expected a list of commands")) == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++)
+        if (append_command(self, PySequence_Fast_GET_ITEM(seq, i)) != 0)
+            break;
+    if (i == n)
+        out = read_replies(self, n);
     Py_DECREF(seq);
     return out;
 }
