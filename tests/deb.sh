@@ -14,7 +14,8 @@ tarball=$1
 src=$(cd "${top_srcdir:-.}" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 out="$build/deb"
-server="${REDIS_SERVER:-redis-server}"
+. "$src/tests/harness.sh"
+need_server
 
 for tool in dpkg-buildpackage dh lintian fakeroot; do
     if ! command -v $tool >/dev/null 2>&1; then
@@ -108,14 +109,8 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-"$server" --port 0 --unixsocket "$dir/redis.sock" --save '' \
-    --appendonly no --dir "$dir" --logfile "$dir/redis.log" &
-pid=$!
-i=0
-while [ ! -S "$dir/redis.sock" ] && [ $i -lt 100 ]; do
-    sleep 0.05
-    i=$((i + 1))
-done
+start_unix_server "$dir/redis.sock" "$dir/redis.log"
+pid=$started
 if "$out/basic" "$dir/redis.sock" deb-key >"$out/basic.out" 2>&1; then
     echo "ok - the example runs with the installed library"
 else

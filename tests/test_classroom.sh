@@ -15,8 +15,6 @@ srcdir="${top_srcdir:-.}"
 builddir="${top_builddir:-.}"
 tool="$builddir/tools/tslock"
 explore="$builddir/tests/explore"
-server="${REDIS_SERVER:-}"
-[ -n "$server" ] || server=redis-server
 chromium="${CHROMIUM:-}"
 [ -n "$chromium" ] || chromium=$(command -v chromium 2>/dev/null || true)
 if [ -z "$chromium" ]; then
@@ -46,12 +44,8 @@ elif [ ! -f "$srcdir/tests/browser/node_modules/puppeteer-core/package.json" ]; 
     echo "      (cd $srcdir/tests/browser && npm ci)   (quickstart.sh does)"
     exit 1
 fi
-if ! command -v "$server" >/dev/null 2>&1; then
-    echo "redis-server not found; skipped"
-    exit 77
-fi
-cli=$(command -v redis-cli 2>/dev/null \
-    || echo "$(dirname "$(command -v "$server")")/redis-cli")
+. "$srcdir/tests/harness.sh"
+need_server
 
 out="$builddir/tests/classroom"
 mkdir -p "$out" || exit 1
@@ -66,18 +60,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-"$server" --port 0 --unixsocket "$sock" --save '' --appendonly no \
-    --dir "$dir" --logfile "$dir/redis.log" &
-pid=$!
-i=0
-until "$cli" -s "$sock" ping >/dev/null 2>&1; do
-    i=$((i + 1))
-    if [ $i -gt 200 ]; then
-        echo "redis-server did not start"
-        exit 1
-    fi
-    sleep 0.05
-done
+start_unix_server "$sock" "$dir/redis.log"
+pid=$started
 
 status=0
 if ! "$tool" -u "unix://$sock" replay --html "$out/races.html" \

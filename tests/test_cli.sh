@@ -8,18 +8,8 @@ set -u
 
 tool="${top_builddir:-.}/tools/tslock"
 legacy="${top_builddir:-.}/tests/legacy_cli"
-server="${REDIS_SERVER:-}"
-[ -n "$server" ] || server=redis-server
-if ! command -v "$server" >/dev/null 2>&1; then
-    echo "redis-server not found; skipped"
-    exit 77
-fi
-cli=$(command -v redis-cli 2>/dev/null \
-    || echo "$(dirname "$(command -v "$server")")/redis-cli")
-if [ ! -x "$cli" ]; then
-    echo "redis-cli not found; skipped"
-    exit 77
-fi
+. "${top_srcdir:-.}/tests/harness.sh"
+need_server
 if [ ! -x "$tool" ]; then
     echo "no tool at $tool"
     exit 1
@@ -46,92 +36,18 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-"$server" --port 0 --unixsocket "$sock" --save '' --appendonly no \
-    --dir "$dir" --logfile "$dir/redis.log" &
-pid=$!
-i=0
-until "$cli" -s "$sock" ping >/dev/null 2>&1; do
-    i=$((i + 1))
-    if [ $i -gt 200 ]; then
-        echo "redis-server did not start"
-        exit 1
-    fi
-    sleep 0.05
-done
+start_unix_server "$sock" "$dir/redis.log"
+pid=$started
 
-passed=0
-failed=0
 out="$dir/out"
 err="$dir/err"
-
-ok() {
-    passed=$((passed + 1))
-    echo "ok - $1"
-}
-
-not_ok() {
-    failed=$((failed + 1))
-    echo "FAIL - $1"
-    [ -s "$err" ] && sed 's/^/    stderr: /' "$err" | head -5
-    [ -s "$out" ] && sed 's/^/    stdout: /' "$out" | head -5
-    return 0
-}
-
-# t NAME STATUS COMMAND...: run it (stdout, stderr to files), check status.
-t() {
-    name=$1
-    want=$2
-    shift 2
-    "$@" >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -eq "$want" ]; then
-        ok "$name"
-    else
-        not_ok "$name (exit $rc, expected $want)"
-    fi
-}
-
-# check NAME COMMAND...: a condition on the last run's files.
-check() {
-    name=$1
-    shift
-    if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-one_line() {
-    [ "$(wc -l <"$err")" -eq 1 ] && grep -q -- "$1" "$err"
-}
 
 no_stderr() {
     [ ! -s "$err" ]
 }
 
-has() {
-    grep -q -- "$1" "$2"
-}
-
 key_exists() {
     [ "$("$cli" -s "$sock" exists "$1")" = 1 ]
-}
-
-# Wait (up to 10 s) for a file to exist: a handshake.
-await_file() {
-    n=0
-    until [ -e "$1" ]; do
-        n=$((n + 1))
-        [ $n -gt 1000 ] && return 1
-        sleep 0.01
-    done
-}
-
-# Wait (up to 10 s) for a file to contain a pattern: a handshake.
-await() {
-    n=0
-    until grep -q -- "$1" "$2" 2>/dev/null; do
-        n=$((n + 1))
-        [ $n -gt 1000 ] && return 1
-        sleep 0.01
-    done
 }
 
 now_ms() {
@@ -882,31 +798,12 @@ done
 # ------------------------------------------------------------- watch
 # MONITOR tells clients apart by address only over TCP (every Unix socket
 # client is "unix:PATH"), so watch gets its own server on loopback.
-# A port may be taken (by another run of this suite, say): the server
-# then exits at once, and the next port is tried.  The server answering
-# is checked to be ours by its directory, never assumed.
-start_watch_server() {
-    for try in 1 2 3 4 5 6 7 8 9 10; do
-        wport=$((20000 + ($$ * 7 + try * 997) % 20000))
-        "$server" --port $wport --bind 127.0.0.1 --save '' --appendonly no \
-            --dir "$dir" --logfile "$dir/watch-redis.log" &
-        w_pid=$!
-        n=0
-        while kill -0 "$w_pid" 2>/dev/null && [ $n -le 200 ]; do
-            [ "$("$cli" -p $wport config get dir 2>/dev/null | tail -1)" = \
-                "$(cd "$dir" && pwd -P)" ] && return 0
-            n=$((n + 1))
-            sleep 0.05
-        done
-        kill "$w_pid" 2>/dev/null
-        wait "$w_pid" 2>/dev/null
-    done
-    return 1
-}
-if ! start_watch_server; then
+if ! start_tcp_server 7 "$dir/watch-redis.log"; then
     echo "no redis-server of ours came up on a loopback port"
     exit 1
 fi
+w_pid=$started
+wport=$started_port
 WU="redis://127.0.0.1:$wport"
 wcli() { "$cli" -p $wport "$@" >/dev/null; }
 $tool -u "$WU" watch --for 20000 wk >"$dir/wout" 2>"$dir/werr" &
@@ -1116,5 +1013,4 @@ t "demo --svg FILE not writable" 71 $tool demo --svg "$dir/no/such/dir.svg"
 check "demo --svg: a bad path fails before any round" \
     eval '! grep -q scheme "$out"'
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

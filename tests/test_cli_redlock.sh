@@ -8,18 +8,8 @@
 set -u
 
 tool="${top_builddir:-.}/tools/tslock"
-server="${REDIS_SERVER:-}"
-[ -n "$server" ] || server=redis-server
-if ! command -v "$server" >/dev/null 2>&1; then
-    echo "redis-server not found; skipped"
-    exit 77
-fi
-cli=$(command -v redis-cli 2>/dev/null \
-    || echo "$(dirname "$(command -v "$server")")/redis-cli")
-if [ ! -x "$cli" ]; then
-    echo "redis-cli not found; skipped"
-    exit 77
-fi
+. "${top_srcdir:-.}/tests/harness.sh"
+need_server
 if [ ! -x "$tool" ]; then
     echo "no tool at $tool"
     exit 1
@@ -41,18 +31,8 @@ trap 'exit 130' INT TERM
 
 # start N: redis-server N on $dir/rN.sock; its pid in pidN.
 start() {
-    "$server" --port 0 --unixsocket "$dir/r$1.sock" --save '' \
-        --appendonly no --dir "$dir" --logfile "$dir/r$1.log" &
-    eval "pid$1=$!"
-    i=0
-    until "$cli" -s "$dir/r$1.sock" ping >/dev/null 2>&1; do
-        i=$((i + 1))
-        if [ $i -gt 200 ]; then
-            echo "redis-server $1 did not start"
-            exit 1
-        fi
-        sleep 0.05
-    done
+    start_unix_server "$dir/r$1.sock" "$dir/r$1.log"
+    eval "pid$1=$started"
 }
 
 # stop N: SIGKILL server N (a master that is down) and wait for it.
@@ -68,51 +48,8 @@ start 1
 start 2
 start 3
 
-passed=0
-failed=0
 out="$dir/out"
 err="$dir/err"
-
-ok() {
-    passed=$((passed + 1))
-    echo "ok - $1"
-}
-
-not_ok() {
-    failed=$((failed + 1))
-    echo "FAIL - $1"
-    [ -s "$err" ] && sed 's/^/    stderr: /' "$err" | head -5
-    [ -s "$out" ] && sed 's/^/    stdout: /' "$out" | head -5
-    return 0
-}
-
-# t NAME STATUS COMMAND...: run it (stdout, stderr to files), check status.
-t() {
-    name=$1
-    want=$2
-    shift 2
-    "$@" >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -eq "$want" ]; then
-        ok "$name"
-    else
-        not_ok "$name (exit $rc, expected $want)"
-    fi
-}
-
-check() {
-    name=$1
-    shift
-    if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-has() {
-    grep -q -- "$1" "$2"
-}
-
-one_line() {
-    [ "$(wc -l <"$err")" -eq 1 ] && grep -q -- "$1" "$err"
-}
 
 # get N KEY: what server N holds under KEY ("" when absent).
 get() {
@@ -241,5 +178,4 @@ check "two down: nothing left on the live master" eval '[ -z "$(get 2 k7)" ]'
 t "two down, waiting 200 ms: still 69" 69 $rl -w 200 k7 -- true
 check "two down, waiting: nothing left" eval '[ -z "$(get 2 k7)" ]'
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

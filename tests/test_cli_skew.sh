@@ -11,14 +11,8 @@ set -u
 tool="${top_builddir:-.}/tools/tslock"
 legacy="${top_builddir:-.}/tests/legacy_cli"
 old="${top_builddir:-.}/tests/oldredis"
-server="${REDIS_SERVER:-}"
-[ -n "$server" ] || server=redis-server
-if ! command -v "$server" >/dev/null 2>&1; then
-    echo "redis-server not found; skipped"
-    exit 77
-fi
-cli=$(command -v redis-cli 2>/dev/null \
-    || echo "$(dirname "$(command -v "$server")")/redis-cli")
+. "${top_srcdir:-.}/tests/harness.sh"
+need_server
 libft="${TSLOCK_LIBFAKETIME:-}"
 if [ -z "$libft" ]; then
     for f in /usr/lib/*/faketime/libfaketime.so.1 \
@@ -53,83 +47,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-passed=0
-failed=0
 out="$dir/out"
 err="$dir/err"
-ok() {
-    passed=$((passed + 1))
-    echo "ok - $1"
-}
-not_ok() {
-    failed=$((failed + 1))
-    echo "FAIL - $1"
-    [ -s "$err" ] && sed 's/^/    stderr: /' "$err" | head -5
-    [ -s "$out" ] && sed 's/^/    stdout: /' "$out" | head -20
-    return 0
-}
-t() {
-    name=$1
-    want=$2
-    shift 2
-    "$@" >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -eq "$want" ]; then ok "$name"; else
-        not_ok "$name (exit $rc, expected $want)"
-    fi
-}
-check() {
-    name=$1
-    shift
-    if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-has() {
-    grep -q -- "$1" "$2"
-}
-await() {
-    n=0
-    until grep -q -- "$1" "$2" 2>/dev/null; do
-        n=$((n + 1))
-        [ $n -gt 1000 ] && return 1
-        sleep 0.01
-    done
-}
-await_file() {
-    n=0
-    until [ -e "$1" ]; do
-        n=$((n + 1))
-        [ $n -gt 1000 ] && return 1
-        sleep 0.01
-    done
-}
+shown=20
 
-# MONITOR names clients by address only over TCP: a loopback server,
-# checked to be ours by its directory.
-for try in 1 2 3 4 5 6 7 8 9 10; do
-    port=$((20000 + ($$ * 11 + try * 991) % 20000))
-    "$server" --port $port --bind 127.0.0.1 --save '' --appendonly no \
-        --dir "$dir" --logfile "$dir/redis.log" &
-    pid=$!
-    n=0
-    up=
-    while kill -0 "$pid" 2>/dev/null && [ $n -le 200 ]; do
-        if [ "$("$cli" -p $port config get dir 2>/dev/null | tail -1)" = \
-            "$(cd "$dir" && pwd -P)" ]; then
-            up=1
-            break
-        fi
-        n=$((n + 1))
-        sleep 0.05
-    done
-    [ -n "$up" ] && break
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=
-done
-if [ -z "$pid" ]; then
+# MONITOR names clients by address only over TCP: a loopback server.
+if ! start_tcp_server 11 "$dir/redis.log"; then
     echo "no redis-server of ours came up on a loopback port"
     exit 1
 fi
+pid=$started
+port=$started_port
 U="redis://127.0.0.1:$port"
 
 # ---------------------------------------------------- bad grace values
@@ -273,5 +201,4 @@ check "watch: only the taker of a live stamp is flagged, not the loser" \
 check "watch: the taker's clock at least 59 s ahead" \
     eval 'grep -Eq "^SKEW: 127\.0\.0\.1:[0-9]+: its clock runs at least (59[0-9]{3}|60[0-9]{3}) ms ahead of the server.s: took over" "$out"'
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

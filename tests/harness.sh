@@ -1,0 +1,140 @@
+# harness.sh - what the shell tests share, sourced (POSIX sh): the
+# redis-server and redis-cli to use, a private server on a Unix socket or
+# on a loopback port, and the checks.  tests/harness.c is the same for the
+# C tests.  A sourcing script sets $dir (its temp dir), $out and $err (the
+# files of the last command run by t), and may set $shown, the lines of
+# stdout printed under a failure (5 unless set).
+
+passed=0
+failed=0
+
+# need_server: $server and $cli, or the test is skipped (77) without them.
+need_server() {
+    server="${REDIS_SERVER:-}"
+    [ -n "$server" ] || server=redis-server
+    if ! command -v "$server" >/dev/null 2>&1; then
+        echo "redis-server not found; skipped"
+        exit 77
+    fi
+    cli=$(command -v redis-cli 2>/dev/null \
+        || echo "$(dirname "$(command -v "$server")")/redis-cli")
+    if [ ! -x "$cli" ]; then
+        echo "redis-cli not found; skipped"
+        exit 77
+    fi
+}
+
+# start_unix_server SOCK LOG: a redis-server on the Unix socket SOCK (its
+# files in $dir, its log in LOG), answering PING; its pid in $started.
+# Exits 1 when it does not answer within 10 s.
+start_unix_server() {
+    "$server" --port 0 --unixsocket "$1" --save '' --appendonly no \
+        --dir "$dir" --logfile "$2" &
+    started=$!
+    n=0
+    until "$cli" -s "$1" ping >/dev/null 2>&1; do
+        n=$((n + 1))
+        if [ $n -gt 200 ]; then
+            echo "redis-server on $1 did not start"
+            kill "$started" 2>/dev/null
+            wait "$started" 2>/dev/null
+            exit 1
+        fi
+        sleep 0.05
+    done
+}
+
+# start_tcp_server SEED LOG: a redis-server on a loopback port, for what
+# tells clients apart by address only over TCP (MONITOR names every Unix
+# socket client "unix:PATH").  A port may be taken (by another run, say):
+# the server then exits at once and the next port is tried, and the one
+# answering is checked to be ours by its directory, never assumed.  SEED
+# spreads the ports of different tests.  Its pid in $started, its port in
+# $started_port; returns 1 when none of ten ports worked.
+start_tcp_server() {
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        started_port=$((20000 + ($$ * $1 + try * 997) % 20000))
+        "$server" --port $started_port --bind 127.0.0.1 --save '' \
+            --appendonly no --dir "$dir" --logfile "$2" &
+        started=$!
+        n=0
+        while kill -0 "$started" 2>/dev/null && [ $n -le 200 ]; do
+            [ "$("$cli" -p $started_port config get dir 2>/dev/null \
+                | tail -1)" = "$(cd "$dir" && pwd -P)" ] && return 0
+            n=$((n + 1))
+            sleep 0.05
+        done
+        kill "$started" 2>/dev/null
+        wait "$started" 2>/dev/null
+    done
+    started=
+    return 1
+}
+
+ok() {
+    passed=$((passed + 1))
+    echo "ok - $1"
+}
+
+not_ok() {
+    failed=$((failed + 1))
+    echo "FAIL - $1"
+    [ -s "$err" ] && sed 's/^/    stderr: /' "$err" | head -5
+    [ -s "$out" ] && sed 's/^/    stdout: /' "$out" | head -"${shown:-5}"
+    return 0
+}
+
+# t NAME STATUS COMMAND...: run it (stdout, stderr to files), check status.
+t() {
+    name=$1
+    want=$2
+    shift 2
+    "$@" >"$out" 2>"$err"
+    rc=$?
+    if [ "$rc" -eq "$want" ]; then
+        ok "$name"
+    else
+        not_ok "$name (exit $rc, expected $want)"
+    fi
+}
+
+# check NAME COMMAND...: a condition on the last run's files.
+check() {
+    name=$1
+    shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+has() {
+    grep -q -- "$1" "$2"
+}
+
+one_line() {
+    [ "$(wc -l <"$err")" -eq 1 ] && grep -q -- "$1" "$err"
+}
+
+# await TEXT FILE, await_file FILE: until it is there, for up to 10 s;
+# the ordering of the tests comes from files the commands write.
+await() {
+    n=0
+    until grep -q -- "$1" "$2" 2>/dev/null; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
+await_file() {
+    n=0
+    until [ -e "$1" ]; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
+# The summary line and the exit status of a test script.
+finish() {
+    echo "$passed passed, $failed failed"
+    [ $failed -eq 0 ]
+}
