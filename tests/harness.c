@@ -819,3 +819,40 @@ int th_await_no_subscriber(const th_server *s, const char *pattern)
     redisFree(raw);
     return gone;
 }
+
+const th_target *th_cur;
+/* The targets of the suites added, in the order CUnit runs them. */
+static const th_target *target_suites[16];
+static int n_target_suites, next_target_suite;
+
+void th_line_targets(th_target t[TH_LINE_TARGETS], const th_server *srv,
+                     const th_server *proxy22)
+{
+    t[0] = (th_target){"modern (script)", srv, ~0u};
+    t[1] = (th_target){"modern, WATCH only", srv,
+                       TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS};
+    t[2] = (th_target){"2.2.15 (WATCH)", proxy22, ~0u};
+}
+
+static int target_suite_init(void)
+{
+    th_cur = target_suites[next_target_suite++];
+    return 0;
+}
+
+CU_pSuite th_target_suite(const th_target *t)
+{
+    if (n_target_suites
+        == (int)(sizeof(target_suites) / sizeof(target_suites[0])))
+        return NULL;
+    target_suites[n_target_suites++] = t;
+    return CU_add_suite(t->name, target_suite_init, NULL);
+}
+
+tslock_client *th_target_client(const th_target *t)
+{
+    tslock_client *c = th_client(t->endpoint);
+
+    tslock_client_limit_caps(c, t->caps);
+    return c;
+}

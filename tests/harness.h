@@ -201,4 +201,24 @@ int th_await_no_subscriber(const th_server *s, const char *pattern);
 long long th_queue_length(const th_server *s, const char *key);
 int th_await_queue(const th_server *s, const char *key, long long n);
 
+/*
+ * The generations a token lock's line of waiters runs on (test_fair,
+ * test_wakeone), one CUnit suite each: scripts on a modern server, WATCH
+ * alone on it, and Redis 2.2.15 through the proxy in front of it.
+ * th_line_targets() fills t over srv and proxy22; th_target_suite() adds
+ * t's suite, whose init makes t th_cur, the target its tests run on;
+ * th_target_client() is a client of t's endpoint limited to t's caps.
+ */
+typedef struct th_target {
+    const char *name;
+    const th_server *endpoint;
+    unsigned caps;
+} th_target;
+#define TH_LINE_TARGETS 3
+extern const th_target *th_cur;
+void th_line_targets(th_target t[TH_LINE_TARGETS], const th_server *srv,
+                     const th_server *proxy22);
+CU_pSuite th_target_suite(const th_target *t);
+tslock_client *th_target_client(const th_target *t);
+
 #endif /* TSLOCK_TEST_HARNESS_H */

@@ -19,32 +19,12 @@
 
 static th_server srv, proxy22;
 
-/* The generations fair mode runs on: scripts, WATCH only, Redis 2.2. */
-static const struct target {
-    const char *name;
-    const th_server *endpoint;
-    unsigned caps;
-} targets[] = {
-    {"modern (script)", &srv, ~0u},
-    {"modern, WATCH only", &srv, TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS},
-    {"2.2.15 (WATCH)", &proxy22, ~0u},
-};
-#define N_TARGETS 3
-static const struct target *cur;
-static int next_target;
-
-static int target_init(void)
-{
-    cur = &targets[next_target++];
-    return 0;
-}
+/* The generations the line runs on, one suite each (th_cur). */
+static th_target targets[TH_LINE_TARGETS];
 
 static tslock_client *client(void)
 {
-    tslock_client *c = th_client(cur->endpoint);
-
-    tslock_client_limit_caps(c, cur->caps);
-    return c;
+    return th_target_client(th_cur);
 }
 
 static tslock_lock *fair_lock(tslock_client *c, const char *key)
@@ -83,7 +63,7 @@ static void test_fair_order(void)
 
     CU_ASSERT_FATAL(pipe(log) == 0);
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
-    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:order"),
+    CU_ASSERT_EQUAL(th_queue_length(th_cur->endpoint, "fair:order"),
                     0); /* try-once left none */
     fflush(stdout);
     for (i = 0; i < 5; i++) {
@@ -91,7 +71,7 @@ static void test_fair_order(void)
         CU_ASSERT_FATAL(pids[i] >= 0);
         if (pids[i] == 0)
             waiter(i, log[1]);
-        CU_ASSERT_FATAL(th_await_queue(cur->endpoint, "fair:order", i + 1));
+        CU_ASSERT_FATAL(th_await_queue(th_cur->endpoint, "fair:order", i + 1));
     }
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     for (i = 0; i < 5; i++)
@@ -102,7 +82,7 @@ static void test_fair_order(void)
     CU_ASSERT_EQUAL(read(log[0], order, 5), 5);
     CU_ASSERT_STRING_EQUAL(order, "12345");
     printf("\n    served in the order %s ", order);
-    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:order"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(th_cur->endpoint, "fair:order"), 0);
     close(log[0]);
     close(log[1]);
     tslock_lock_free(h);
@@ -135,7 +115,7 @@ static void dead_waiter_leaves(int sig)
         tslock_acquire(dl, 60000);
         _exit(0);
     }
-    CU_ASSERT_FATAL(th_await_queue(cur->endpoint, "fair:dead", 1));
+    CU_ASSERT_FATAL(th_await_queue(th_cur->endpoint, "fair:dead", 1));
     kill(dead, sig);
     if (sig == SIGKILL) {
         waitpid(dead, NULL, 0);
@@ -148,7 +128,7 @@ static void dead_waiter_leaves(int sig)
         CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY); /* queued */
         CU_ASSERT_EQUAL(tslock_acquire(l, 10000), TSLOCK_OK);
     }
-    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:dead"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(th_cur->endpoint, "fair:dead"), 0);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
     if (sig != SIGKILL) {
         kill(dead, SIGKILL);
@@ -238,7 +218,7 @@ static void test_fair_refusals(void)
     tslock_client_limit_caps(c, 0); /* as Redis 2.0: no Lua, no WATCH */
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EUNSUPPORTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "WATCH"));
-    CU_ASSERT_EQUAL(th_queue_length(cur->endpoint, "fair:no"), 0);
+    CU_ASSERT_EQUAL(th_queue_length(th_cur->endpoint, "fair:no"), 0);
     tslock_lock_free(l);
     tslock_client_free(c);
 }
@@ -256,8 +236,9 @@ int main(void)
         goto out;
     if (CU_initialize_registry() != CUE_SUCCESS)
         goto out;
-    for (i = 0; i < N_TARGETS; i++) {
-        s = CU_add_suite(targets[i].name, target_init, NULL);
+    th_line_targets(targets, &srv, &proxy22);
+    for (i = 0; i < TH_LINE_TARGETS; i++) {
+        s = th_target_suite(&targets[i]);
         CU_add_test(s, "five waiters served in order", test_fair_order);
         CU_add_test(s, "a paused or dead waiter leaves the queue",
                     test_dead_waiter_leaves);

@@ -23,31 +23,12 @@
 
 static th_server srv, proxy22;
 
-static const struct target {
-    const char *name;
-    const th_server *endpoint;
-    unsigned caps;
-} targets[] = {
-    {"modern (script)", &srv, ~0u},
-    {"modern, WATCH only", &srv, TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS},
-    {"2.2.15 (WATCH)", &proxy22, ~0u},
-};
-#define N_TARGETS 3
-static const struct target *cur;
-static int next_target;
-
-static int target_init(void)
-{
-    cur = &targets[next_target++];
-    return 0;
-}
+/* The generations the line runs on, one suite each (th_cur). */
+static th_target targets[TH_LINE_TARGETS];
 
 static tslock_client *client(void)
 {
-    tslock_client *c = th_client(cur->endpoint);
-
-    tslock_client_limit_caps(c, cur->caps);
-    return c;
+    return th_target_client(th_cur);
 }
 
 static tslock_lock *token_lock(tslock_client *c, const char *key, int retry)
@@ -280,7 +261,7 @@ static void test_naive_wake_one_loses_the_wake(void)
     redisContext *raw;
     int naive;
 
-    if (cur != &targets[0])
+    if (th_cur != &targets[0])
         return; /* the line and channels are the same on every form */
     hc = client();
     h = token_lock(hc, "one:naive", 50);
@@ -493,7 +474,7 @@ static void test_previous_protocol(void)
     struct waiter w;
     int woken;
 
-    if (cur->caps != ~0u || cur->endpoint != &srv)
+    if (th_cur->caps != ~0u || th_cur->endpoint != &srv)
         return; /* the previous release's fixture speaks scripts */
     hc = client();
     h = token_lock(hc, "one:mixed", 50);
@@ -588,13 +569,13 @@ static void test_line_bounded(void)
     redisContext *raw = th_redis(&srv);
     redisReply *r;
     int i, crashed = 0;
-    int waits = cur == &targets[0] ? th_rounds(10000) : th_rounds(1000);
+    int waits = th_cur == &targets[0] ? th_rounds(10000) : th_rounds(1000);
     int every = waits >= 20 ? waits / 20 : 1;
     /* The line's idle expiry: 2 (1 s + 2 retry); whole seconds by WATCH. */
     long long idle = 2 * (1000 + 2 * 1), bound = idle;
 
-    if (cur != &targets[0]) /* whole seconds, and before 2.6 one more */
-        bound = ((idle + 999) / 1000 + (cur == &targets[2])) * 1000;
+    if (th_cur != &targets[0]) /* whole seconds, and before 2.6 one more */
+        bound = ((idle + 999) / 1000 + (th_cur == &targets[2])) * 1000;
     tslock_lock_set_ttl(h, 600000); /* outlasts the 10,000 waits */
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
     for (i = 0; i < waits; i++) {
@@ -633,8 +614,9 @@ int main(void)
         goto out;
     if (CU_initialize_registry() != CUE_SUCCESS)
         goto out;
-    for (i = 0; i < N_TARGETS; i++) {
-        s = CU_add_suite(targets[i].name, target_init, NULL);
+    th_line_targets(targets, &srv, &proxy22);
+    for (i = 0; i < TH_LINE_TARGETS; i++) {
+        s = th_target_suite(&targets[i]);
         CU_add_test(s, "a release wakes the next waiter alone, in order",
                     test_wakes_one_in_order);
         CU_add_test(s, "the head killed: the wake passes on at once",
