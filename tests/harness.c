@@ -825,13 +825,18 @@ const th_target *th_cur;
 static const th_target *target_suites[16];
 static int n_target_suites, next_target_suite;
 
-void th_line_targets(th_target t[TH_LINE_TARGETS], const th_server *srv,
-                     const th_server *proxy22)
+int th_line_start(th_target t[TH_LINE_TARGETS], th_server *srv,
+                  th_server *proxy22)
 {
+    if (th_server_start(srv, NULL) != 0
+        || th_proxy_start(proxy22, srv, "2.2.15") != 0
+        || CU_initialize_registry() != CUE_SUCCESS)
+        return -1;
     t[0] = (th_target){"modern (script)", srv, ~0u};
     t[1] = (th_target){"modern, WATCH only", srv,
                        TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS};
     t[2] = (th_target){"2.2.15 (WATCH)", proxy22, ~0u};
+    return 0;
 }
 
 static int target_suite_init(void)

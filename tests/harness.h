@@ -205,7 +205,9 @@ int th_await_queue(const th_server *s, const char *key, long long n);
  * The generations a token lock's line of waiters runs on (test_fair,
  * test_wakeone), one CUnit suite each: scripts on a modern server, WATCH
  * alone on it, and Redis 2.2.15 through the proxy in front of it.
- * th_line_targets() fills t over srv and proxy22; th_target_suite() adds
+ * th_line_start() starts srv and proxy22 (2.2.15 in front of srv),
+ * initializes the CUnit registry and fills t: 0, or -1 (stop both with
+ * th_server_stop and th_proxy_stop either way).  th_target_suite() adds
  * t's suite, whose init makes t th_cur, the target its tests run on;
  * th_target_client() is a client of t's endpoint limited to t's caps.
  */
@@ -216,8 +218,8 @@ typedef struct th_target {
 } th_target;
 #define TH_LINE_TARGETS 3
 extern const th_target *th_cur;
-void th_line_targets(th_target t[TH_LINE_TARGETS], const th_server *srv,
-                     const th_server *proxy22);
+int th_line_start(th_target t[TH_LINE_TARGETS], th_server *srv,
+                  th_server *proxy22);
 CU_pSuite th_target_suite(const th_target *t);
 tslock_client *th_target_client(const th_target *t);
 

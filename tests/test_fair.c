@@ -230,13 +230,10 @@ int main(void)
 
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED || th_server_start(&srv, NULL) != 0)
+    if (sh == MAP_FAILED)
         return 1;
-    if (th_proxy_start(&proxy22, &srv, "2.2.15") != 0)
+    if (th_line_start(targets, &srv, &proxy22) != 0)
         goto out;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        goto out;
-    th_line_targets(targets, &srv, &proxy22);
     for (i = 0; i < TH_LINE_TARGETS; i++) {
         s = th_target_suite(&targets[i]);
         CU_add_test(s, "five waiters served in order", test_fair_order);

@@ -608,13 +608,8 @@ int main(void)
     CU_pSuite s;
     int i, rc = 1;
 
-    if (th_server_start(&srv, NULL) != 0)
-        return 1;
-    if (th_proxy_start(&proxy22, &srv, "2.2.15") != 0)
+    if (th_line_start(targets, &srv, &proxy22) != 0)
         goto out;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        goto out;
-    th_line_targets(targets, &srv, &proxy22);
     for (i = 0; i < TH_LINE_TARGETS; i++) {
         s = th_target_suite(&targets[i]);
         CU_add_test(s, "a release wakes the next waiter alone, in order",
