@@ -244,12 +244,11 @@ void tslock__seconds_up(char *buf, size_t size, int64_t ms);
  */
 void tslock__listen(tslock_lock *l);
 /*
- * While listening, wait up to ms for a release message on the
- * subscriber or a cancel: TSLOCK_OK (woken or timed out), or
- * TSLOCK_ECANCELED.  Falls back to a plain wait if the subscriber fails.
+ * Wait up to ms on the lock's cancel pipe and, while listening, for a
+ * release message on the subscriber: TSLOCK_OK (woken, l->woken set, or
+ * timed out), TSLOCK_ECANCELED or TSLOCK_EIO.  Falls back to a plain
+ * wait if the subscriber fails.
  */
-int tslock__wait_for_release(tslock_lock *l, int64_t ms);
-/* Wait up to ms on the lock's cancel pipe; TSLOCK_ECANCELED or OK. */
 int tslock__wait(tslock_lock *l, int64_t ms);
 
 #endif /* TSLOCK_CORE_H */

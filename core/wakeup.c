@@ -157,7 +157,12 @@ void tslock__listen(tslock_lock *l)
     l->listening = 1;
 }
 
-int tslock__wait_for_release(tslock_lock *l, int64_t ms)
+/*
+ * Sleep up to ms on the cancel pipe and, while the wait listens, on the
+ * subscriber: a message there that announces a release ends it early.
+ * Without a subscriber the second descriptor is -1, which poll() skips.
+ */
+static int wait_for_release(tslock_lock *l, int64_t ms)
 {
     int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
     tslock_client *c = l->client;
@@ -200,24 +205,6 @@ int tslock__wait_for_release(tslock_lock *l, int64_t ms)
  */
 int tslock__wait(tslock_lock *l, int64_t ms)
 {
-    int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
-
     l->woken = 0;
-    if (l->listening)
-        return tslock__wait_for_release(l, ms);
-    for (;;) {
-        struct pollfd pfd = {.fd = l->cancel_pipe[0], .events = POLLIN};
-        int64_t left = end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
-        int n;
-
-        if (l->cancel_flag)
-            return TSLOCK_ECANCELED;
-        if (left <= 0)
-            return TSLOCK_OK;
-        n = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
-        if (n < 0 && errno != EINTR)
-            return TSLOCK_EIO;
-        if (n > 0 || l->cancel_flag)
-            return TSLOCK_ECANCELED;
-    }
+    return wait_for_release(l, ms);
 }
