@@ -138,29 +138,6 @@ static int del_transaction(tslock_lock *l, const char *wake, redisReply **out)
     return rc;
 }
 
-/*
- * The woken waiter was heard by no subscriber (it died): drop its entry
- * and announce the release on the key's channel instead, so every waiter
- * tries.  One more round trip, only after a waiter died; outside the
- * transaction, since it only wakes.
- */
-static void wake_passed_on(tslock_lock *l, const char *gone)
-{
-    const char *zq[3] = {"ZREM", l->queue_key, gone};
-    const char *za[3] = {"ZREM", l->alive_key, gone};
-    const char *pub[3] = {"PUBLISH", l->channel, l->key};
-    const struct tslock__queued q[3] = {{TSLOCK_STEP_ZREM, 3, zq},
-                                        {TSLOCK_STEP_ZREM, 3, za},
-                                        {TSLOCK_STEP_PUBLISH, 3, pub}};
-    char keep[TSLOCK__ERRSTR_SIZE];
-    redisReply *r[3];
-
-    memcpy(keep, l->client->errstr, sizeof(keep));
-    if (tslock__pipeline(l->client, l->key, 3, q, r) == TSLOCK_OK)
-        tslock__free_replies(3, r);
-    memcpy(l->client->errstr, keep, sizeof(keep));
-}
-
 static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
                               const char *expect, const char *arg,
                               int check_lease, const char *verb)
@@ -206,10 +183,15 @@ static int guarded_watch_once(tslock_lock *l, enum tslock__guarded_op op,
     else if (r->element[0]->type == REDIS_REPLY_INTEGER
              && r->element[0]->integer != 1)
         rc = tslock__guard_lost(l, verb, "the key vanished before EXEC");
+    /*
+     * The woken waiter was heard by no subscriber (it died): drop its
+     * entry and announce on the key's channel, so every waiter tries.
+     * One more round trip, only after a waiter died.
+     */
     if (rc == TSLOCK_OK && wake[0] && r->elements == 2
         && r->element[1]->type == REDIS_REPLY_INTEGER
         && r->element[1]->integer == 0 && l->client->cluster == NULL)
-        wake_passed_on(l, wake);
+        tslock__line_drop(l, wake, 1);
     freeReplyObject(r);
     return rc;
 }

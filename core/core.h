@@ -142,6 +142,11 @@ int tslock__publish_queued(tslock_lock *l, const char *argv[3],
                            struct tslock__queued *q);
 /* Whether r answers a PUBLISH that was refused; remembers the refusal. */
 int tslock__publish_refused(tslock_client *c, const redisReply *r);
+/*
+ * Take entry out of l's line and, with announce, announce the release on
+ * the key's channel: one round trip, best effort, the error left as it was.
+ */
+void tslock__line_drop(tslock_lock *l, const char *entry, int announce);
 
 /* ---- scripts.c */
 enum tslock__script {

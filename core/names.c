@@ -150,3 +150,27 @@ int tslock__wakes_one(tslock_lock *l)
     return l->used == TSLOCK_SCHEME_TOKEN && !l->client->publish_refused
            && tslock__queue_named(l);
 }
+
+/*
+ * Take entry out of l's line (its place and its liveness) and, with
+ * announce, say on the key's channel that the key is free, in one round
+ * trip.  Best effort, leaving the client's error as it was: an entry
+ * left behind lapses by itself, and a lost announcement leaves waiters
+ * to their retry delay.
+ */
+void tslock__line_drop(tslock_lock *l, const char *entry, int announce)
+{
+    const char *zq[3] = {"ZREM", l->queue_key, entry};
+    const char *za[3] = {"ZREM", l->alive_key, entry};
+    const char *publish[3];
+    struct tslock__queued q[3] = {{TSLOCK_STEP_ZREM, 3, zq},
+                                  {TSLOCK_STEP_ZREM, 3, za}};
+    int n = 2 + (announce ? tslock__publish_queued(l, publish, &q[2]) : 0);
+    char keep[TSLOCK__ERRSTR_SIZE];
+    redisReply *r[3];
+
+    memcpy(keep, l->client->errstr, sizeof(keep));
+    if (tslock__pipeline(l->client, l->key, n, q, r) == TSLOCK_OK)
+        tslock__free_replies(n, r);
+    memcpy(l->client->errstr, keep, sizeof(keep));
+}

@@ -159,21 +159,8 @@ int tslock__fair_try(tslock_lock *l)
  */
 void tslock__fair_leave(tslock_lock *l)
 {
-    const char *zq[3] = {"ZREM", l->queue_key, l->member};
-    const char *za[3] = {"ZREM", l->alive_key, l->member};
-    const struct tslock__queued q[2] = {{TSLOCK_STEP_ZREM, 3, zq},
-                                        {TSLOCK_STEP_ZREM, 3, za}};
-    char keep[TSLOCK__ERRSTR_SIZE];
-    redisReply *r[2];
-
-    if (!l->queued || l->queue_key == NULL || l->client->broken) {
-        l->queued = 0;
-        return;
-    }
-    memcpy(keep, l->client->errstr, sizeof(keep));
-    if (tslock__pipeline(l->client, l->key, 2, q, r) == TSLOCK_OK)
-        tslock__free_replies(2, r);
-    memcpy(l->client->errstr, keep, sizeof(keep));
+    if (l->queued && l->queue_key != NULL && !l->client->broken)
+        tslock__line_drop(l, l->member, 0);
     l->queued = 0;
 }
 
