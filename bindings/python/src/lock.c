@@ -100,6 +100,23 @@ static int lock_make(pytslock_lock *self, pytslock_conn *conn,
     return 0;
 }
 
+/*
+ * A pooled connection and a new lock object on it, for a hold or an
+ * inspection.  Returns -1 with an exception set and nothing taken, so
+ * that no caller has a connection to give back on that path.
+ */
+static int take_fresh(pytslock_lock *self, pytslock_conn **conn,
+                      tslock_lock **l)
+{
+    if ((*conn = pytslock_pool_take(self->client)) == NULL)
+        return -1;
+    if (lock_make(self, *conn, l) != 0) {
+        pytslock_pool_give(self->client, *conn);
+        return -1;
+    }
+    return 0;
+}
+
 /* Forget the hold (after release, loss, or in a fork child). */
 static void drop_hold(pytslock_lock *self)
 {
@@ -389,12 +406,17 @@ static int lock_clear(pytslock_lock *self)
     return 0;
 }
 
-/* Releases l without the GIL, so other threads run during the round trip. */
-static void release_without_gil(tslock_lock *l)
+/*
+ * Releases l without the GIL, so other threads run during the round trip;
+ * returns the library's status, which only release() reports.
+ */
+static int release_without_gil(tslock_lock *l)
 {
     PyThreadState *gil_ = PyEval_SaveThread();
-    (void)tslock_release(l);
+    int rc = tslock_release(l);
+
     PyEval_RestoreThread(gil_);
+    return rc;
 }
 
 /* Waits without the GIL, Ctrl-C cancelling; -1: Python's handler raised. */
@@ -420,7 +442,7 @@ static int acquire_interruptibly(pytslock_lock *self, tslock_lock *l,
         /* Ctrl-C came: Python's handler runs now; if it raises, let go. */
         if (PyErr_CheckSignals() < 0) {
             if (*rc == TSLOCK_OK)
-                release_without_gil(l);
+                (void)release_without_gil(l);
             return -1;
         }
         if (*rc != TSLOCK_ECANCELED)
@@ -439,7 +461,7 @@ static int keep_hold(pytslock_lock *self, tslock_lock *l, pytslock_conn *conn)
     self->lock = l;
     self->conn = conn;
     if (self->auto_renew && watchdog_start(self) != 0) {
-        release_without_gil(l);
+        (void)release_without_gil(l);
         drop_hold(self);
         return -1;
     }
@@ -467,10 +489,8 @@ static PyObject *lock_acquire(pytslock_lock *self, PyObject *args)
                  self->name);
         return pytslock_raise(TSLOCK_ESTATE, msg);
     }
-    if ((conn = pytslock_pool_take(self->client)) == NULL)
+    if (take_fresh(self, &conn, &l) != 0)
         goto fail;
-    if (lock_make(self, conn, &l) != 0)
-        goto fail_conn;
     if (acquire_interruptibly(self, l, wait_ms, &rc) < 0)
         goto fail_lock;
     if (rc == TSLOCK_OK) {
@@ -489,7 +509,6 @@ static PyObject *lock_acquire(pytslock_lock *self, PyObject *args)
     raise_on(conn, rc);
 fail_lock:
     tslock_lock_free(l);
-fail_conn:
     pytslock_pool_give(self->client, conn);
 fail:
     leave(self);
@@ -505,23 +524,35 @@ static PyObject *not_held(pytslock_lock *self, const char *what)
     return pytslock_raise(TSLOCK_ESTATE, msg);
 }
 
+/*
+ * The opening of release and extend: enter, refuse when not held (what
+ * names the operation), and stop the watchdog, which must not renew
+ * while the hold changes.  Returns 0 entered, the hold still ours; -1
+ * with an exception set and the object left.
+ */
+static int begin_on_hold(pytslock_lock *self, const char *what)
+{
+    if (enter(self) < 0)
+        return -1;
+    if (self->lock == NULL) {
+        leave(self);
+        not_held(self, what);
+        return -1;
+    }
+    if (pause_watchdog(self) != 0) {
+        leave(self);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *lock_release(pytslock_lock *self, PyObject *Py_UNUSED(x))
 {
     int rc;
 
-    if (enter(self) < 0)
+    if (begin_on_hold(self, "release") != 0)
         return NULL;
-    if (self->lock == NULL) {
-        leave(self);
-        return not_held(self, "release");
-    }
-    if (pause_watchdog(self) != 0)
-        goto fail;
-    {
-        PyThreadState *gil_ = PyEval_SaveThread();
-        rc = tslock_release(self->lock);
-        PyEval_RestoreThread(gil_);
-    }
+    rc = release_without_gil(self->lock);
     if (rc == TSLOCK_OK) {
         drop_hold(self);
         leave(self);
@@ -531,7 +562,6 @@ static PyObject *lock_release(pytslock_lock *self, PyObject *Py_UNUSED(x))
     if (rc == TSLOCK_ELOST || rc == TSLOCK_EWRONGTYPE
         || !tslock_lock_is_held(self->lock))
         drop_hold(self);
-fail:
     leave(self);
     return NULL;
 }
@@ -547,14 +577,8 @@ static PyObject *lock_extend(pytslock_lock *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError,
                             "extend: expected a lease >= 0 ms, got %lld",
                             ttl_ms);
-    if (enter(self) < 0)
+    if (begin_on_hold(self, "extend") != 0)
         return NULL;
-    if (self->lock == NULL) {
-        leave(self);
-        return not_held(self, "extend");
-    }
-    if (pause_watchdog(self) != 0)
-        goto fail;
     {
         PyThreadState *gil_ = PyEval_SaveThread();
         rc = tslock_extend(self->lock, ttl_ms);
@@ -633,12 +657,8 @@ static PyObject *lock_adopt(pytslock_lock *self, PyObject *args)
         return pytslock_raise(TSLOCK_ESTATE, "adopt: this Lock object already "
                                              "holds the lock");
     }
-    if ((conn = pytslock_pool_take(self->client)) == NULL)
+    if (take_fresh(self, &conn, &l) != 0)
         goto fail;
-    if (lock_make(self, conn, &l) != 0) {
-        pytslock_pool_give(self->client, conn);
-        goto fail;
-    }
     if ((rc = tslock_lock_adopt(l, handle)) != TSLOCK_OK) {
         raise_on(conn, rc);
         tslock_lock_free(l);
@@ -698,12 +718,8 @@ static PyObject *inspect(pytslock_lock *self, int what, const char *arg)
     int rc;
 
     check_fork(self);
-    if ((conn = pytslock_pool_take(self->client)) == NULL)
+    if (take_fresh(self, &conn, &l) != 0)
         return NULL;
-    if (lock_make(self, conn, &l) != 0) {
-        pytslock_pool_give(self->client, conn);
-        return NULL;
-    }
     {
         PyThreadState *gil_ = PyEval_SaveThread();
         switch (what) {

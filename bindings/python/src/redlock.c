@@ -126,6 +126,49 @@ static int enter(pytslock_redlock *self)
     return 0;
 }
 
+/*
+ * The opening of acquire and adopt: enter, refuse a second hold with
+ * the message held, and make the Redlock over a connection of every
+ * client.  Returns NULL with an exception set and the object left.
+ */
+static tslock_redlock *begin_hold(pytslock_redlock *self, const char *held,
+                                  pytslock_conn ***conns)
+{
+    tslock_redlock *rl;
+
+    if (enter(self) < 0)
+        return NULL;
+    if (self->rl != NULL) {
+        self->busy = 0;
+        pytslock_raise(TSLOCK_ESTATE, held);
+        return NULL;
+    }
+    if ((rl = make(self, conns)) == NULL)
+        self->busy = 0;
+    return rl;
+}
+
+/* Keeps the hold taken or adopted, and leaves the object. */
+static void keep_hold(pytslock_redlock *self, tslock_redlock *rl,
+                      pytslock_conn **conns)
+{
+    self->rl = rl;
+    self->conns = conns;
+    self->busy = 0;
+}
+
+/*
+ * Frees a Redlock that is not kept and gives its connections back to
+ * their pools; leaves the object.
+ */
+static void let_go(pytslock_redlock *self, tslock_redlock *rl,
+                   pytslock_conn **conns)
+{
+    tslock_redlock_free(rl);
+    give_all(self, conns);
+    self->busy = 0;
+}
+
 static int cancel_redlock(void *rl)
 {
     return tslock_redlock_cancel(rl);
@@ -199,17 +242,11 @@ static PyObject *redlock_acquire(pytslock_redlock *self, PyObject *args)
     tslock_redlock *rl;
     int rc, hooked;
 
-    if (!PyArg_ParseTuple(args, "L", &wait_ms) || enter(self) < 0)
+    if (!PyArg_ParseTuple(args, "L", &wait_ms))
         return NULL;
-    if (self->rl != NULL) {
-        self->busy = 0;
-        return pytslock_raise(TSLOCK_ESTATE, "this Redlock object already "
-                                             "holds the lock");
-    }
-    if ((rl = make(self, &conns)) == NULL) {
-        self->busy = 0;
+    rl = begin_hold(self, "this Redlock object already holds the lock", &conns);
+    if (rl == NULL)
         return NULL;
-    }
     deadline = wait_ms > 0 ? pytslock_mono_ms() + wait_ms : 0;
     for (;;) {
         hooked = wait_ms != 0 ? pytslock_sigint_hook(cancel_redlock, rl) : 0;
@@ -242,22 +279,16 @@ static PyObject *redlock_acquire(pytslock_redlock *self, PyObject *args)
         }
     }
     if (rc == TSLOCK_OK) {
-        self->rl = rl;
-        self->conns = conns;
-        self->busy = 0;
+        keep_hold(self, rl, conns);
         Py_RETURN_TRUE;
     }
     if (rc == TSLOCK_EBUSY || rc == TSLOCK_ECANCELED) {
-        tslock_redlock_free(rl);
-        give_all(self, conns);
-        self->busy = 0;
+        let_go(self, rl, conns);
         Py_RETURN_FALSE;
     }
     pytslock_raise(rc, tslock_redlock_errstr(rl));
 fail:
-    tslock_redlock_free(rl);
-    give_all(self, conns);
-    self->busy = 0;
+    let_go(self, rl, conns);
     return NULL;
 }
 
@@ -316,27 +347,18 @@ static PyObject *redlock_adopt(pytslock_redlock *self, PyObject *args)
     tslock_redlock *rl;
     int rc;
 
-    if (!PyArg_ParseTuple(args, "s", &handle) || enter(self) < 0)
+    if (!PyArg_ParseTuple(args, "s", &handle))
         return NULL;
-    if (self->rl != NULL) {
-        self->busy = 0;
-        return pytslock_raise(TSLOCK_ESTATE, "adopt: this Redlock object "
-                                             "already holds the lock");
-    }
-    if ((rl = make(self, &conns)) == NULL) {
-        self->busy = 0;
+    rl = begin_hold(self, "adopt: this Redlock object already holds the lock",
+                    &conns);
+    if (rl == NULL)
         return NULL;
-    }
     if ((rc = tslock_redlock_adopt(rl, handle)) != TSLOCK_OK) {
         pytslock_raise(rc, tslock_redlock_errstr(rl));
-        tslock_redlock_free(rl);
-        give_all(self, conns);
-        self->busy = 0;
+        let_go(self, rl, conns);
         return NULL;
     }
-    self->rl = rl;
-    self->conns = conns;
-    self->busy = 0;
+    keep_hold(self, rl, conns);
     Py_RETURN_NONE;
 }
 

@@ -1,12 +1,14 @@
 """Fixtures of the tslock module's tests: a private redis-server on a Unix
 socket in a temporary directory, started here and stopped by its pid, and
-(when tests/oldredis is built) the proxy that answers as an old Redis."""
+(when tests/oldredis is built) the proxy that answers as an old Redis; and
+count_overlaps(), the mutual exclusion checker the tests import."""
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
@@ -27,6 +29,42 @@ def _ping(path):
         return ok
     except OSError:
         return False
+
+
+def count_overlaps(make_sections, rounds, inside_s=0.0005, join_s=300):
+    """Each factory in make_sections drives one thread of `rounds`
+    critical sections (``with factory(): ...``, `inside_s` seconds inside)
+    and counts how often two were inside at once.  Returns {"inside": how
+    many are inside at the end, "overlaps": ..., "counts": how many
+    sections each thread ran}; an exception in a thread fails the test."""
+    state = {"inside": 0, "overlaps": 0}
+    guard = threading.Lock()
+    counts = [0] * len(make_sections)
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(rounds):
+                with make_sections[i]():
+                    with guard:
+                        state["inside"] += 1
+                        if state["inside"] > 1:
+                            state["overlaps"] += 1
+                    time.sleep(inside_s)
+                    with guard:
+                        state["inside"] -= 1
+                counts[i] += 1
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,))
+          for i in range(len(make_sections))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(join_s)
+    assert not errors, errors
+    return dict(state, counts=counts)
 
 
 class Server:

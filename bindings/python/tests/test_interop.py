@@ -9,41 +9,8 @@ import redis
 import redis.lock
 
 import tslock
+from conftest import count_overlaps
 from legacy_pylock import LegacyLock
-
-
-def run_mixed(make_sections, rounds):
-    """Each factory in make_sections drives one thread of `rounds`
-    critical sections on one key; returns the overlap count and how many
-    sections each thread ran."""
-    state = {"inside": 0, "overlaps": 0}
-    guard = threading.Lock()
-    counts = [0] * len(make_sections)
-    errors = []
-
-    def work(i):
-        try:
-            for _ in range(rounds):
-                with make_sections[i]():
-                    with guard:
-                        state["inside"] += 1
-                        if state["inside"] > 1:
-                            state["overlaps"] += 1
-                    time.sleep(0.0005)
-                    with guard:
-                        state["inside"] -= 1
-                counts[i] += 1
-        except BaseException as e:
-            errors.append(e)
-
-    ts = [threading.Thread(target=work, args=(i,))
-          for i in range(len(make_sections))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(300)
-    assert not errors, errors
-    return state["overlaps"], counts
 
 
 class Book:
@@ -124,9 +91,9 @@ def bridge_beside_legacy(url, key, rounds, exact=True):
     client = tslock.Client.from_url(url)
     sections = [Legacy(url, key, book) for _ in range(3)] + \
         [Bridge(client, key, book) for _ in range(3)]
-    overlaps, counts = run_mixed(sections, rounds)
-    assert overlaps == 0
-    assert counts == [rounds] * 6
+    seen = count_overlaps(sections, rounds)
+    assert seen["overlaps"] == 0
+    assert seen["counts"] == [rounds] * 6
     # Every hold tslock lost was lost to a legacy loser GETSET, and every
     # such overwrite of a tslock stamp was reported to its holder.
     print("tslock stamps %d, overwritten by legacy losers %d, reported %d"
@@ -180,6 +147,6 @@ def test_token_beside_redis_py_lock(server, key):
     sections = [redis_py(server.url) for _ in range(3)] + \
         [lambda: client.lock(key, scheme="token", timeout=10,
                              sleep=0.004, blocking_timeout=60)] * 3
-    overlaps, counts = run_mixed(sections, 40)
-    assert overlaps == 0
-    assert counts == [40] * 6
+    seen = count_overlaps(sections, 40)
+    assert seen["overlaps"] == 0
+    assert seen["counts"] == [40] * 6

@@ -11,6 +11,7 @@ import tracemalloc
 import pytest
 
 import tslock
+from conftest import count_overlaps
 
 
 def subscribers(r, key):
@@ -133,46 +134,18 @@ def test_cancel_from_another_thread(client, r, key):
     holder.release()
 
 
-def overlaps_of(make_section, threads=8, rounds=40):
-    """Run `rounds` critical sections in each of `threads` threads and
-    count how often two were inside at once."""
-    state = {"inside": 0, "overlaps": 0, "done": 0}
-    guard = threading.Lock()
-    errors = []
-
-    def work():
-        try:
-            for _ in range(rounds):
-                with make_section():
-                    with guard:
-                        state["inside"] += 1
-                        if state["inside"] > 1:
-                            state["overlaps"] += 1
-                    time.sleep(0.0005)
-                    with guard:
-                        state["inside"] -= 1
-                        state["done"] += 1
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    ts = [threading.Thread(target=work) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
-    assert not errors, errors
-    return state
-
-
 def test_eight_threads_share_one_client(client, key):
-    state = overlaps_of(lambda: client.lock(key, blocking_timeout=60))
-    assert state == {"inside": 0, "overlaps": 0, "done": 8 * 40}
+    def section():
+        return client.lock(key, blocking_timeout=60)
+
+    state = count_overlaps([section] * 8, 40, join_s=120)
+    assert state == {"inside": 0, "overlaps": 0, "counts": [40] * 8}
     stats = client._pool_stats()
     assert stats["opened"] <= 16 and stats["idle"] <= 16
 
 
 def test_the_overlap_checker_sees_a_broken_lock():
-    """The checker above counts overlaps when there is no exclusion."""
+    """count_overlaps() counts overlaps when there is no exclusion."""
     barrier = threading.Barrier(8)
 
     class NoLock:
@@ -182,7 +155,7 @@ def test_the_overlap_checker_sees_a_broken_lock():
         def __exit__(self, *a):
             pass
 
-    assert overlaps_of(NoLock, rounds=1)["overlaps"] > 0
+    assert count_overlaps([NoLock] * 8, 1, join_s=120)["overlaps"] > 0
 
 
 def test_one_lock_object_used_by_two_threads_is_refused(client, r, key):

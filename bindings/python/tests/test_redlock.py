@@ -1,10 +1,8 @@
 """A Redlock over three independent masters, from several URLs."""
-import threading
-import time
-
 import pytest
 
 import tslock
+from conftest import count_overlaps
 
 
 def test_from_several_urls_takes_a_majority(masters, key):
@@ -66,23 +64,9 @@ def test_even_number_of_masters_refused(masters):
 
 def test_threads_share_a_redlock_client(masters, key):
     rc = tslock.Client.from_url([m.url for m in masters])
-    state = {"inside": 0, "overlaps": 0, "done": 0}
-    guard = threading.Lock()
 
-    def work():
-        for _ in range(10):
-            with rc.lock(key, timeout=10, sleep=0.01, blocking_timeout=60):
-                with guard:
-                    state["inside"] += 1
-                    state["overlaps"] += state["inside"] > 1
-                time.sleep(0.001)
-                with guard:
-                    state["inside"] -= 1
-                    state["done"] += 1
+    def section():
+        return rc.lock(key, timeout=10, sleep=0.01, blocking_timeout=60)
 
-    ts = [threading.Thread(target=work) for _ in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
-    assert state == {"inside": 0, "overlaps": 0, "done": 40}
+    state = count_overlaps([section] * 4, 10, inside_s=0.001, join_s=120)
+    assert state == {"inside": 0, "overlaps": 0, "counts": [10] * 4}

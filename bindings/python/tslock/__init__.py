@@ -82,6 +82,34 @@ def _ms(seconds, what):
     return int(_math.ceil(seconds * 1000))
 
 
+def _lease(name, timeout, sleep):
+    """The name as str, and the lease and retry keywords (ms) that Lock and
+    Redlock give their C type: ``timeout`` None is the default lease,
+    ``sleep`` the longest delay between tries and half of it the least."""
+    if isinstance(name, bytes):
+        name = name.decode()
+    ttl = _DEFAULT_TTL_S if timeout is None else timeout
+    sleep_ms = max(1, _ms(sleep, "sleep"))
+    return name, {"ttl_ms": max(1, _ms(ttl, "timeout")),
+                  "retry_min_ms": max(1, sleep_ms // 2),
+                  "retry_max_ms": sleep_ms}
+
+
+def _wait_ms(lock, blocking, blocking_timeout):
+    """acquire()'s wait for the library: 0 tries once, -1 waits until
+    taken, else milliseconds; ``blocking`` and ``blocking_timeout`` are
+    the lock's own when None."""
+    if blocking is None:
+        blocking = lock.blocking
+    if blocking_timeout is None:
+        blocking_timeout = lock.blocking_timeout
+    if not blocking:
+        return 0
+    if blocking_timeout is None:
+        return -1
+    return _ms(blocking_timeout, "blocking_timeout")
+
+
 def _choice(table, value, what):
     if value not in table:
         raise ValueError("%s: expected one of %s, got %r"
@@ -112,18 +140,13 @@ class Lock(_tslock.Lock):
                  fair=False, fencing=False, auto_renew=False,
                  renew_interval=None, on_lost=None, release_margin=0,
                  wakeup=True, _rw=_RW_OFF, _permits=0):
-        if isinstance(name, bytes):
-            name = name.decode()
-        ttl = _DEFAULT_TTL_S if timeout is None else timeout
-        sleep_ms = max(1, _ms(sleep, "sleep"))
+        name, lease = _lease(name, timeout, sleep)
         super().__init__(
-            client, name,
-            ttl_ms=max(1, _ms(ttl, "timeout")),
+            client, name, **lease,
             scheme=_choice(_SCHEMES, scheme, "scheme"),
             unit=_choice(_UNITS, unit, "unit"),
             rw=_rw, permits=_permits, fair=bool(fair),
             fencing=bool(fencing), wakeup=bool(wakeup),
-            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
             release_margin_ms=_ms(release_margin, "release_margin"),
             auto_renew=bool(auto_renew),
             renew_interval_ms=(0 if renew_interval is None
@@ -164,16 +187,7 @@ class Lock(_tslock.Lock):
             raise UnsupportedError(
                 "acquire(token=...): tslock writes its own token or stamp; "
                 "use handle() and Client.adopt() to move a hold")
-        if blocking is None:
-            blocking = self.blocking
-        if blocking_timeout is None:
-            blocking_timeout = self.blocking_timeout
-        if not blocking:
-            wait_ms = 0
-        elif blocking_timeout is None:
-            wait_ms = -1
-        else:
-            wait_ms = _ms(blocking_timeout, "blocking_timeout")
+        wait_ms = _wait_ms(self, blocking, blocking_timeout)
         self._lost = None
         taken = self._acquire(wait_ms)
         if taken and self.auto_renew:
@@ -368,14 +382,9 @@ class Redlock(_tslock.Redlock):
 
     def __init__(self, redlock_client, name, timeout=None, sleep=0.1,
                  blocking=True, blocking_timeout=None, server_timeout=None):
-        if isinstance(name, bytes):
-            name = name.decode()
-        ttl = _DEFAULT_TTL_S if timeout is None else timeout
-        sleep_ms = max(1, _ms(sleep, "sleep"))
+        name, lease = _lease(name, timeout, sleep)
         super().__init__(
-            tuple(redlock_client.clients), name,
-            ttl_ms=max(1, _ms(ttl, "timeout")),
-            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
+            tuple(redlock_client.clients), name, **lease,
             server_timeout_ms=(0 if server_timeout is None
                                else _ms(server_timeout, "server_timeout")))
         self.timeout = timeout
@@ -386,17 +395,7 @@ class Redlock(_tslock.Redlock):
         """Take the lock on a majority; True when taken, False when busy
         (or taken too slowly).  Raises LockError (TSLOCK_ENOQUORUM) when
         too many masters failed for a majority."""
-        if blocking is None:
-            blocking = self.blocking
-        if blocking_timeout is None:
-            blocking_timeout = self.blocking_timeout
-        if not blocking:
-            wait_ms = 0
-        elif blocking_timeout is None:
-            wait_ms = -1
-        else:
-            wait_ms = _ms(blocking_timeout, "blocking_timeout")
-        return self._acquire(wait_ms)
+        return self._acquire(_wait_ms(self, blocking, blocking_timeout))
 
     def release(self):
         """Delete our token from every master.  LockError when not held,
