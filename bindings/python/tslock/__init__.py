@@ -82,19 +82,6 @@ def _ms(seconds, what):
     return int(_math.ceil(seconds * 1000))
 
 
-def _lease(name, timeout, sleep):
-    """The name as str, and the lease and retry keywords (ms) that Lock and
-    Redlock give their C type: ``timeout`` None is the default lease,
-    ``sleep`` the longest delay between tries and half of it the least."""
-    if isinstance(name, bytes):
-        name = name.decode()
-    ttl = _DEFAULT_TTL_S if timeout is None else timeout
-    sleep_ms = max(1, _ms(sleep, "sleep"))
-    return name, {"ttl_ms": max(1, _ms(ttl, "timeout")),
-                  "retry_min_ms": max(1, sleep_ms // 2),
-                  "retry_max_ms": sleep_ms}
-
-
 def _wait_ms(lock, blocking, blocking_timeout):
     """acquire()'s wait for the library: 0 tries once, -1 waits until
     taken, else milliseconds; ``blocking`` and ``blocking_timeout`` are
@@ -140,13 +127,18 @@ class Lock(_tslock.Lock):
                  fair=False, fencing=False, auto_renew=False,
                  renew_interval=None, on_lost=None, release_margin=0,
                  wakeup=True, _rw=_RW_OFF, _permits=0):
-        name, lease = _lease(name, timeout, sleep)
+        if isinstance(name, bytes):
+            name = name.decode()
+        ttl = _DEFAULT_TTL_S if timeout is None else timeout
+        sleep_ms = max(1, _ms(sleep, "sleep"))
         super().__init__(
-            client, name, **lease,
+            client, name,
+            ttl_ms=max(1, _ms(ttl, "timeout")),
             scheme=_choice(_SCHEMES, scheme, "scheme"),
             unit=_choice(_UNITS, unit, "unit"),
             rw=_rw, permits=_permits, fair=bool(fair),
             fencing=bool(fencing), wakeup=bool(wakeup),
+            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
             release_margin_ms=_ms(release_margin, "release_margin"),
             auto_renew=bool(auto_renew),
             renew_interval_ms=(0 if renew_interval is None
@@ -382,9 +374,14 @@ class Redlock(_tslock.Redlock):
 
     def __init__(self, redlock_client, name, timeout=None, sleep=0.1,
                  blocking=True, blocking_timeout=None, server_timeout=None):
-        name, lease = _lease(name, timeout, sleep)
+        if isinstance(name, bytes):
+            name = name.decode()
+        ttl = _DEFAULT_TTL_S if timeout is None else timeout
+        sleep_ms = max(1, _ms(sleep, "sleep"))
         super().__init__(
-            tuple(redlock_client.clients), name, **lease,
+            tuple(redlock_client.clients), name,
+            ttl_ms=max(1, _ms(ttl, "timeout")),
+            retry_min_ms=max(1, sleep_ms // 2), retry_max_ms=sleep_ms,
             server_timeout_ms=(0 if server_timeout is None
                                else _ms(server_timeout, "server_timeout")))
         self.timeout = timeout
