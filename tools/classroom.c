@@ -7,31 +7,16 @@
 #include <string.h>
 
 #include "classroom.h"
+#include "cli.h"
 #include "classroom_page.h"
 
-/*
- * A JSON string, or null for NULL.  '<', '>' and '&' are escaped too, so
- * no value can close the script element the data sits in.
- */
+/* A JSON string safe inside the page's script element, or null for NULL. */
 static void json_str(FILE *f, const char *s)
 {
-    if (s == NULL) {
+    if (s == NULL)
         fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", f);
-        else if (c < 0x20 || c == '<' || c == '>' || c == '&')
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    else
+        cli_write_json_string(f, s, strlen(s), 1);
 }
 
 static void json_num(FILE *f, long long v)

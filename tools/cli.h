@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <tslock.h>
 
@@ -287,6 +288,8 @@ int cli_survey(const struct cli_options *o);
 int cli_print_quoted(const char *p, size_t len, size_t max);
 /* p[0..len) as a JSON string (UTF-8 kept, other bytes as U+FFFD). */
 void cli_print_json_string(const char *p, size_t len);
+/* The same on f; script_safe escapes '<', '>' and '&' too (for HTML). */
+void cli_write_json_string(FILE *f, const char *p, size_t len, int script_safe);
 
 /* ---- rawconn.c: a plain connection for survey and watch */
 

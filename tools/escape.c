@@ -50,28 +50,37 @@ static size_t utf8_length(const unsigned char *p, size_t n)
 /*
  * Redis strings are bytes: control characters and quotes are escaped,
  * valid UTF-8 passes through, and a byte that is not UTF-8 becomes U+FFFD
- * so the line stays valid JSON.
+ * so the line stays valid JSON.  With script_safe, '<', '>' and '&' are
+ * escaped too, so no value can close the HTML script element the JSON
+ * sits in (the classroom page).
  */
-void cli_print_json_string(const char *s, size_t len)
+void cli_write_json_string(FILE *f, const char *s, size_t len, int script_safe)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, n;
 
-    putchar('"');
+    fputc('"', f);
     while (i < len) {
         if (p[i] == '"' || p[i] == '\\') {
-            printf("\\%c", p[i++]);
-        } else if (p[i] < 0x20 || p[i] == 0x7f) {
-            printf("\\u%04x", p[i++]);
+            fprintf(f, "\\%c", p[i++]);
+        } else if (p[i] < 0x20 || p[i] == 0x7f
+                   || (script_safe
+                       && (p[i] == '<' || p[i] == '>' || p[i] == '&'))) {
+            fprintf(f, "\\u%04x", p[i++]);
         } else if (p[i] < 0x80) {
-            putchar(p[i++]);
+            fputc(p[i++], f);
         } else if ((n = utf8_length(p + i, len - i)) == 0) {
-            fputs("\\ufffd", stdout);
+            fputs("\\ufffd", f);
             i++;
         } else {
-            fwrite(p + i, 1, n, stdout);
+            fwrite(p + i, 1, n, f);
             i += n;
         }
     }
-    putchar('"');
+    fputc('"', f);
+}
+
+void cli_print_json_string(const char *s, size_t len)
+{
+    cli_write_json_string(stdout, s, len, 0);
 }
