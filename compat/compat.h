@@ -2,14 +2,14 @@
  * compat.h - the second layer of libtslock (compat/), and the one
  * interface between lib/ and compat/: the forms of lock operations for
  * servers without SET NX PX, Lua or WATCH.  lib/ calls these and nothing
- * else of compat/; compat/ builds them on the layers below both, core/
+ * else of compat/; compat/ builds them on the layers below both, proto/
  * (proofs, names, scripts, transactions, waiting) and net/ (the command
  * path and the wire), and never calls a scheme of lib/.
  */
 #ifndef TSLOCK_COMPAT_H
 #define TSLOCK_COMPAT_H
 
-#include "core.h"
+#include "proto.h"
 
 /* What tslock__guarded() (lib/guard.c) and its WATCH form change. */
 enum tslock__guarded_op { GUARDED_DEL, GUARDED_SET, GUARDED_PEXPIRE };

@@ -7,7 +7,7 @@
  * one, harmless to repeat, and refusing the head's attempt for every
  * other waiter's refresh would starve it.  Waiters that join at the same
  * moment may draw the same arrival number; the server orders them by
- * entry.  The keys and rules are those of the script in core/scripts.c.
+ * entry.  The keys and rules are those of the script in proto/scripts.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

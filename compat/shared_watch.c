@@ -3,7 +3,7 @@
  * of a read-write lock on servers with WATCH but no Lua (Redis 2.2 -
  * 2.4): read the lock key, its holders and the intent key under WATCH,
  * decide here, then write in one MULTI/EXEC, which the server refuses if
- * any of them changed.  The rules are the scripts' in core/scripts.c;
+ * any of them changed.  The rules are the scripts' in proto/scripts.c;
  * TTLs are whole seconds, rounded up.
  */
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * tslock_int.h - private declarations of the top layer of libtslock
  * (lib/): the wait loop, the schemes, the kinds of lock, recovery.  It
  * includes the layers below through compat/compat.h, which includes
- * core/core.h, which includes net/net.h (doc/layers.md).
+ * proto/proto.h, which includes net/net.h (doc/layers.md).
  */
 #ifndef TSLOCK_INT_H
 #define TSLOCK_INT_H

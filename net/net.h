@@ -3,7 +3,7 @@
  * connections.  The client structure; errors and the per-client detail
  * message; the two clocks; the wire; new connections; the command path
  * every lock operation's commands take; Sentinel and Cluster routing.
- * It knows no lock: the layers above (core/, compat/, lib/) include it
+ * It knows no lock: the layers above (proto/, compat/, lib/) include it
  * through their own headers, and nothing here includes theirs.
  */
 #ifndef TSLOCK_NET_H
@@ -132,7 +132,7 @@ int tslock__connect_node(tslock_client *c, const char *host, int port,
                          redisContext **out);
 
 /* ---- command.c */
-/* The largest transaction (core/transaction.c), which a pipeline carries. */
+/* The largest transaction (proto/transaction.c), which a pipeline carries. */
 #define TSLOCK__MAX_READS  3  /* commands read after WATCH */
 #define TSLOCK__MAX_QUEUED 24 /* commands queued inside MULTI */
 /*

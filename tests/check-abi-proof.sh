@@ -24,7 +24,7 @@ mkdir -p "$copy/tree" "$copy/build"
 # What building libtslock needs, mtimes kept so no autotools rerun.
 (cd "$src" && tar -cf - configure configure.ac Makefile.am Makefile.in \
     config.h.in aclocal.m4 \
-    build-aux m4 tslock.pc.in include lib compat core net abi \
+    build-aux m4 tslock.pc.in include lib compat proto net abi \
     tests/check-abi.sh) \
     | (cd "$copy/tree" && tar -xf -) || exit 99
 chmod -R u+w "$copy/tree"

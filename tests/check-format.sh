@@ -11,7 +11,7 @@ if [ -z "$cf" ]; then
 fi
 cd "${top_srcdir:-.}" || exit 1
 status=0
-for f in include/*.h lib/*.c lib/*.h compat/*.c compat/*.h core/*.c core/*.h \
+for f in include/*.h lib/*.c lib/*.h compat/*.c compat/*.h proto/*.c proto/*.h \
          net/*.c net/*.h tools/*.c \
          tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h doc/examples/*.c \
          bindings/python/src/*.c bindings/python/src/*.h; do

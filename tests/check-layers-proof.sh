@@ -3,7 +3,7 @@
 # the layers' sources and objects it plants what the check forbids, one
 # breach at a time, and expects a failure naming it:
 #   - net/wire.c including lib/tslock_int.h (an upward include);
-#   - core/names.c including compat/compat.h (one layer up);
+#   - proto/names.c including compat/compat.h (one layer up);
 #   - a net/ object calling tslock__fair_try of lib/fair.c;
 #   - a compat/ object calling tslock__guarded of lib/guard.c;
 # and the clean copy passes before and after.
@@ -17,11 +17,11 @@ trap 'rm -rf "$work"' EXIT
 status=0
 
 # The copy: every layer's sources, and the library's objects beside them.
-for l in lib compat core net include; do
+for l in lib compat proto net include; do
     mkdir -p "$work/src/$l" "$work/build/$l"
     cp "$src/$l"/*.[ch] "$work/src/$l/" 2>/dev/null
 done
-for l in lib compat core net; do
+for l in lib compat proto net; do
     find "$build/$l" -name '*_la-*.o' -exec cp {} "$work/build/$l/" \;
 done
 
@@ -53,11 +53,11 @@ expect fail "net/wire.c includes lib/tslock_int.h" \
     "FAIL net/wire.c includes lib/tslock_int.h"
 cp "$work/wire.c.orig" "$work/src/net/wire.c"
 
-cp "$work/src/core/names.c" "$work/names.c.orig"
-sed -i 's/^#include "core.h"$/#include "compat.h"/' "$work/src/core/names.c"
-expect fail "core/names.c includes compat/compat.h" \
-    "FAIL core/names.c includes compat/compat.h"
-cp "$work/names.c.orig" "$work/src/core/names.c"
+cp "$work/src/proto/names.c" "$work/names.c.orig"
+sed -i 's/^#include "proto.h"$/#include "compat.h"/' "$work/src/proto/names.c"
+expect fail "proto/names.c includes compat/compat.h" \
+    "FAIL proto/names.c includes compat/compat.h"
+cp "$work/names.c.orig" "$work/src/proto/names.c"
 
 # An upward call needs an object: a planted source, compiled alone.
 plant() { # layer file symbol

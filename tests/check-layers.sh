@@ -1,7 +1,7 @@
 #!/bin/sh
 # check-layers.sh - the library's layers call only down (doc/layers.md):
 #
-#   lib/  >  compat/  >  core/  >  net/  >  include/
+#   lib/  >  compat/  >  proto/  >  net/  >  include/
 #
 # A file may include a header of its own layer or of a layer below it,
 # and a layer's objects may use only symbols defined in their own layer
@@ -17,7 +17,7 @@
 set -u
 src=${1:-${top_srcdir:-.}}
 build=${2:-${top_builddir:-.}}
-layers="lib compat core net include"
+layers="lib compat proto net include"
 NM=${NM:-nm}
 
 # The rank of a layer: 5 for lib/ down to 1 for include/.
@@ -73,18 +73,18 @@ objects() {
     done
 }
 n=0
-for l in lib compat core net; do
+for l in lib compat proto net; do
     n=$((n + $(objects "$l" | wc -l)))
 done
 if [ "$n" -eq 0 ]; then
-    echo "no library objects under $build/{lib,compat,core,net}: build first"
+    echo "no library objects under $build/{lib,compat,proto,net}: build first"
     exit 99
 fi
 defs=$(mktemp) || exit 99
 calls=$(mktemp) || exit 99
 trap 'rm -f "$defs" "$calls"' EXIT
 # symbol layer file, for every global symbol a library object defines.
-for l in lib compat core net; do
+for l in lib compat proto net; do
     for o in $(objects "$l"); do
         file=${o##*/}
         file=${file#*_la-}
@@ -93,7 +93,7 @@ for l in lib compat core net; do
             '$2 ~ /^[TDBRGSCVW]$/ { print $1, l, f }'
     done
 done | sort -u >"$defs"
-for l in lib compat core net; do
+for l in lib compat proto net; do
     for o in $(objects "$l"); do
         file=${o##*/}
         file=${file#*_la-}

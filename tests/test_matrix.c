@@ -117,7 +117,7 @@ static int count_hook(tslock_client *c, tslock_step step, const char *k,
     /*
      * The NOSCRIPT fallback is not part of the steady state, and in it
      * there must be none: an EVAL there means a script's SHA-1 in
-     * core/scripts.c is not the server's, so every call pays twice.
+     * proto/scripts.c is not the server's, so every call pays twice.
      */
     if (step != TSLOCK_STEP_EVAL)
         steps_seen++;

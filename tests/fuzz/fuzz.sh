@@ -19,12 +19,12 @@ out="$build/tests/fuzz"
 targets=${*:-"stamp classify handle url options reply"}
 seconds=${FUZZ_SECONDS:-60}
 
-# Every C file of the library's four layers (lib/, compat/, core/, net/)
+# Every C file of the library's four layers (lib/, compat/, proto/, net/)
 # is the library's, so the list cannot drift from Makefile.am.
-lib_sources=$(cd "$src" && echo lib/*.c compat/*.c core/*.c net/*.c)
+lib_sources=$(cd "$src" && echo lib/*.c compat/*.c proto/*.c net/*.c)
 tool_sources="tools/url.c tools/options.c tools/session.c tools/signals.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-    -I$src/include -I$src/lib -I$src/compat -I$src/core -I$src/net
+    -I$src/include -I$src/lib -I$src/compat -I$src/proto -I$src/net
     -I$build ${HIREDIS_CFLAGS:-}"
 
 # The sources a target needs besides its own file.
@@ -39,7 +39,7 @@ sources_of() {
 # again whenever a source or header is newer than the last build.
 build_objects() {
     stamp="$out/obj/.stamp"
-    if [ -f "$stamp" ] && [ -z "$(find "$src/lib" "$src/compat" "$src/core" \
+    if [ -f "$stamp" ] && [ -z "$(find "$src/lib" "$src/compat" "$src/proto" \
         "$src/net" "$src/tools" \
         "$src/include" -name '*.[ch]' -newer "$stamp")" ]; then
         return 0

@@ -2,7 +2,7 @@
  * value.c - the token a lock key holds: made from 16 random bytes, and
  * told apart from a stamp by its form alone.
  */
-#include "core.h"
+#include "proto.h"
 
 /* 16 bytes from the kernel, as 32 hex digits. */
 int tslock__make_token(tslock_client *c, char *buf)

@@ -1,12 +1,12 @@
 /*
- * core.h - the middle layer of libtslock (core/): what every scheme of
+ * proto.h - the middle layer of libtslock (proto/): what every scheme of
  * lib/ and every form of compat/ is built from.  The lock structure;
  * tokens and stamps; the names beside a lock key; the Lua scripts; what
  * a hold is judged by; WATCH transactions; the wait between attempts.
  * It builds on net/ (net.h) alone.
  */
-#ifndef TSLOCK_CORE_H
-#define TSLOCK_CORE_H
+#ifndef TSLOCK_PROTO_H
+#define TSLOCK_PROTO_H
 
 #include <signal.h>
 
@@ -256,4 +256,4 @@ void tslock__listen(tslock_lock *l);
  */
 int tslock__wait(tslock_lock *l, int64_t ms);
 
-#endif /* TSLOCK_CORE_H */
+#endif /* TSLOCK_PROTO_H */

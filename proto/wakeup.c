@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "proto.h"
 
 int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
 {

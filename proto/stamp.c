@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core.h"
+#include "proto.h"
 
 /* Plausible lock times: 2000-01-01 .. 2100-01-01, in Unix milliseconds. */
 #define STAMP_MAX_MS INT64_C(4102444800000)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "proto.h"
 
 /*
  * The opening of every script of shared holds (readers and permits):

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "proto.h"
 
 /*
  * A key with a usable hash tag ("{x}...") keeps it, so its companions

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "proto.h"
 
 int tslock__lease_runs(tslock_lock *l)
 {

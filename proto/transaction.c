@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "proto.h"
 
 static int bare(tslock_lock *l, tslock_step step, redisReply **r)
 {
