@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # quickstart.sh - from a fresh Debian machine to a running tslock.
 #
 #   ./quickstart.sh demo    install what is missing, build, run the demo

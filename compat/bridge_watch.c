@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bridge_watch.c - the bridge scheme's claim and proof on servers with
  * WATCH but no Lua (Redis 2.2 - 2.4).  The stamp, its TTL and the owner

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * compat.h - the second layer of libtslock (compat/), and the one
  * interface between lib/ and compat/: the forms of lock operations for

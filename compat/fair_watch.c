@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fair_watch.c - the line of waiters on servers with WATCH but no Lua
  * (Redis 2.2 - 2.4): WATCH the key, read it with the line, then drop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shared_watch.c - shared holds, semaphore permits and the exclusive side
  * of a read-write lock on servers with WATCH but no Lua (Redis 2.2 -

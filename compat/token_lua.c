@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * token_lua.c - the token acquire of servers with Lua but without
  * SET ... NX PX (Redis 2.6.0 - 2.6.11): one script does SETNX and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watch.c - the token scheme on servers with WATCH but no Lua (Redis
  * 2.2 - 2.4): compare the lock key inside WATCH and change it in

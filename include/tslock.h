@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tslock.h - mutual exclusion over Redis, in every dialect deployed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * break.c - the operator's way out of a stuck lock: delete the lock key
  * (and its bridge owner key) only while it holds exactly the value the

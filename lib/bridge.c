@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bridge.c - the bridge scheme: a lock that unmodified legacy timestamp
  * clients share.  The key holds a classic expiry stamp, which they read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fair.c - the line of waiters, and fair mode.  A waiting acquire of a
  * token lock joins a line kept beside the key, in its hash slot: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * guard.c - changing the lock key only while it still holds our value:
  * delete it, set a new value, or set its TTL.  One Lua script where the

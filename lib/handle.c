@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * handle.c - carrying a hold between processes (handles and adoption),
  * and reading any lock's key whoever wrote it (peek and classify), for

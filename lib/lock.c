@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock.c - the lock object: its settings, choosing a scheme from what the
  * server can do, the wait loop with its deadline and randomized retry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockset.c - several locks taken as one: every key of the set, or none.
  *

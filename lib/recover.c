@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * recover.c - keeping a hold through a dropped connection: release and
  * extend reconnect with bounded, jittered backoff and finish their work

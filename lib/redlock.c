@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock.c - one lock over N independent masters, the Redlock algorithm
  * of the Redis documentation: the same random token under the same key on

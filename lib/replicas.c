@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * replicas.c - WAIT after a lock's write: how many replicas acknowledged
  * it, which narrows the window in which a failover to a replica loses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rwlock.c - the exclusive side of a read-write lock: it takes the lock
  * key with its token once no shared lease lives, and while it waits it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scoped.c - tslock_with(): a lock held around a piece of work, the C
  * form of the declarative lock of other libraries (an annotation on a

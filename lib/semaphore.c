@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * semaphore.c - a counting semaphore: at most N holders of one key, each
  * with its own lease.  Its holds are shared holds (shared.c) with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shared.c - holds that several owners keep at once: the shared side of
  * a read-write lock and the permits of a semaphore.  The holders live in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * timestamp.c - the classic timestamp lock of the Redis SETNX page and
  * the early articles: SETNX of an expiry stamp, GETSET takeover of an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * token.c - the token lock: a random 128-bit token with a server-side
  * TTL.  SET key token NX PX ttl where the server has it (2.6.12); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tslock_int.h - private declarations of the top layer of libtslock
  * (lib/): the wait loop, the schemes, the kinds of lock, recovery.  It

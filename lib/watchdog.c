@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.c - keeping a held lock renewed from a thread of its own, on a
  * connection of its own, so a caller busy with its work never delays a

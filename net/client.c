@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client.c - the client: connecting over TCP, a Unix socket or to the
  * master Sentinel names (or wrapping the caller's connection), AUTH and

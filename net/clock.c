@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * clock.c - the two clocks (wall for stamps, monotonic for deadlines) and
  * randomness for retry jitter and tokens.

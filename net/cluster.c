@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cluster.c - Redis Cluster: a key's hash slot (CRC16 of the key or of
  * its hash tag), the slot map learned from CLUSTER SLOTS, one connection

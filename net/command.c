@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * command.c - the one path every lock operation's command takes: the
  * step hook, then the wire (wire.c) or, on a cluster, the node owning

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * connect.c - a new connection to a node with the client's timeouts and
  * credentials (cluster nodes, the subscriber), and the small helpers

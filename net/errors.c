@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * errors.c - the error table, step names and the per-client detail
  * message.  Codes and messages come from one X-macro in tslock.h so they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hiredis_compat.c - our own small versions of the hiredis calls that
  * hiredis 0.11 and 0.12 lack (redisReconnect, redisConnectFd), built only

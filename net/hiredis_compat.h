@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hiredis_compat.h - the one place that knows which hiredis tslock was
  * built with: calls added after hiredis 0.11.0 reach the code through

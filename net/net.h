@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net.h - the lowest layer of libtslock (net/): the client and its
  * connections.  The client structure; errors and the per-client detail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sentinel.c - finding the master through Redis Sentinel: asking the
  * sentinels in turn, checking that the node they name is the master,

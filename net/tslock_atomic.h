@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tslock_atomic.h - C11 atomics where the compiler has <stdatomic.h>, and
  * the same names over gcc's __atomic builtins where it has not (gcc 4.7

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire.c - commands on a connection, without hooks: our writer (no
  * SIGPIPE), one or n commands and their replies, the broken-connection

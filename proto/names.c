@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * names.c - the names tslock gives beside a lock key: the bridge owner
  * key, the release channel, and the line of waiters with its wake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * proof.c - what a hold is judged by, in every scheme and on every server
  * generation: whether our lease still runs by our clock, whether the key

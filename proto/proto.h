@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * proto.h - the middle layer of libtslock (proto/): what every scheme of
  * lib/ and every form of compat/ is built from.  The lock structure;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scripts.c - the Lua scripts (Redis >= 2.6.0) and how they are run:
  * EVALSHA first, one EVAL when the server answers NOSCRIPT (after SCRIPT

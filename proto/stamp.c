@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stamp.c - the expiry stamps of the classic timestamp lock: writing them
  * in each legacy unit with its "+1" convention, and reading all three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * transaction.c - Redis's optimistic transactions (WATCH, MULTI, EXEC):
  * watch keys and read them in one round trip, queue commands and EXEC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * value.c - the token a lock key holds: made from 16 random bytes, and
  * told apart from a stamp by its form alone.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wakeup.c - the wait between attempts, and waiters woken by the release
  * instead of polling.  A waiting acquire subscribes a second connection

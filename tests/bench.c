@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench.c - what a lock costs, as a multiple of one round trip to the
  * same server measured in the same run (these machines are shared and

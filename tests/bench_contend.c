@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_contend.c - the contended benchmark of `make bench`: P processes
  * take one key in turn for a few seconds, each hold one INCR, with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_contend.h - what the two contended sections of `make bench` (the
  * 8-process table of bench_contend.c and the scale table of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_kinds.c - what the kinds of lock cost, as a multiple of one PING
  * to the same endpoint measured alternately in the same run: a plain

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # bench_pylock.py - the contended workload of tests/bench_contend.c with
 # redis-py's own Lock at its default settings, as the peer to beat:
 # PROCS processes take one key in turn for SECONDS, a hold is one INCR,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench_python.py - uncontended acquire+release through the tslock Python
 module beside redis-py's own Lock, in the same run against the same
 redis-server (a private one on a Unix socket, started here and stopped by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_redlock.c - what a Redlock over three masters costs, as a
  * multiple of one PING to the first master measured in the same run,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_rwsem.c - what read-write locks and semaphores cost, as a
  * multiple of one PING to the same endpoint measured alternately in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_scale.c - the scale table of `make bench`: 8, 64 and 256 waiters
  * on one key in polling, wake-up and fair mode, and redis-py's Lock, on

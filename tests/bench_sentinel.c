@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_sentinel.c - what waiting for replicas costs, as a multiple of one
  * PING to the master over TCP measured alternately in the same run: a token

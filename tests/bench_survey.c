@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_survey.c - the survey benchmark of `make bench`: loads N keys of
  * mixed dialects and non-locks into a private server, then times

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_util.c - the clock, the median and the PING baseline shared by
  * the benchmarks (bench_util.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_util.h - what every benchmark of `make bench` measures with: a
  * monotonic clock in ns, the median of a run of samples, and one timed

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-abi-proof.sh - shows that make check-abi tells additions from
 # breakage, on a throwaway copy of the tree (never the tree itself):
 #   1. make abi-baseline on the copy as it is;

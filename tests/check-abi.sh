@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-abi.sh - the built libtslock against the committed ABI baseline
 # (abi/libtslock.abi, libabigail's abidw output of 1.0): fails on a change
 # a program built against 1.0 would notice (a function removed, a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Every C file of the project must already be as clang-format (with the
 # committed .clang-format) would write it.  Skipped (77) without
 # clang-format.

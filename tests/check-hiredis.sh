@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-hiredis.sh - the whole of make check against each hiredis release:
 # every hiredis-VERSION.tar.gz in HIREDIS_ARCHIVES is built into a private
 # prefix, tslock is configured against it (and runs with it, by rpath) in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-layers-proof.sh - tests/check-layers.sh can fail.  On a copy of
 # the layers' sources and objects it plants what the check forbids, one
 # breach at a time, and expects a failure naming it:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-layers.sh - the library's layers call only down (doc/layers.md):
 #
 #   lib/  >  compat/  >  proto/  >  net/  >  include/

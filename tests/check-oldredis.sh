@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs tests/check_oldredis: the oldredis proxy against
 # shared/REDIS-VERSIONS.md for Redis 2.0.5, 2.2.15, 2.4.18, 2.6.0 and
 # 2.6.11, over redis-servers it starts (and stops) itself.

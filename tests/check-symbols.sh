@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The exported symbols of libtslock.so must match tests/symbols.txt, so a
 # change to the ABI is always a deliberate one, and each must have its man
 # page in doc/man.  Exits 77 (skip) where no shared library was built.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_oldredis - checks the oldredis proxy against
  * shared/REDIS-VERSIONS.md, row by row, for every emulated version.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * explore.c - every interleaving of a small lock scenario, run against a
  * real redis-server (or the old-server proxy in front of it), with the

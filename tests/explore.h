@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * explore.h - the schedule explorer of tests/explore.c: every
  * interleaving of a small lock scenario, run against a real server, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * explore_main.c - the explorer's table: every tslock scheme on every
  * server generation, the broken schemes of the articles as controls, and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # fuzz-replay.sh - the fuzz corpora as a regression test: every file in
 # tests/fuzz/corpus/TARGET goes once through that target's checks, by the
 # plain driver (tests/fuzz/replay_TARGET, built with the normal compiler)

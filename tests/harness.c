@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness.c - the redis-server driver, connections, test clock and CUnit
  * runner shared by the test programs.  Servers are tracked in a small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness.h - shared support for the CUnit test programs: a real
  * redis-server per test in a private temp dir, stopped by its pid however

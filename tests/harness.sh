@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # harness.sh - what the shell tests share, sourced (POSIX sh): the
 # redis-server and redis-cli to use, a private server on a Unix socket or
 # on a loopback port, and the checks.  tests/harness.c is the same for the

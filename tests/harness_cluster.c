@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_cluster.c - a Redis Cluster of real redis-server processes for
  * the tests; see harness_cluster.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_cluster.h - a real Redis Cluster for the tests: n redis-server
  * nodes (th_server_start with cluster-enabled yes) joined as masters by

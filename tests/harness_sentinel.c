@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_sentinel.c - the Sentinel topology of the tests (see
  * harness_sentinel.h): five redis-server processes, and polling with

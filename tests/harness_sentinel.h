@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_sentinel.h - a Sentinel topology for the tests: a master, a
  * replica of it and three sentinels watching them, all real

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """interop_pylock.py - one redis-py process contending with tslock.
 
 Started by tests/test_interop.c with the Unix socket of its redis-server,

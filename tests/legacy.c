@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * legacy.c - the Java RedisLock of the articles, the SETNX pattern of the
  * Redis documentation and the redis-py 2.x Lock, each written as its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * legacy.h - the timestamp locks fleets already run, written in C over
  * hiredis from their published algorithms, so the interop tests can make

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * legacy_cli.c - the legacy timestamp clients of legacy.c as a command,
  * so shell tests (survey, watch) can have real legacy algorithms write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * oldredis - a test proxy that answers like Redis 2.0.5 ... 2.6.11 while a
  * real, modern redis-server does the work behind it.

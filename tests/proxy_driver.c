@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * proxy_driver.c - start and stop tests/oldredis, the proxy that makes a
  * real redis-server answer like Redis 2.0 - 2.6.11, for the test suites.

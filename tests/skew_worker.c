@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * skew_worker.c - one lock client as a process of its own, so the skew
  * tests can run it under libfaketime with its wall clock shifted (and

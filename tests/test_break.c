@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_break.c - tslock_lock_break(), the operator's delete of a stuck
  * lock: a token without a TTL, a far-future stamp, a bridge hold and its

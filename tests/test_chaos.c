@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_chaos.c - a chaos soak: worker processes contend for one key while
  * a supervisor SIGKILLs one of them every 150 ms and forks a replacement.

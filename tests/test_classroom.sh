@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_classroom.sh - the race classroom page in a real browser.  Writes
 # the races page with `tslock replay --html` against a private
 # redis-server, and the explorer's page with `tests/explore --html` (the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_cli.sh - the tslock command against a private redis-server on a
 # Unix socket in a temp dir (stopped by its pid on the way out): exit
 # statuses, signal forwarding, renewal, waiting, URLs, status on legacy

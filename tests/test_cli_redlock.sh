@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_cli_redlock.sh - tslock with -u given several times: a Redlock over
 # three private redis-servers on Unix sockets in a temp dir (stopped by
 # their pids on the way out).  KEY -- COMMAND, acquire / status / extend /

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_cli_skew.sh - skewed clocks seen by the tslock command: status and
 # survey print this host's offset from the server's clock (TIME, 2.6+)
 # or say none can be read; watch names a legacy writer whose clock runs

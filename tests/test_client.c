@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_client.c - the client against real redis-server processes:
  * TCP and Unix sockets, AUTH with a password and with an ACL user, SELECT,

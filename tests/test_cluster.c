@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cluster.c - tslock on a real three-master Redis Cluster reached
  * through one node: hash slots against CLUSTER KEYSLOT, every companion

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fair.c - fair mode: five waiters served in the order they asked;
  * a paused waiter leaves the queue within its bound, a dead one at the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_faults.c - faults on the wire at every command of acquire, release
  * and extend, for every scheme on every server generation the proxy plays,

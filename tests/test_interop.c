@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_interop.c - tslock on the same key as the legacy clients fleets
  * already run (tests/legacy.c): the Java RedisLock of the articles, the

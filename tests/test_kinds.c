@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kinds.c - reentrant locks, sets of locks taken all or nothing, and
  * tslock_with(), on a modern server and on Redis 2.2 and 2.0 played by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_load.c - many processes contend on one key; a check inside the
  * critical section counts overlaps (two holders at once) and lost

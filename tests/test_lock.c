@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_lock.c - the timestamp lock against a real redis-server: acquire,
  * busy, release, lost, the three stamp units, values it cannot read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_matrix.c - the lock suite for every scheme on every server
  * generation: a modern redis-server, the same server with capabilities

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_python.sh - the pytest suite of the tslock Python module
 # (bindings/python/tests) against the module and library just built; the
 # tests start their own redis-server processes.  Skipped (77) when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_races.c - the races of the classic articles, replayed command by
  * command.  Each replay runs the broken scheme and shows mutual exclusion

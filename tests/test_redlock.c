@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_redlock.c - one lock over three independent masters of three
  * generations: a modern server, Redis 2.6.0 and Redis 2.2.15 (each old

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_resilience.c - holds that ride out what production Redis does to
  * connections: CLIENT KILL under a release, an extension and the

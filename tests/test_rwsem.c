@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_rwsem.c - read-write locks and semaphores on the modern server and
  * on every generation the proxy plays: races replayed step by step (the

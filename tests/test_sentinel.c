@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_sentinel.c - locks over a master found through Redis Sentinel:
  * a master, its replica and three sentinels, all real redis-server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_skew.c - clocks that disagree.  The takeover grace replayed on
  * every server generation with the step hook and test clocks; then real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_unit.c - tests that need no server: the error table, step names,
  * stamp parsing and formatting, and the reply shapes hiredis's reader

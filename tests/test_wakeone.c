@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_wakeone.c - a release wakes one waiter, not the herd: waiters
  * served in the order they joined the line, the others not even running

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_wakeup.c - waiters woken by the release: the missed wake-up race
  * replayed (a release between a failed try and the wait), with the

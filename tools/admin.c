@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * admin.c - the forms that work on a lock across invocations: acquire
  * (print a handle), release and extend (take the handle back), status

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * classroom.c - writes the race classroom page: the template of
  * tools/classroom.html (compiled in as classroom_page.h) with the scenes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * classroom.h - the race classroom: one self-contained HTML page that
  * steps through races as lanes of clients with the key between them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cli.h - declarations shared by the files of the tslock command: its
  * exit statuses, its options, the URL parser, the connection helpers and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * demo.c - tslock demo: start a private redis-server on a Unix socket in
  * a temporary directory, run the workers of demo_worker.c through each

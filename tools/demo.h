@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * demo.h - the race demonstration shared between its orchestrator
  * (demo.c: private redis-server, rounds, table) and its workers

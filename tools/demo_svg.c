@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * demo_svg.c - tslock demo --svg: the rounds as a timeline.  One panel
  * per scheme, one lane per worker, one bar per hold on a common time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * demo_worker.c - one worker of the race demonstration: take the lock
  * with one of six schemes, run a critical section that checks for a

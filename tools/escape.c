@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * escape.c - bytes from Redis (keys, values, client names) printed so a
  * terminal or a JSON reader takes them safely: quoted with C escapes for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * naive.c - broken lock variants from the articles, for the race replays.
  * Each is written as the article writes it, with the flaw left in.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * naive.h - the broken lock variants the articles describe, shared by the
  * race replays in tests/ and by `tslock replay`, so both show the same

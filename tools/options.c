@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * options.c - reading tslock's command line into a request and options:
  * the option table, the checks on each value, and taking any password

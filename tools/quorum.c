@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * quorum.c - the forms over several masters: -u given N times (N odd,
  * at least 3) makes a Redlock over those independent servers for

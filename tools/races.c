@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * races.c - the races of doc/races.md as one table of scenarios, run by
  * `tslock replay` to narrate them and by tests/test_races.c to assert on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * races.h - the scenario table of doc/races.md: each race's steps, the
  * broken scheme and tslock run through the same interleaving, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rawconn.c - a plain hiredis connection for the forms that need what no
  * lock offers (survey's SCAN and pipelines, watch's MONITOR): connected

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * replay.c - the replay form: narrates races of doc/races.md against the
  * server, step by step, with the broken scheme and tslock side by side,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * run.c - the run form, tslock KEY [KEY...] -- COMMAND: take every KEY
  * (several as one set, all or nothing), run COMMAND as a child (each

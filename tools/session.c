@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * session.c - what every form of the command shares: messages on stderr,
  * connecting as the URL says, making a lock as the options say, taking it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * signals.c - what tslock does with SIGINT, SIGTERM and SIGHUP: while it
  * waits for a lock they cancel the wait; while COMMAND runs they are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * skew.c - how far a clock seems off the server's: this host's, read by
  * TIME (Redis 2.6+) for status and survey; and a stamp writer's, judged

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * survey.c - the survey form: list the locks already in a server, read
  * only.  It owns the key walk (SCAN, or KEYS on request where SCAN is

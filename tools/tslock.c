@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tslock.c - the tslock command's main: read the command line (with
  * options.c), pick the form (run, acquire, release, extend, status,

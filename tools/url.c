@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * url.c - reading where to connect from a URL: redis://[[user]:password@]
  * host[:port][/db], unix://[[user]:password@]/path/to/socket[?db=N] and

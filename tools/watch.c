@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watch.c - the watch form: follow MONITOR and show who touches the
  * given lock keys.  It owns the MONITOR line parser (all generations),

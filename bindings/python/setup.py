@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Build the tslock module against an installed libtslock.
 
     pip install --no-build-isolation bindings/python
@@ -35,6 +36,8 @@ setup(
     version=pkg_config("--modversion", "tslock")[0],
     description="Mutual exclusion over Redis in every lock dialect, "
                 "shaped like redis-py's Lock (libtslock bindings)",
+    license="BSD-3-Clause",
+    classifiers=["License :: OSI Approved :: BSD License"],
     packages=["tslock"],
     ext_modules=[Extension(
         "tslock._tslock",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * basic.c - take a lock, do the work, release it, and tell a lost lease
  * from a clean release.  Usage: basic SOCKET-PATH [KEY]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run doc/examples/basic and with against a private redis-server in a temp dir,
 # stopped by its pid on the way out.
 set -u

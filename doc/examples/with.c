@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * with.c - a lock held around one function, renewed while it runs:
  * tslock_with(), the C form of a declarative lock.  Usage: with

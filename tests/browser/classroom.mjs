@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // classroom.mjs - the race classroom page in a real browser: Debian's
 // chromium, headless, driven by puppeteer-core (no browser download).
 //

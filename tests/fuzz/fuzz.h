@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz.h - what the fuzz targets in tests/fuzz share: the libFuzzer entry
  * point they define, and the check that aborts on a violated property so

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # fuzz.sh - build the libFuzzer targets of tests/fuzz with clang
 # (-fsanitize=fuzzer,address,undefined; the library's sources compiled in
 # directly) and run them: "run" fuzzes each for $FUZZ_SECONDS and prints

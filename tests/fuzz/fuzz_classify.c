@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_classify.c - tslock_value_classify() on any stored value: the
  * verdict must be one tslock_stamp_parse() agrees with, a token must be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_handle.c - tslock_lock_adopt() on any handle text: it holds only
  * what parses, and then tslock_lock_handle() gives back a handle that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_options.c - the tslock command's option and argument parsing
  * (cli_parse_args), without running a form: whatever argv holds, it

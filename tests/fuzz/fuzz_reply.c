@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_reply.c - every scheme's handling of what a server replies, with
  * no server: the input is the reply stream, written into one end of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_stamp.c - tslock_stamp_parse() on any bytes in each unit, and the
  * round trip through tslock_stamp_format(): a stamp the library writes

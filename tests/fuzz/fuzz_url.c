@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_url.c - the tslock command's URL parser (cli_url_parse), what it
  * says about a URL (cli_url_describe) and how it hides a password in argv

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # make-seeds.py - writes the hand-made seed corpora in tests/fuzz/corpus/:
 # real stamps, tokens, handles of every form, URLs of every form, command
 # lines, and the replies servers from 2.0 to 7.x send to each scheme's

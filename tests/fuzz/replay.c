@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * replay.c - a plain main() for the fuzz targets, built with the normal
  * compiler: it feeds every file named (or found in a directory named) to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client.c - tslock._tslock.Client: where to connect, and a pool of
  * connections to it, so one Client serves many threads (each operation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock.c - tslock._tslock.Lock: one named lock over a Client's pool.  A
  * hold keeps its connection from acquire to release; waits run without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * module.c - the tslock._tslock module: the exception hierarchy over the
  * TSLOCK_E* codes, the library's pure functions, and a raw connection

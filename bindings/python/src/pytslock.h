@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pytslock.h - what the three files of the tslock extension module share:
  * the Client and Lock types, the exceptions, the connection pool and the

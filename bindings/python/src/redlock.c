@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock.c - tslock._tslock.Redlock: one lock over several independent
  * masters (tslock_redlock_*), each reached through its own Client's pool.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sigint.c - Ctrl-C during a wait: for one blocking wait on the main
  * thread (where Python runs its signal handlers), a SIGINT handler chained

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures of the tslock module's tests: a private redis-server on a Unix
 socket in a temporary directory, started here and stopped by its pid, and
 (when tests/oldredis is built) the proxy that answers as an old Redis; and

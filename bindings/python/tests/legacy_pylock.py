@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Lock of redis-py 2.x before the 2.10 rewrite, as it was published
 (redis/client.py), flaws included: the client bridge mode exists for.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Bridge mode beside the redis-py 2.x timestamp lock, and token mode
 beside redis-py's own Lock, on one key: nobody is ever inside twice, and
 every loss the legacy client causes is reported to the tslock holder."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The redis-py-shaped interface: acquire, release, extend, reacquire,
 locked, owned, with; the exception hierarchy; the kinds beyond redis-py."""
 import threading

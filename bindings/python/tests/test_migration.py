@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The migration example of doc/python.md, run as written."""
 import os
 import re

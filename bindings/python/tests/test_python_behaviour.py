@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Behaving well inside Python: the GIL, Ctrl-C, threads, fork(), the
 watchdog's reports, and no reference leaks."""
 import gc

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A Redlock over three independent masters, from several URLs."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """tslock - mutual exclusion over Redis, in every lock dialect, for Python.
 
 A Python face for libtslock, shaped like redis-py's ``Lock``::
