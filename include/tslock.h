@@ -74,7 +74,10 @@ TSLOCK_EXTERN const char *tslock_version(void);
     X(ENOQUORUM, -18, "too few servers could be reached for a quorum")         \
     X(ECLUSTER, -19,                                                           \
       "Redis Cluster did not serve the key's slot (redirections, "             \
-      "TRYAGAIN, CLUSTERDOWN or keys in different slots)")
+      "TRYAGAIN, CLUSTERDOWN or keys in different slots)")                     \
+    X(ENOPERM, -20,                                                            \
+      "the server's access rules (ACL) deny this user a command, key or "      \
+      "channel the lock needs")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
 /* The error codes.  TSLOCK_OK is 0; all others are negative. */

@@ -567,7 +567,12 @@ int tslock__probe(tslock_client *c)
     if (rc != TSLOCK_OK)
         goto out;
     received = tslock__system_ms(TSLOCK_CLOCK_WALL);
-    if (r[0]->type == REDIS_REPLY_ERROR) {
+    /*
+     * A least-privilege ACL user may be denied INFO (it is in @dangerous):
+     * the version then stays unknown and the capabilities come from the
+     * other probes alone, as they do anyway.
+     */
+    if (r[0]->type == REDIS_REPLY_ERROR && !tslock__is_acl_denial(r[0]->str)) {
         rc = setup_error(c, "INFO", r[0]);
         goto out;
     }
@@ -577,8 +582,21 @@ int tslock__probe(tslock_client *c)
         goto out;
     if (r[1]->type == REDIS_REPLY_STATUS)
         c->caps |= TSLOCK_CAP_WATCH | TSLOCK_CAP_TTL_KEEPS;
+    /*
+     * Lua came in 2.6, after the TTL rule of 2.1.3: a server with scripts
+     * keeps TTLs through writes even when an ACL denies UNWATCH.
+     */
     if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)
-        c->caps |= TSLOCK_CAP_LUA;
+        c->caps |= TSLOCK_CAP_LUA | TSLOCK_CAP_TTL_KEEPS;
+    /*
+     * EVAL refused by an ACL: the server has scripts, this user may not
+     * run them.  Where WATCH is allowed, the WATCH forms serve instead;
+     * where it is not either, the scripts are still used, so the user
+     * hears TSLOCK_ENOPERM naming EVAL rather than a weaker form.
+     */
+    else if (r[2]->type == REDIS_REPLY_ERROR && tslock__is_acl_denial(r[2]->str)
+             && !(c->caps & TSLOCK_CAP_WATCH))
+        c->caps |= TSLOCK_CAP_LUA | TSLOCK_CAP_TTL_KEEPS;
     if (time_reply_ms(r[3], &server)) {
         /* The server read its clock about halfway through the trip. */
         c->caps |= TSLOCK_CAP_TIME;

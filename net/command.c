@@ -4,6 +4,8 @@
  * step hook, then the wire (wire.c) or, on a cluster, the node owning
  * the key's slot (cluster.c).
  */
+#include <stdio.h>
+
 #include "net.h"
 
 int tslock__check_usable(tslock_client *c)
@@ -32,6 +34,7 @@ int tslock__pipeline(tslock_client *c, const char *key, int n,
         out[i] = NULL;
     if (rc != TSLOCK_OK)
         return rc;
+    snprintf(c->op_key, sizeof(c->op_key), "%s", key != NULL ? key : "");
     /* Every hook first: a stop leaves nothing half sent. */
     for (i = 0; i < n; i++)
         if (c->hook != NULL && c->hook(c, q[i].step, key, c->hook_ud) != 0)

@@ -70,6 +70,7 @@ struct tslock_client {
     struct tslock__cluster *cluster;
     int cluster_seen; /* the last probe's INFO said cluster_enabled:1 */
     struct tslock__peer wrapped_peer; /* a wrapped connection's server */
+    char op_key[128]; /* the key of the last command sent, for messages */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -111,6 +112,8 @@ int tslock__exchange(tslock_client *c, int n, const struct tslock__queued *q,
                      redisReply **out);
 int tslock__io_failure(tslock_client *c, const char *what);
 void tslock__free_replies(int n, redisReply **r);
+/* Whether an error line is an ACL's refusal (-NOPERM, or in a script). */
+int tslock__is_acl_denial(const char *line);
 /* Map an error reply to a code with the server's line in errstr. */
 int tslock__reply_error(tslock_client *c, const char *what,
                         const redisReply *r);

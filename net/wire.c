@@ -174,6 +174,19 @@ const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size)
     return buf;
 }
 
+/*
+ * Redis 6+ refuses what a user's ACL does not allow with -NOPERM (a
+ * command, a key or a channel).  A command denied inside a script comes
+ * back as -ERR instead, worded "The user executing the script can't ..."
+ * (7.0), after "Error running script" on 6.x.
+ */
+int tslock__is_acl_denial(const char *line)
+{
+    return strncmp(line, "NOPERM", 6) == 0
+           || strstr(line, "user executing the script can't") != NULL
+           || strstr(line, "NOPERM ") != NULL;
+}
+
 int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
 {
     int code = TSLOCK_ESERVER;
@@ -196,6 +209,13 @@ int tslock__reply_error(tslock_client *c, const char *what, const redisReply *r)
      * wrong kind of value", without the WRONGTYPE prefix; older servers
      * also wrap a script's error in "ERR Error running script".
      */
+    if (tslock__is_acl_denial(r->str))
+        return tslock__fail(
+            c, TSLOCK_ENOPERM,
+            "%s for lock '%s': server replied -%s (an ACL rule of "
+            "this user denies it; doc/acl.md lists what "
+            "each scheme needs)",
+            what, c->op_key, r->str);
     if (strstr(r->str, "WRONGTYPE") != NULL
         || strstr(r->str, "wrong kind of value") != NULL)
         code = TSLOCK_EWRONGTYPE;

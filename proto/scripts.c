@@ -18,11 +18,14 @@
  * script's SHA, so it is spelled once here.
  */
 #define SHARED_MARK                                                            \
-    "local function mark(now) local t = redis.call('zrange', KEYS[2], "        \
-    "-1, -1, 'withscores') if t[1] then redis.call('set', KEYS[1], "           \
-    "string.sub(t[1], 33)) local ms = math.ceil(tonumber(t[2]) - now) "        \
-    "if ms < 1 then ms = 1 end redis.call('pexpire', KEYS[1], ms) "            \
-    "redis.call('pexpire', KEYS[2], ms) else redis.call('del', "               \
+    "local function mark(now, undo) local t = redis.call('zrange', "           \
+    "KEYS[2], -1, -1, 'withscores') if t[1] then local ms = "                  \
+    "math.ceil(tonumber(t[2]) - now) if ms < 1 then ms = 1 end if "            \
+    "type(redis.pcall('pexpire', KEYS[2], ms)) == 'table' then if undo "       \
+    "then redis.call('zrem', KEYS[2], undo) end redis.call('pexpire', "        \
+    "KEYS[2], ms) end redis.call('set', KEYS[1], "                             \
+    "string.sub(t[1], 33)) redis.call('pexpire', KEYS[1], ms) "                \
+    "else redis.call('del', "                                                  \
     "KEYS[1], KEYS[2]) end end local function marked(v) local t = "            \
     "redis.call('zrange', KEYS[2], -1, -1)[1] return (not v) or (t ~= "        \
     "nil and v == string.sub(t, 33)) end "
@@ -120,7 +123,9 @@ static const struct {
          "KEYS[2], d) redis.call('zrem', KEYS[3], d) end end local head = "
          "fair and redis.call('zrange', KEYS[2], 0, 0)[1] if (not head or "
          "head == ARGV[1]) and redis.call('setnx', KEYS[1], ARGV[2]) == 1 "
-         "then redis.call('pexpire', KEYS[1], ARGV[3]) if ARGV[8] == '1' "
+         "then local e = redis.pcall('pexpire', KEYS[1], ARGV[3]) if "
+         "type(e) == 'table' then redis.call('del', KEYS[1]) return e end "
+         "if ARGV[8] == '1' "
          "then redis.call('zrem', KEYS[2], ARGV[1]) redis.call('zrem', "
          "KEYS[3], ARGV[1]) end return {1, 0, 0} end if ARGV[8] ~= '1' or "
          "not redis.call('zscore', KEYS[2], ARGV[1]) then "
@@ -129,7 +134,7 @@ static const struct {
          "redis.call('pexpire', KEYS[i], ARGV[6]) end redis.call('get', "
          "KEYS[1]) return {0, redis.call('pttl', KEYS[1]), fair and "
          "redis.call('zrank', KEYS[2], ARGV[1]) or -1}",
-         "0a233e59e3f5be53ff702fa76cfb7dbfd1e8646e"},
+         "9702b0d244afe63a7365a9e4845f0c6619f5af6a"},
     /*
      * Shared holds (shared.c, rwlock.c).  KEYS[1] the lock, KEYS[2] the
      * holders (token .. stamp -> lease end ms, server time), KEYS[3] a
@@ -158,12 +163,13 @@ static const struct {
          "why = 0 if ARGV[5] == '1' and redis.call('exists', KEYS[3]) == 1 "
          "then why = 1 elseif tonumber(ARGV[4]) > 0 and redis.call('zcard', "
          "KEYS[2]) >= tonumber(ARGV[4]) then why = 2 else "
-         "redis.call('zadd', KEYS[2], score, ARGV[1]) end mark(now) if why "
+         "redis.call('zadd', KEYS[2], score, ARGV[1]) end mark(now, ARGV[1]) "
+         "if why "
          "== 1 then return {0, redis.call('pttl', KEYS[3]), 1} end if why "
          "== 2 then local f = redis.call('zrange', KEYS[2], 0, 0, "
          "'withscores') return {0, math.floor(tonumber(f[2]) - now), 2} end "
          "return {1, 0, 0}",
-         "a8de2721e6dec11f2216817782c58788c1863ef3"},
+         "788ff0775da5e75e445f5d5557b360447c66995f"},
     [SCRIPT_SHARED_RELEASE] =
         {SHARED_MARK
          "local now = tonumber(ARGV[2]) if not now then "
@@ -173,7 +179,7 @@ static const struct {
          "KEYS[2], ARGV[1]) if not ours then return -1 end "
          "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) "
          "mark(now) redis.pcall('publish', ARGV[3], KEYS[1]) return n",
-         "29f9385c661c9da101827ea5870487013ae72abf"},
+         "0b6f66fc9a2a733b7fc7028a1236d4242f88a0f7"},
     [SCRIPT_SHARED_EXTEND] =
         {SHARED_MARK
          "local now = tonumber(ARGV[4]) if not now then "
@@ -186,7 +192,7 @@ static const struct {
          "KEYS[2], ARGV[1]) redis.call('zadd', KEYS[2], now + "
          "tonumber(ARGV[3]), ARGV[2]) redis.call('zremrangebyscore', "
          "KEYS[2], '-inf', '(' .. now) mark(now) return 1",
-         "b30fe3cf4809ee3076e07bdc2c4cecda9b2bc4ca"},
+         "395182f5434c9401c5fbe2fbce5467254c7a6d04"},
     [SCRIPT_RW_EXCLUSIVE] =
         {SHARED_MARK
          "local now = tonumber(ARGV[3]) if not now then "
@@ -195,12 +201,15 @@ static const struct {
          "marked(redis.call('get', KEYS[1])) then "
          "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) if "
          "redis.call('zcard', KEYS[2]) == 0 then redis.call('set', KEYS[1], "
-         "ARGV[1]) redis.call('pexpire', KEYS[1], ARGV[2]) if "
-         "redis.call('get', KEYS[3]) == ARGV[1] then redis.call('del', "
+         "ARGV[1]) local e = redis.pcall('pexpire', KEYS[1], ARGV[2]) if "
+         "type(e) == 'table' then redis.call('del', KEYS[1]) return e end "
+         "if redis.call('get', KEYS[3]) == ARGV[1] then redis.call('del', "
          "KEYS[3]) end return {1, 0} end mark(now) end if ARGV[4] ~= '0' "
-         "then redis.call('set', KEYS[3], ARGV[1]) redis.call('pexpire', "
-         "KEYS[3], ARGV[4]) end return {0, redis.call('pttl', KEYS[1])}",
-         "7bf0665572642e3d534a70716fb14489076e96a0"},
+         "then redis.call('set', KEYS[3], ARGV[1]) local e = "
+         "redis.pcall('pexpire', KEYS[3], ARGV[4]) if type(e) == 'table' "
+         "then redis.call('del', KEYS[3]) return e end end return {0, "
+         "redis.call('pttl', KEYS[1])}",
+         "9645075f0dd5e9f4c4b8aaafae129f737303e8a5"},
     /*
      * The release of a token lock with a line of waiters (guard.c).
      * KEYS: the lock, the queue, the liveness set.  ARGV: our token, the
@@ -235,6 +244,42 @@ const char *tslock__script_text(enum tslock__script s)
 const char *tslock__script_sha(enum tslock__script s)
 {
     return scripts[s].sha;
+}
+
+/*
+ * A script's refusal does not say which key or command the ACL denied,
+ * so the detail names what the script touches: its keys, and which
+ * commands it runs (read off its text, so the list cannot drift).
+ */
+static void name_script_needs(tslock_client *c, enum tslock__script s,
+                              int nkeys, const char *const *keys)
+{
+    static const char *const cmds[] = {
+        "get",     "set",    "setnx",         "del",
+        "pexpire", "pttl",   "incr",          "publish",
+        "zadd",    "zrem",   "zrange",        "zscore",
+        "zcard",   "zcount", "zrangebyscore", "zremrangebyscore"};
+    size_t len = strlen(c->errstr), i;
+    const char *text = scripts[s].text, *sep = "";
+    char quoted[40];
+    int k;
+
+    len += (size_t)snprintf(c->errstr + len, sizeof(c->errstr) - len,
+                            "; the script needs the keys");
+    for (k = 0; k < nkeys && len < sizeof(c->errstr); k++)
+        len += (size_t)snprintf(c->errstr + len, sizeof(c->errstr) - len,
+                                "%s '%s'", k ? "," : "", keys[k]);
+    if (len < sizeof(c->errstr))
+        len += (size_t)snprintf(c->errstr + len, sizeof(c->errstr) - len,
+                                " and the commands ");
+    for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        snprintf(quoted, sizeof(quoted), "'%s'", cmds[i]);
+        if (strstr(text, quoted) == NULL || len >= sizeof(c->errstr))
+            continue;
+        len += (size_t)snprintf(c->errstr + len, sizeof(c->errstr) - len,
+                                "%s%s", sep, cmds[i]);
+        sep = ", ";
+    }
 }
 
 #define SCRIPT_MAX_KEYS 4
@@ -273,6 +318,8 @@ int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
         rc = tslock__reply_error(c, argv[0], r);
         freeReplyObject(r);
         r = NULL;
+        if (rc == TSLOCK_ENOPERM)
+            name_script_needs(c, s, nkeys, keys);
     }
     *out = r;
     return rc;

@@ -29,6 +29,7 @@
 #define CLI_EXIT_SOFTWARE    70 /* EX_SOFTWARE: server refused, bad reply */
 #define CLI_EXIT_OSERR       71 /* EX_OSERR: fork, pipe, memory, temp dir */
 #define CLI_EXIT_LOST        75 /* EX_TEMPFAIL: lease lost while in use */
+#define CLI_EXIT_NOPERM      77 /* EX_NOPERM: the server's ACL denied it */
 #define CLI_EXIT_NOEXEC      126
 #define CLI_EXIT_NOTFOUND    127
 #define CLI_EXIT_SIGNAL_BASE 128

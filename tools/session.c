@@ -113,6 +113,8 @@ int cli_status_for(int code)
         return CLI_EXIT_UNAVAILABLE;
     case TSLOCK_ENOMEM:
         return CLI_EXIT_OSERR;
+    case TSLOCK_ENOPERM:
+        return CLI_EXIT_NOPERM;
     default:
         return CLI_EXIT_SOFTWARE;
     }
