@@ -250,6 +250,32 @@ nothing_outlives() {
     done
 }
 
+# checked USER KEY STATUS RULE OPTIONS...: tslock check, asked without
+# running anything, agrees: exit STATUS, and without RULE a MISSING line
+# for its command (a key or channel pattern: some MISSING line).
+checked() {
+    u=$1 k=$2 want=$3 r=$4
+    shift 4
+    REDISCLI_AUTH="pw-$u" "$tool" -u "unix://$u@$dir/$u.sock" "$@" check \
+        "$k" >"$dir/$u.check" 2>&1
+    rc=$?
+    case $r in
+    +*) line="MISSING  ${r#+} " ;;
+    '') line="" ;;
+    *) line="MISSING" ;;
+    esac
+    if [ $rc -eq "$want" ] && { [ -z "$line" ] || grep -q -- "$line" \
+        "$dir/$u.check"; } && { [ -n "$r" ] || ! grep -q MISSING \
+        "$dir/$u.check"; }; then
+        echo "ok - $u${r:+ without $r}: tslock check says so (exit $want)" \
+            >>"$report"
+    else
+        echo "FAIL - $u${r:+ without $r}: tslock check exit $rc, expected" \
+            "$want${line:+ and '$line'}: $(head -c 600 "$dir/$u.check")" \
+            >>"$report"
+    fi
+}
+
 # check_user USER: writes its ok/FAIL lines to $dir/USER.report.
 check_user() {
     u=$1
@@ -270,6 +296,7 @@ check_user() {
     # shellcheck disable=SC2086
     if scenario "$u" "lock:$u:full" "$lease" $opts; then
         echo "ok - $u: every step works with the page's rules" >>"$report"
+        checked "$u" "lock:$u:full:a" 0 "" $opts
     else
         echo "FAIL - $u: the page's rules are not enough (exit $?):" \
             "$(head -c 400 "$dir/$u.err")" >>"$report"
@@ -284,6 +311,8 @@ check_user() {
         # shellcheck disable=SC2086
         scenario "$u" "lock:$u:r$i" "$lease" $opts
         rc=$?
+        edge_rules "$u" | grep -qxF -- "$r" \
+            || checked "$u" "lock:$u:r$i:a" 77 "$r" $opts
         if [ $rc -eq 0 ] && edge_rules "$u" | grep -qxF -- "$r"; then
             echo "ok - $u without $r: not reached by the scenario (an" \
                 "edge path needs it)" >>"$report"
@@ -311,6 +340,7 @@ check_user() {
         # shellcheck disable=SC2086
         setuser "$u" $(required "$u") $rest
         # shellcheck disable=SC2086
+        checked "$u" "lock:$u:w$i:a" 0 "$r" $opts
         if scenario "$u" "lock:$u:w$i" "$lease" $opts; then
             echo "ok - $u without $r: works, waiters poll" >>"$report"
         else

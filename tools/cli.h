@@ -279,6 +279,8 @@ int cli_extend(const struct cli_options *o, const char *key,
 int cli_status(const struct cli_options *o, const char *key);
 int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
+/* check.c: whether this user's ACL allows what the scheme needs on key. */
+int cli_check(const struct cli_options *o, const char *key);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
 /* ---- escape.c: bytes from Redis, printed safely */

@@ -25,6 +25,8 @@ static const char *const help_text[] = {
     "       tslock [options] release KEY HANDLE      release it\n"
     "       tslock [options] extend KEY HANDLE       extend it to --ttl\n"
     "       tslock [options] status KEY              show what holds KEY\n"
+    "       tslock [options] check KEY               may this ACL user lock "
+    "KEY?\n"
     "       tslock [options] break KEY [--if-value VALUE]  delete a stuck "
     "lock\n"
     "       tslock [options] survey [--match PATTERN] [--json] [--all] "
@@ -155,7 +157,8 @@ enum form {
     FORM_DEMO,
     FORM_SURVEY,
     FORM_WATCH,
-    FORM_REPLAY
+    FORM_REPLAY,
+    FORM_CHECK
 };
 static const struct {
     const char *name;
@@ -169,7 +172,8 @@ static const struct {
              {"demo", 1, "no arguments"},
              {"survey", 1, "no arguments (options only)"},
              {"watch", 2, "one KEY or more"},
-             {"replay", 2, "RACE (or --list)"}};
+             {"replay", 2, "RACE (or --list)"},
+             {"check", 2, "KEY"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -224,6 +228,11 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o, f == FORM_BREAK ? "break" : NULL) != 0)
         return CLI_EXIT_USAGE;
+    if (f == FORM_CHECK)
+        return o->n_masters > 0
+                   ? cli_usage_error("check takes one -u (run it for each "
+                                     "master)")
+                   : cli_check(o, r->words[1]);
     if (o->n_masters > 0)
         return f == FORM_ACQUIRE ? cli_quorum_acquire(o, r->words[1])
                : f == FORM_RELEASE

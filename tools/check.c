@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * check.c - tslock check KEY: whether this user's ACL allows every
+ * command, key and channel the chosen scheme and mode use on KEY
+ * (doc/acl.md), asked of the server without running any of them, so
+ * nothing is taken or written.  For an operator writing an ACL.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hiredis_compat.h"
+
+#include "cli.h"
+
+/* Which locks need a rule. */
+enum {
+    M_TOKEN = 1, /* token, waiting (the line) */
+    M_FAIR = 2,
+    M_TIMESTAMP = 4,
+    M_BRIDGE = 8,
+    M_RW = 16,  /* read-write */
+    M_SEM = 32, /* semaphore */
+    M_FENCE = 64,
+    M_ALL = 127
+};
+
+/* The name a rule is checked on: the key, a companion, a channel. */
+enum role {
+    R_NONE,
+    R_KEY,
+    R_OWNER,
+    R_QUEUE,
+    R_HOLDERS,
+    R_WRITER,
+    R_RELEASED,
+    R_WAKE,
+    R_FENCE
+};
+static const char *const suffixes[] = {
+    "",          "",
+    ":owner",    ":queue",
+    ":holders",  ":writer",
+    ":released", ":wake:00000000000000000000000000000000w",
+    ":fence"};
+
+/* One rule: the command, its name argument's role, the rest of argv. */
+static const struct rule {
+    unsigned modes;
+    int wakeup; /* without it waiters poll: not a failure */
+    const char *cmd;
+    enum role role;
+    const char *args[3];
+} rules[] = {
+    {M_TOKEN | M_BRIDGE | M_TIMESTAMP | M_RW | M_SEM, 0, "set", R_KEY, {"v"}},
+    {M_ALL, 0, "get", R_KEY, {0}},
+    {M_ALL, 0, "del", R_KEY, {0}},
+    {M_ALL & ~M_TIMESTAMP, 0, "pexpire", R_KEY, {"1"}},
+    {M_ALL & ~M_TIMESTAMP, 0, "pttl", R_KEY, {0}},
+    {M_TOKEN | M_FAIR | M_TIMESTAMP, 0, "setnx", R_KEY, {"v"}},
+    {M_TIMESTAMP, 0, "getset", R_KEY, {"v"}},
+    {M_TOKEN | M_FAIR, 0, "incr", R_QUEUE, {0}},
+    {M_TOKEN | M_FAIR, 0, "zadd", R_QUEUE, {"1", "m"}},
+    {M_TOKEN | M_FAIR, 0, "zrange", R_QUEUE, {"0", "0"}},
+    {M_TOKEN | M_FAIR, 0, "zscore", R_QUEUE, {"m"}},
+    {M_TOKEN | M_FAIR, 0, "zrem", R_QUEUE, {"m"}},
+    {M_FAIR, 0, "zrangebyscore", R_QUEUE, {"0", "1"}},
+    {M_FAIR, 0, "zrank", R_QUEUE, {"m"}},
+    {M_BRIDGE, 0, "set", R_OWNER, {"v"}},
+    {M_FENCE, 0, "incr", R_FENCE, {0}},
+    {M_RW, 0, "exists", R_WRITER, {0}},
+    {M_RW | M_SEM, 0, "zadd", R_HOLDERS, {"1", "m"}},
+    {M_RW | M_SEM, 0, "zrem", R_HOLDERS, {"m"}},
+    {M_RW | M_SEM, 0, "zcard", R_HOLDERS, {0}},
+    {M_RW | M_SEM, 0, "zrange", R_HOLDERS, {"0", "0"}},
+    {M_RW | M_SEM, 0, "zscore", R_HOLDERS, {"m"}},
+    {M_RW | M_SEM, 0, "zremrangebyscore", R_HOLDERS, {"0", "1"}},
+    {M_ALL, 0, "evalsha", R_NONE, {0}},
+    {M_ALL, 0, "eval", R_NONE, {0}},
+    {M_ALL, 1, "publish", R_RELEASED, {"k"}},
+    {M_ALL, 1, "subscribe", R_RELEASED, {0}},
+    {M_TOKEN | M_FAIR, 1, "subscribe", R_WAKE, {0}},
+};
+#define N_RULES (sizeof(rules) / sizeof(rules[0]))
+
+/*
+ * Each check as its argument count and its arguments; the script asks
+ * redis.acl_check_cmd (Redis 7.0) of each, which runs nothing.
+ */
+static const char check_script[] =
+    "local out, i = {}, 1 while i <= #ARGV do local n = tonumber(ARGV[i]) "
+    "local ok = redis.acl_check_cmd(unpack(ARGV, i + 1, i + n)) "
+    "out[#out + 1] = ok and 1 or 0 i = i + n + 1 end return out";
+
+static unsigned modes_of(const struct cli_options *o)
+{
+    unsigned fence = o->fence ? M_FENCE : 0;
+
+    if (o->rw != TSLOCK_RW_OFF)
+        return M_RW;
+    if (o->permits > 0)
+        return M_SEM;
+    if (o->fair)
+        return M_FAIR | fence;
+    if (o->scheme == TSLOCK_SCHEME_TIMESTAMP)
+        return M_TIMESTAMP | fence;
+    if (o->scheme == TSLOCK_SCHEME_BRIDGE)
+        return M_BRIDGE | fence;
+    return M_TOKEN | fence;
+}
+
+/* KEY's companion: a tag kept, else the key made the tag (names.c). */
+static char *name_for(const char *key, enum role role)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
+    size_t len = strlen(key) + 64;
+    char *out = malloc(len);
+
+    if (out == NULL)
+        return NULL;
+    if (role == R_KEY || role == R_NONE)
+        snprintf(out, len, "%s", key);
+    else if (role == R_FENCE) /* a companion only on a cluster */
+        snprintf(out, len, "%s%s", key, suffixes[role]);
+    else if ((close != NULL && close > open + 1) || strchr(key, '}') != NULL)
+        snprintf(out, len, "%s%s", key, suffixes[role]);
+    else
+        snprintf(out, len, "{%s}%s", key, suffixes[role]);
+    return out;
+}
+
+/* The argv of rule r on key, into v (at most 8); returns the count. */
+static int rule_argv(const struct rule *r, const char *key, char *name,
+                     const char **v)
+{
+    int n = 0, i;
+
+    v[n++] = r->cmd;
+    if (strcmp(r->cmd, "eval") == 0 || strcmp(r->cmd, "evalsha") == 0) {
+        v[n++] = strcmp(r->cmd, "eval") == 0
+                     ? "return 1"
+                     : "0000000000000000000000000000000000000000";
+        v[n++] = "1";
+        v[n++] = key;
+        return n;
+    }
+    v[n++] = name;
+    for (i = 0; i < 3 && r->args[i] != NULL; i++)
+        v[n++] = r->args[i];
+    return n;
+}
+
+/*
+ * The check script did not run: a server without scripts (before 2.6)
+ * or without ACL (before 6.0) allows everything; 6.x cannot be asked
+ * without running the commands; an ACL that refuses EVAL is itself the
+ * first thing missing.  An exit status, 0 when all is allowed.
+ */
+static int unanswered(redisContext *ctx, const redisReply *r)
+{
+    const char *line = r->type == REDIS_REPLY_ERROR ? r->str : "no error";
+    redisReply *who;
+
+    if (strstr(line, "NOPERM") != NULL || strstr(line, "can't run") != NULL) {
+        printf("  MISSING  eval (and check needs it to ask about the rest)\n"
+               "the scheme cannot work for this user (doc/acl.md)\n");
+        return CLI_EXIT_NOPERM;
+    }
+    who = redisCommand(ctx, "ACL WHOAMI");
+    if (strncmp(line, "ERR unknown command", 19) == 0
+        || (who != NULL && who->type == REDIS_REPLY_ERROR
+            && strstr(who->str, "unknown") != NULL)) {
+        freeReplyObject(who);
+        printf("this server has no ACL (Redis before 6.0): every command is "
+               "allowed\n");
+        return 0;
+    }
+    freeReplyObject(who);
+    cli_error("check: this server cannot say what a user may run without "
+              "running it (redis.acl_check_cmd came in Redis 7.0): %s",
+              line);
+    return CLI_EXIT_SOFTWARE;
+}
+
+/* Ask the server about every rule of modes; verdicts into ok[]. */
+static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
+               char **names)
+{
+    const char *argv[3 + N_RULES * 9];
+    size_t lens[3 + N_RULES * 9];
+    char counts[N_RULES][4];
+    int argc = 3, k = 0, rc = 0;
+    size_t i, j;
+    redisReply *r;
+
+    argv[0] = "EVAL";
+    argv[1] = check_script;
+    argv[2] = "0";
+    for (i = 0; i < N_RULES; i++) {
+        const char *v[8];
+        int n;
+        if (!(rules[i].modes & modes))
+            continue;
+        n = rule_argv(&rules[i], key, names[i], v);
+        snprintf(counts[i], sizeof(counts[i]), "%d", n);
+        argv[argc++] = counts[i];
+        for (j = 0; j < (size_t)n; j++)
+            argv[argc++] = v[j];
+    }
+    for (i = 0; i < (size_t)argc; i++)
+        lens[i] = strlen(argv[i]);
+    r = redisCommandArgv(ctx, argc, argv, lens);
+    if (r == NULL) {
+        cli_error("check: %s", ctx->errstr[0] ? ctx->errstr : "no reply");
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    if (r->type != REDIS_REPLY_ARRAY) {
+        rc = unanswered(ctx, r);
+        freeReplyObject(r);
+        return rc == 0 ? 1 : rc; /* 1: answered, nothing to report */
+    }
+    for (i = 0; i < N_RULES; i++)
+        if (rules[i].modes & modes)
+            ok[i] = (size_t)k < r->elements && r->element[k++]->integer == 1;
+    freeReplyObject(r);
+    return 0;
+}
+
+static const char *mode_name(unsigned modes)
+{
+    modes &= ~(unsigned)M_FENCE;
+    return modes == M_FAIR        ? "token, fair"
+           : modes == M_TIMESTAMP ? "timestamp"
+           : modes == M_BRIDGE    ? "bridge"
+           : modes == M_RW        ? "read-write"
+           : modes == M_SEM       ? "semaphore"
+                                  : "token";
+}
+
+/* Print the verdicts; returns the number of needed rules missing. */
+static int report(const char *key, unsigned modes, const int *ok, char **names)
+{
+    int missing = 0, poll = 0;
+    size_t i;
+
+    printf("%s, %s: what this user may run\n", key, mode_name(modes));
+    for (i = 0; i < N_RULES; i++) {
+        if (!(rules[i].modes & modes))
+            continue;
+        printf("  %-8s %-16s %s%s\n", ok[i] ? "ok" : "MISSING", rules[i].cmd,
+               rules[i].role == R_NONE ? "(the scripts)" : names[i],
+               rules[i].wakeup ? " (wake-ups; without it, waiters poll)" : "");
+        if (!ok[i] && rules[i].wakeup)
+            poll = 1;
+        else if (!ok[i])
+            missing++;
+    }
+    if (missing > 0)
+        printf("%d rule%s missing: the scheme cannot work for this user "
+               "(doc/acl.md)\n",
+               missing, missing == 1 ? "" : "s");
+    else
+        printf("every rule the scheme needs is allowed%s\n",
+               poll ? "; waiters will poll" : "");
+    return missing;
+}
+
+int cli_check(const struct cli_options *o, const char *key)
+{
+    unsigned modes = modes_of(o);
+    int ok[N_RULES] = {0};
+    char *names[N_RULES] = {0};
+    redisContext *ctx = NULL;
+    int rc;
+    size_t i;
+
+    if ((rc = cli_raw_connect(o, 1, &ctx)) != 0)
+        return rc;
+    for (i = 0; i < N_RULES; i++)
+        if ((names[i] = name_for(key, rules[i].role)) == NULL) {
+            rc = CLI_EXIT_OSERR;
+            goto out;
+        }
+    rc = ask(ctx, key, modes, ok, names);
+    if (rc == 1) /* answered without the rules: printed, all allowed */
+        rc = 0;
+    else if (rc == 0)
+        rc = report(key, modes, ok, names) > 0 ? CLI_EXIT_NOPERM : 0;
+out:
+    for (i = 0; i < N_RULES; i++)
+        free(names[i]);
+    redisFree(ctx);
+    return rc;
+}
