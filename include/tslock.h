@@ -143,6 +143,9 @@ typedef enum tslock_release_form {
 #define TSLOCK_CAP_SET_NX_PX 0x08u /* SET key value NX PX ms (2.6.12) */
 #define TSLOCK_CAP_TTL_KEEPS 0x10u /* a write keeps a key's TTL (2.1.3) */
 #define TSLOCK_CAP_CLUSTER   0x20u /* a Redis Cluster node (3.0): routed */
+#define TSLOCK_CAP_FUNCTIONS                                                   \
+    0x40u /* scripts as Functions: an ACL refuses                              \
+             EVAL (7.0; tslock_client_set_functions) */
 
 /* The commands a lock operation sends, named to the step hook. */
 /* clang-format off */
@@ -367,6 +370,44 @@ TSLOCK_EXTERN const char *tslock_client_errstr(const tslock_client *client);
  * version are still judged by what they do.  Returns 0 before a connect.
  */
 TSLOCK_EXTERN unsigned tslock_client_caps(const tslock_client *client);
+
+/* How a client may use Redis 7 Functions (tslock_client_set_functions). */
+typedef enum tslock_functions {
+    TSLOCK_FUNCTIONS_LOAD = 0, /* FCALL where EVAL is refused; FUNCTION LOAD
+                                  the library when it is missing */
+    TSLOCK_FUNCTIONS_USE = 1,  /* FCALL where EVAL is refused; the library
+                                  must have been loaded by an operator */
+    TSLOCK_FUNCTIONS_OFF = 2   /* never: where EVAL is refused, the WATCH
+                                  forms, else TSLOCK_ENOPERM */
+} tslock_functions;
+
+/*
+ * tslock_client_set_functions - whether scripts run as Redis 7 Functions
+ * (FCALL) when an ACL refuses EVAL, and whether the client may load
+ * tslock's function library itself (FUNCTION LOAD) when it is missing.
+ *
+ * client: not NULL.  mode: a tslock_functions value.  The default is
+ * TSLOCK_FUNCTIONS_LOAD.  The library (tslock_functions_library()) holds
+ * every script of this libtslock under a versioned name, so clients of
+ * both kinds, and of other versions, share locks: the commands on the
+ * keys are the same.  Takes effect at the next connect or reconnect.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_functions(tslock_client *client,
+                                              tslock_functions mode);
+
+/*
+ * tslock_functions_library - the Lua function library of this libtslock,
+ * as FUNCTION LOAD takes it ("#!lua name=tslock_<version id>" and one
+ * registered function per script), and its name.
+ *
+ * name: may be NULL; receives the library's name.
+ * Returns the text, or NULL when out of memory.
+ * Ownership: both static, built once, never freed.  Threads: safe from
+ * any thread after the first call has returned.
+ */
+TSLOCK_EXTERN const char *tslock_functions_library(const char **name);
 
 /*
  * tslock_client_limit_caps - act as if the server lacked every capability

@@ -404,6 +404,15 @@ unsigned tslock_client_caps(const tslock_client *c)
     return c == NULL ? 0 : c->caps;
 }
 
+int tslock_client_set_functions(tslock_client *c, tslock_functions mode)
+{
+    if (c == NULL || mode < TSLOCK_FUNCTIONS_LOAD
+        || mode > TSLOCK_FUNCTIONS_OFF)
+        return TSLOCK_EINVAL;
+    c->functions_mode = mode;
+    return TSLOCK_OK;
+}
+
 int tslock_client_limit_caps(tslock_client *c, unsigned allowed)
 {
     if (c == NULL)
@@ -525,6 +534,24 @@ static int time_reply_ms(const redisReply *r, int64_t *ms)
 }
 
 /*
+ * EVAL refused by an ACL: the server has scripts, this user may not send
+ * them.  On Redis 7 (or a version INFO did not tell) the scripts run as
+ * Functions, FCALL of tslock's library, unless the client was told not
+ * to; else, where WATCH is allowed, the WATCH forms serve instead; where
+ * it is not either, the scripts are still used, so the user hears
+ * TSLOCK_ENOPERM naming EVAL rather than a weaker form.
+ */
+static void eval_refused(tslock_client *c)
+{
+    if (c->functions_mode != TSLOCK_FUNCTIONS_OFF
+        && (c->version[0] < 0 || c->version[0] >= 7)) {
+        c->caps |= TSLOCK_CAP_LUA | TSLOCK_CAP_TTL_KEEPS | TSLOCK_CAP_FUNCTIONS;
+    } else if (!(c->caps & TSLOCK_CAP_WATCH)) {
+        c->caps |= TSLOCK_CAP_LUA | TSLOCK_CAP_TTL_KEEPS;
+    }
+}
+
+/*
  * Learn what the server can do, in one pipelined round trip.  A client
  * that found its server through Sentinel also sends ROLE, in the same
  * round trip, to check the node is the master.  The version
@@ -549,6 +576,7 @@ int tslock__probe(tslock_client *c)
     int i, rc = TSLOCK_OK;
 
     c->caps = 0;
+    c->use_functions = 0;
     c->clock_offset_ms = 0;
     sent = tslock__system_ms(TSLOCK_CLOCK_WALL);
     for (i = 0; i < n; i++) {
@@ -588,15 +616,9 @@ int tslock__probe(tslock_client *c)
      */
     if (r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer == 1)
         c->caps |= TSLOCK_CAP_LUA | TSLOCK_CAP_TTL_KEEPS;
-    /*
-     * EVAL refused by an ACL: the server has scripts, this user may not
-     * run them.  Where WATCH is allowed, the WATCH forms serve instead;
-     * where it is not either, the scripts are still used, so the user
-     * hears TSLOCK_ENOPERM naming EVAL rather than a weaker form.
-     */
-    else if (r[2]->type == REDIS_REPLY_ERROR && tslock__is_acl_denial(r[2]->str)
-             && !(c->caps & TSLOCK_CAP_WATCH))
-        c->caps |= TSLOCK_CAP_LUA | TSLOCK_CAP_TTL_KEEPS;
+    else if (r[2]->type == REDIS_REPLY_ERROR
+             && tslock__is_acl_denial(r[2]->str))
+        eval_refused(c);
     if (time_reply_ms(r[3], &server)) {
         /* The server read its clock about halfway through the trip. */
         c->caps |= TSLOCK_CAP_TIME;
@@ -607,6 +629,7 @@ int tslock__probe(tslock_client *c)
         && strncmp(r[4]->str, "ERR unknown command", 19) != 0)
         c->caps |= TSLOCK_CAP_SET_NX_PX;
     c->caps &= c->caps_allowed;
+    c->use_functions = (c->caps & TSLOCK_CAP_FUNCTIONS) != 0;
     /* Default INFO has a Cluster section from 3.0 on: no extra trip. */
     if (r[0]->type == REDIS_REPLY_STRING
         && strstr(r[0]->str, "cluster_enabled:1") != NULL)

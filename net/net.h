@@ -71,6 +71,13 @@ struct tslock_client {
     int cluster_seen; /* the last probe's INFO said cluster_enabled:1 */
     struct tslock__peer wrapped_peer; /* a wrapped connection's server */
     char op_key[128]; /* the key of the last command sent, for messages */
+    /*
+     * Redis 7 Functions instead of EVAL (proto/scripts.c): the mode of
+     * tslock_client_set_functions(), and whether this connection runs
+     * its scripts with FCALL (EVAL refused by an ACL).
+     */
+    int functions_mode;
+    int use_functions;
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 

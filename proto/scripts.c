@@ -5,7 +5,10 @@
  * FLUSH or a restart).  The SHA1 digests are fixed here and checked
  * against the server's SCRIPT LOAD by the test suite.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto.h"
@@ -236,6 +239,132 @@ static const struct {
          "b8796e0c0fa8d51bcf2282804b7dece70b74cebb"},
 };
 
+/*
+ * Redis 7 Functions: every script above, registered in one library whose
+ * name carries a digest of all their SHA1s, so each libtslock's library
+ * sits beside the others' and a changed script never replaces one that
+ * older clients still call.  A function is named after its library and
+ * the script's SHA1 prefix.  redis.replicate_commands() is dropped:
+ * functions are always replicated by their effects, and do not have it.
+ */
+/*
+ * tslock check's question, asked of every rule at once: ARGV holds each
+ * command as its argument count and its arguments, and Redis 7.0's
+ * redis.acl_check_cmd says whether this user may run it, running nothing.
+ */
+static const char tslock__acl_check_script[] =
+    "local out, i = {}, 1 while i <= #ARGV do local n = tonumber(ARGV[i]) "
+    "local ok = redis.acl_check_cmd(unpack(ARGV, i + 1, i + n)) "
+    "out[#out + 1] = ok and 1 or 0 i = i + n + 1 end return out";
+
+static char library_name[32];
+static char *library_text;
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+
+static void library_build(void)
+{
+    static const char drop[] = "redis.replicate_commands() ";
+    uint64_t h = UINT64_C(1469598103934665603);
+    size_t i, len = 64, at;
+    const char *p;
+
+    for (i = 0; i < SCRIPT_COUNT; i++) {
+        for (p = scripts[i].sha; *p; p++)
+            h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+        len += strlen(scripts[i].text) + 160;
+    }
+    len += sizeof(tslock__acl_check_script) + 160;
+    snprintf(library_name, sizeof(library_name), "tslock_%016llx",
+             (unsigned long long)h);
+    if ((library_text = malloc(len)) == NULL)
+        return;
+    at = (size_t)snprintf(library_text, len, "#!lua name=%s\n", library_name);
+    for (i = 0; i < SCRIPT_COUNT; i++) {
+        at += (size_t)snprintf(library_text + at, len - at,
+                               "redis.register_function('%s_%.12s', "
+                               "function(KEYS, ARGV) ",
+                               library_name, scripts[i].sha);
+        for (p = scripts[i].text; *p;)
+            if (strncmp(p, drop, sizeof(drop) - 1) == 0)
+                p += sizeof(drop) - 1;
+            else
+                library_text[at++] = *p++;
+        at += (size_t)snprintf(library_text + at, len - at, " end)\n");
+    }
+    /* tslock check's question, for users refused EVAL (tools/check.c). */
+    snprintf(library_text + at, len - at,
+             "redis.register_function{function_name='%s_check', "
+             "flags={'no-writes'}, callback=function(KEYS, ARGV) %s end}\n",
+             library_name, tslock__acl_check_script);
+}
+
+const char *tslock_functions_library(const char **name)
+{
+    pthread_once(&library_once, library_build);
+    if (name != NULL)
+        *name = library_name;
+    return library_text;
+}
+
+/* Load the library; one that is there already (another client) is fine. */
+static int library_load(tslock_client *c, const char *key)
+{
+    const char *text = tslock_functions_library(NULL);
+    const char *load[3] = {"FUNCTION", "LOAD", text};
+    redisReply *r = NULL;
+    int rc;
+
+    if (text == NULL)
+        return tslock__fail(c, TSLOCK_ENOMEM,
+                            "no memory for the function "
+                            "library");
+    rc = tslock__command(c, TSLOCK_STEP_EVAL, key, 3, load, &r);
+    if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR
+        && strstr(r->str, "already exists") == NULL) {
+        rc = tslock__reply_error(c, "FUNCTION LOAD", r);
+        if (rc == TSLOCK_ENOPERM)
+            snprintf(c->errstr + strlen(c->errstr),
+                     sizeof(c->errstr) - strlen(c->errstr),
+                     "; an operator can load it: tslock functions load");
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/*
+ * FCALL of the script's function; when the library is missing (a new
+ * server, a failover to a replica that never had it, FUNCTION FLUSH), it
+ * is loaded, if the client may, and called once more.
+ */
+static int run_function(tslock_client *c, enum tslock__script s,
+                        const char *key, int argc, const char **argv,
+                        redisReply **r)
+{
+    char fname[48];
+    const char *name;
+    int rc;
+
+    tslock_functions_library(&name);
+    snprintf(fname, sizeof(fname), "%s_%.12s", name, scripts[s].sha);
+    argv[0] = "FCALL";
+    argv[1] = fname;
+    rc = tslock__command(c, TSLOCK_STEP_EVALSHA, key, argc, argv, r);
+    if (rc != TSLOCK_OK || (*r)->type != REDIS_REPLY_ERROR
+        || strstr((*r)->str, "Function not found") == NULL)
+        return rc;
+    freeReplyObject(*r);
+    *r = NULL;
+    if (c->functions_mode == TSLOCK_FUNCTIONS_USE)
+        return tslock__fail(c, TSLOCK_ESERVER,
+                            "FCALL %s: the server has no function library "
+                            "%s, and this client may not load it: an "
+                            "operator can, with tslock functions load",
+                            fname, name);
+    if ((rc = library_load(c, key)) != TSLOCK_OK)
+        return rc;
+    return tslock__command(c, TSLOCK_STEP_EVALSHA, key, argc, argv, r);
+}
+
 const char *tslock__script_text(enum tslock__script s)
 {
     return scripts[s].text;
@@ -305,7 +434,10 @@ int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
         argv[argc++] = keys[i];
     for (i = 0; i < nargs; i++)
         argv[argc++] = args[i];
-    rc = tslock__command(c, TSLOCK_STEP_EVALSHA, keys[0], argc, argv, &r);
+    if (c->use_functions)
+        rc = run_function(c, s, keys[0], argc, argv, &r);
+    else
+        rc = tslock__command(c, TSLOCK_STEP_EVALSHA, keys[0], argc, argv, &r);
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_ERROR
         && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);

@@ -79,6 +79,7 @@ options_of() {
     case $1 in
     tslock-token) echo "-m token" ;;
     tslock-fence) echo "-m token --fence" ;;
+    tslock-functions) echo "-m token" ;;
     tslock-fair) echo "-m token --fair" ;;
     tslock-timestamp) echo "-m timestamp" ;;
     tslock-bridge) echo "-m bridge" ;;
@@ -102,12 +103,14 @@ edge_rules() {
 }
 
 # setuser USER RULES...: the user anew, with exactly these rules, and no
-# script cached, so every run loads its scripts as a fresh server would.
+# script cached and no function library loaded, so every run loads them
+# as on a fresh server.
 setuser() {
     u=$1
     shift
     ucli acl setuser "$u" reset on ">pw-$u" "$@" >/dev/null
     ucli script flush >/dev/null
+    ucli function flush >/dev/null
 }
 
 # scenario USER PREFIX TTL OPTIONS...: 0 when every step worked; else the
@@ -163,7 +166,8 @@ hold() {
     shift
     flag="$dir/$u.flag"
     : >"$flag"
-    REDISCLI_AUTH="pw-$u" "$tool" -q -u "$url" "$@" -t "$ttl" "$k" -- \
+    REDISCLI_AUTH="${hold_auth:-pw-$u}" "$tool" -q -u "$url" "$@" -t "$ttl" \
+        "$k" -- \
         sh -c 'echo taken >"$1.taken"; while [ -e "$1" ]; do sleep 0.01; done' \
         - "$flag" 2>"$e.holder" &
     holder=$!
@@ -258,19 +262,19 @@ checked() {
     shift 4
     REDISCLI_AUTH="pw-$u" "$tool" -u "unix://$u@$dir/$u.sock" "$@" check \
         "$k" >"$dir/$u.check" 2>&1
-    rc=$?
+    crc=$?
     case $r in
     +*) line="MISSING  ${r#+} " ;;
     '') line="" ;;
     *) line="MISSING" ;;
     esac
-    if [ $rc -eq "$want" ] && { [ -z "$line" ] || grep -q -- "$line" \
+    if [ $crc -eq "$want" ] && { [ -z "$line" ] || grep -q -- "$line" \
         "$dir/$u.check"; } && { [ -n "$r" ] || ! grep -q MISSING \
         "$dir/$u.check"; }; then
         echo "ok - $u${r:+ without $r}: tslock check says so (exit $want)" \
             >>"$report"
     else
-        echo "FAIL - $u${r:+ without $r}: tslock check exit $rc, expected" \
+        echo "FAIL - $u${r:+ without $r}: tslock check exit $crc, expected" \
             "$want${line:+ and '$line'}: $(head -c 600 "$dir/$u.check")" \
             >>"$report"
     fi
@@ -310,9 +314,10 @@ check_user() {
         setuser "$u" $rest $(wakeups "$u")
         # shellcheck disable=SC2086
         scenario "$u" "lock:$u:r$i" "$lease" $opts
-        rc=$?
+        ran=$?
         edge_rules "$u" | grep -qxF -- "$r" \
             || checked "$u" "lock:$u:r$i:a" 77 "$r" $opts
+        rc=$ran
         if [ $rc -eq 0 ] && edge_rules "$u" | grep -qxF -- "$r"; then
             echo "ok - $u without $r: not reached by the scenario (an" \
                 "edge path needs it)" >>"$report"
@@ -382,8 +387,44 @@ proof() {
     fi
 }
 
+# Clients on EVAL and clients on FCALL share one lock: each waits for
+# the other's hold and takes the key once it is released.
+mixed() {
+    u=tslock-mixed
+    report="$dir/$u.report"
+    : >"$report"
+    start_unix_server "$dir/$u.sock" "$dir/$u.log" || return
+    echo "$started" >"$dir/$u.pid"
+    for who in tslock-token tslock-functions; do
+        # shellcheck disable=SC2046
+        ucli acl setuser "$who" reset on ">pw-$who" $(required "$who") \
+            $(wakeups "$who") >/dev/null
+    done
+    ttl=$lease
+    e="$dir/$u.err"
+    for pair in "tslock-token tslock-functions" \
+        "tslock-functions tslock-token"; do
+        set -- $pair
+        url="unix://$1@$dir/$u.sock"
+        hold_auth="pw-$1" hold "lock:mix:$1" -m token
+        hrc=$?
+        hold_auth=
+        url="unix://$2@$dir/$u.sock"
+        REDISCLI_AUTH="pw-$2" "$tool" -v -u "$url" -m token -t "$ttl" \
+            -w 20000 "lock:mix:$1" -- true 2>"$e.waiter" &
+        if [ $hrc -eq 0 ] && waited $! "$e.waiter" "lock:mix:$1" -m token; then
+            echo "ok - a $2 waiter takes the lock after a $1 holder" \
+                >>"$report"
+        else
+            echo "FAIL - a $2 waiter beside a $1 holder: $(head -c 300 "$e")" \
+                >>"$report"
+        fi
+    done
+}
+
 [ -n "$users" ] || { echo "FAIL - no ACL SETUSER lines in $doc"; exit 1; }
 proof
+mixed
 jobs=
 for u in $users; do
     check_user "$u" &
@@ -391,7 +432,7 @@ for u in $users; do
 done
 # shellcheck disable=SC2086
 wait $jobs
-for u in tslock-proof $users; do
+for u in tslock-proof tslock-mixed $users; do
     cat "$dir/$u.report"
     passed=$((passed + $(grep -c '^ok' "$dir/$u.report")))
     failed=$((failed + $(grep -c '^FAIL' "$dir/$u.report")))

@@ -51,35 +51,43 @@ static const struct rule {
     const char *cmd;
     enum role role;
     const char *args[3];
+    int path; /* 0 always, 1 scripts by EVAL, 2 scripts as Functions */
 } rules[] = {
-    {M_TOKEN | M_BRIDGE | M_TIMESTAMP | M_RW | M_SEM, 0, "set", R_KEY, {"v"}},
-    {M_ALL, 0, "get", R_KEY, {0}},
-    {M_ALL, 0, "del", R_KEY, {0}},
-    {M_ALL & ~M_TIMESTAMP, 0, "pexpire", R_KEY, {"1"}},
-    {M_ALL & ~M_TIMESTAMP, 0, "pttl", R_KEY, {0}},
-    {M_TOKEN | M_FAIR | M_TIMESTAMP, 0, "setnx", R_KEY, {"v"}},
-    {M_TIMESTAMP, 0, "getset", R_KEY, {"v"}},
-    {M_TOKEN | M_FAIR, 0, "incr", R_QUEUE, {0}},
-    {M_TOKEN | M_FAIR, 0, "zadd", R_QUEUE, {"1", "m"}},
-    {M_TOKEN | M_FAIR, 0, "zrange", R_QUEUE, {"0", "0"}},
-    {M_TOKEN | M_FAIR, 0, "zscore", R_QUEUE, {"m"}},
-    {M_TOKEN | M_FAIR, 0, "zrem", R_QUEUE, {"m"}},
-    {M_FAIR, 0, "zrangebyscore", R_QUEUE, {"0", "1"}},
-    {M_FAIR, 0, "zrank", R_QUEUE, {"m"}},
-    {M_BRIDGE, 0, "set", R_OWNER, {"v"}},
-    {M_FENCE, 0, "incr", R_FENCE, {0}},
-    {M_RW, 0, "exists", R_WRITER, {0}},
-    {M_RW | M_SEM, 0, "zadd", R_HOLDERS, {"1", "m"}},
-    {M_RW | M_SEM, 0, "zrem", R_HOLDERS, {"m"}},
-    {M_RW | M_SEM, 0, "zcard", R_HOLDERS, {0}},
-    {M_RW | M_SEM, 0, "zrange", R_HOLDERS, {"0", "0"}},
-    {M_RW | M_SEM, 0, "zscore", R_HOLDERS, {"m"}},
-    {M_RW | M_SEM, 0, "zremrangebyscore", R_HOLDERS, {"0", "1"}},
-    {M_ALL, 0, "evalsha", R_NONE, {0}},
-    {M_ALL, 0, "eval", R_NONE, {0}},
-    {M_ALL, 1, "publish", R_RELEASED, {"k"}},
-    {M_ALL, 1, "subscribe", R_RELEASED, {0}},
-    {M_TOKEN | M_FAIR, 1, "subscribe", R_WAKE, {0}},
+    {M_TOKEN | M_BRIDGE | M_TIMESTAMP | M_RW | M_SEM,
+     0,
+     "set",
+     R_KEY,
+     {"v"},
+     0},
+    {M_ALL, 0, "get", R_KEY, {0}, 0},
+    {M_ALL, 0, "del", R_KEY, {0}, 0},
+    {M_ALL & ~M_TIMESTAMP, 0, "pexpire", R_KEY, {"1"}, 0},
+    {M_ALL & ~M_TIMESTAMP, 0, "pttl", R_KEY, {0}, 0},
+    {M_TOKEN | M_FAIR | M_TIMESTAMP, 0, "setnx", R_KEY, {"v"}, 0},
+    {M_TIMESTAMP, 0, "getset", R_KEY, {"v"}, 0},
+    {M_TOKEN | M_FAIR, 0, "incr", R_QUEUE, {0}, 0},
+    {M_TOKEN | M_FAIR, 0, "zadd", R_QUEUE, {"1", "m"}, 0},
+    {M_TOKEN | M_FAIR, 0, "zrange", R_QUEUE, {"0", "0"}, 0},
+    {M_TOKEN | M_FAIR, 0, "zscore", R_QUEUE, {"m"}, 0},
+    {M_TOKEN | M_FAIR, 0, "zrem", R_QUEUE, {"m"}, 0},
+    {M_FAIR, 0, "zrangebyscore", R_QUEUE, {"0", "1"}, 0},
+    {M_FAIR, 0, "zrank", R_QUEUE, {"m"}, 0},
+    {M_BRIDGE, 0, "set", R_OWNER, {"v"}, 0},
+    {M_FENCE, 0, "incr", R_FENCE, {0}, 0},
+    {M_RW, 0, "exists", R_WRITER, {0}, 0},
+    {M_RW | M_SEM, 0, "zadd", R_HOLDERS, {"1", "m"}, 0},
+    {M_RW | M_SEM, 0, "zrem", R_HOLDERS, {"m"}, 0},
+    {M_RW | M_SEM, 0, "zcard", R_HOLDERS, {0}, 0},
+    {M_RW | M_SEM, 0, "zrange", R_HOLDERS, {"0", "0"}, 0},
+    {M_RW | M_SEM, 0, "zscore", R_HOLDERS, {"m"}, 0},
+    {M_RW | M_SEM, 0, "zremrangebyscore", R_HOLDERS, {"0", "1"}, 0},
+    {M_ALL, 0, "evalsha", R_NONE, {0}, 1},
+    {M_ALL, 0, "eval", R_NONE, {0}, 1},
+    {M_ALL, 0, "fcall", R_NONE, {0}, 2},
+    {M_ALL, 0, "function|load", R_NONE, {0}, 2},
+    {M_ALL, 1, "publish", R_RELEASED, {"k"}, 0},
+    {M_ALL, 1, "subscribe", R_RELEASED, {0}, 0},
+    {M_TOKEN | M_FAIR, 1, "subscribe", R_WAKE, {0}, 0},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
@@ -136,7 +144,18 @@ static int rule_argv(const struct rule *r, const char *key, char *name,
 {
     int n = 0, i;
 
+    if (strcmp(r->cmd, "function|load") == 0) {
+        v[n++] = "function";
+        v[n++] = "load";
+        v[n++] = "x";
+        return n;
+    }
     v[n++] = r->cmd;
+    if (strcmp(r->cmd, "fcall") == 0) {
+        tslock_functions_library(&v[n++]);
+        v[n++] = "0";
+        return n;
+    }
     if (strcmp(r->cmd, "eval") == 0 || strcmp(r->cmd, "evalsha") == 0) {
         v[n++] = strcmp(r->cmd, "eval") == 0
                      ? "return 1"
@@ -163,7 +182,16 @@ static int unanswered(redisContext *ctx, const redisReply *r)
     redisReply *who;
 
     if (strstr(line, "NOPERM") != NULL || strstr(line, "can't run") != NULL) {
-        printf("  MISSING  eval (and check needs it to ask about the rest)\n"
+        printf("  MISSING  eval     (the scripts by EVAL)\n"
+               "  MISSING  fcall    (or the scripts as Functions)\n"
+               "the scheme cannot work for this user, and check needs one "
+               "of them to ask about the rest (doc/acl.md)\n");
+        return CLI_EXIT_NOPERM;
+    }
+    if (strstr(line, "Function not found") != NULL) {
+        printf("  MISSING  function|load (tslock's function library is not "
+               "loaded, and this user may not load it; an operator can, "
+               "with tslock functions load)\n"
                "the scheme cannot work for this user (doc/acl.md)\n");
         return CLI_EXIT_NOPERM;
     }
@@ -183,9 +211,40 @@ static int unanswered(redisContext *ctx, const redisReply *r)
     return CLI_EXIT_SOFTWARE;
 }
 
-/* Ask the server about every rule of modes; verdicts into ok[]. */
+/*
+ * The check as a Function, for a user refused EVAL: FCALL of the check
+ * in tslock's library, loaded first when it is missing and the user may.
+ */
+static redisReply *ask_function(redisContext *ctx, int argc, const char **argv,
+                                size_t *lens)
+{
+    const char *lib, *text = tslock_functions_library(&lib);
+    const char *load[3] = {"FUNCTION", "LOAD", text};
+    size_t load_lens[3] = {8, 4, text != NULL ? strlen(text) : 0};
+    char fname[48];
+    redisReply *r;
+    int i;
+
+    snprintf(fname, sizeof(fname), "%s_check", lib);
+    argv[0] = "FCALL";
+    argv[1] = fname;
+    for (i = 0; i < 2; i++)
+        lens[i] = strlen(argv[i]);
+    r = redisCommandArgv(ctx, argc, argv, lens);
+    if (r == NULL || r->type != REDIS_REPLY_ERROR
+        || strstr(r->str, "Function not found") == NULL || text == NULL)
+        return r;
+    freeReplyObject(r);
+    freeReplyObject(redisCommandArgv(ctx, 3, load, load_lens));
+    return redisCommandArgv(ctx, argc, argv, lens);
+}
+
+/*
+ * Ask the server about every rule of modes; verdicts into ok[], and
+ * *functions set when the answer came through Functions (EVAL refused).
+ */
 static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
-               char **names)
+               char **names, int *functions)
 {
     const char *argv[3 + N_RULES * 9];
     size_t lens[3 + N_RULES * 9];
@@ -211,6 +270,13 @@ static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
     for (i = 0; i < (size_t)argc; i++)
         lens[i] = strlen(argv[i]);
     r = redisCommandArgv(ctx, argc, argv, lens);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR
+        && (strstr(r->str, "NOPERM") != NULL
+            || strstr(r->str, "can't run") != NULL)) {
+        freeReplyObject(r);
+        r = ask_function(ctx, argc, argv, lens);
+        *functions = r != NULL && r->type == REDIS_REPLY_ARRAY;
+    }
     if (r == NULL) {
         cli_error("check: %s", ctx->errstr[0] ? ctx->errstr : "no reply");
         return CLI_EXIT_UNAVAILABLE;
@@ -239,14 +305,16 @@ static const char *mode_name(unsigned modes)
 }
 
 /* Print the verdicts; returns the number of needed rules missing. */
-static int report(const char *key, unsigned modes, const int *ok, char **names)
+static int report(const char *key, unsigned modes, const int *ok, char **names,
+                  int functions)
 {
     int missing = 0, poll = 0;
     size_t i;
 
-    printf("%s, %s: what this user may run\n", key, mode_name(modes));
+    printf("%s, %s%s: what this user may run\n", key, mode_name(modes),
+           functions ? ", scripts as Functions (EVAL refused)" : "");
     for (i = 0; i < N_RULES; i++) {
-        if (!(rules[i].modes & modes))
+        if (!(rules[i].modes & modes) || rules[i].path == (functions ? 1 : 2))
             continue;
         printf("  %-8s %-16s %s%s\n", ok[i] ? "ok" : "MISSING", rules[i].cmd,
                rules[i].role == R_NONE ? "(the scripts)" : names[i],
@@ -272,7 +340,7 @@ int cli_check(const struct cli_options *o, const char *key)
     int ok[N_RULES] = {0};
     char *names[N_RULES] = {0};
     redisContext *ctx = NULL;
-    int rc;
+    int rc, functions = 0;
     size_t i;
 
     if ((rc = cli_raw_connect(o, 1, &ctx)) != 0)
@@ -282,14 +350,59 @@ int cli_check(const struct cli_options *o, const char *key)
             rc = CLI_EXIT_OSERR;
             goto out;
         }
-    rc = ask(ctx, key, modes, ok, names);
+    rc = ask(ctx, key, modes, ok, names, &functions);
     if (rc == 1) /* answered without the rules: printed, all allowed */
         rc = 0;
     else if (rc == 0)
-        rc = report(key, modes, ok, names) > 0 ? CLI_EXIT_NOPERM : 0;
+        rc = report(key, modes, ok, names, functions) > 0 ? CLI_EXIT_NOPERM : 0;
 out:
     for (i = 0; i < N_RULES; i++)
         free(names[i]);
     redisFree(ctx);
     return rc;
+}
+
+/*
+ * tslock functions print: the library as FUNCTION LOAD takes it.  load:
+ * load it (an operator's user with +function|load), for clients that
+ * may not (--functions use); one already there is left as it is.
+ */
+int cli_functions(const struct cli_options *o, const char *action)
+{
+    const char *name, *text = tslock_functions_library(&name);
+    const char *argv[3] = {"FUNCTION", "LOAD", text};
+    size_t lens[3];
+    redisContext *ctx = NULL;
+    redisReply *r;
+    int rc;
+
+    if (text == NULL) {
+        cli_error("functions: out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    if (strcmp(action, "print") == 0) {
+        fputs(text, stdout);
+        return 0;
+    }
+    if (strcmp(action, "load") != 0)
+        return cli_usage_error("functions expects load or print, got '%s'",
+                               action);
+    if ((rc = cli_raw_connect(o, 0, &ctx)) != 0)
+        return rc;
+    lens[0] = 8;
+    lens[1] = 4;
+    lens[2] = strlen(text);
+    r = redisCommandArgv(ctx, 3, argv, lens);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR
+        && strstr(r->str, "already exists") != NULL) {
+        printf("%s is loaded already\n", name);
+    } else if ((r = cli_raw_reply(ctx, "FUNCTION LOAD", r)) == NULL) {
+        redisFree(ctx);
+        return CLI_EXIT_SOFTWARE;
+    } else {
+        printf("loaded %s\n", name);
+    }
+    freeReplyObject(r);
+    redisFree(ctx);
+    return 0;
 }

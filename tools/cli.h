@@ -68,6 +68,7 @@ struct cli_options {
     int ttl_given; /* the demo has its own default lease */
     int64_t wait_ms;
     tslock_time_source time_source;
+    tslock_functions functions; /* --functions: FCALL where EVAL is refused */
     /* --takeover-grace: stamps count as expired this much later */
     int64_t takeover_grace_ms;
     int renew;
@@ -281,6 +282,8 @@ int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 /* check.c: whether this user's ACL allows what the scheme needs on key. */
 int cli_check(const struct cli_options *o, const char *key);
+/* tslock functions load|print: tslock's Redis 7 function library. */
+int cli_functions(const struct cli_options *o, const char *action);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
 /* ---- escape.c: bytes from Redis, printed safely */

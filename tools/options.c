@@ -47,7 +47,8 @@ enum long_only {
     OPT_EXCLUSIVE,
     OPT_PERMITS,
     OPT_HTML,
-    OPT_DOC
+    OPT_DOC,
+    OPT_FUNCTIONS
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -57,6 +58,7 @@ static const struct option long_options[] = {
     {"mode", required_argument, NULL, 'm'},
     {"stamp", required_argument, NULL, OPT_STAMP},
     {"clock", required_argument, NULL, OPT_CLOCK},
+    {"functions", required_argument, NULL, OPT_FUNCTIONS},
     {"takeover-grace", required_argument, NULL, OPT_TAKEOVER_GRACE},
     {"ttl", required_argument, NULL, 't'},
     {"wait", required_argument, NULL, 'w'},
@@ -220,6 +222,17 @@ static int parse_word_option(int opt, const char *arg, struct cli_options *o)
                                "bridge, got '%s'",
                                arg);
     }
+    if (opt == OPT_FUNCTIONS) {
+        static const char *const fmodes[] = {"load", "use", "off"};
+        for (i = 0; i < 3; i++)
+            if (strcmp(arg, fmodes[i]) == 0) {
+                o->functions = (tslock_functions)i;
+                return 0;
+            }
+        return cli_usage_error("--functions expects load, use or off, got "
+                               "'%s'",
+                               arg);
+    }
     if (opt == OPT_CLOCK) {
         if (strcmp(arg, "local") == 0 || strcmp(arg, "server") == 0) {
             o->time_source =
@@ -378,6 +391,7 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case 'm':
     case OPT_STAMP:
     case OPT_CLOCK:
+    case OPT_FUNCTIONS:
         return parse_word_option(opt, optarg, o);
     case 'r':
     case OPT_KILL_ON_LOSS:

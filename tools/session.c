@@ -131,19 +131,20 @@ int cli_fail(tslock_client *c, int rc, const char *what)
 
 static void describe_caps(unsigned caps, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s%s%s%s%s%s%s", caps == 0 ? " none" : "",
+    snprintf(buf, size, "%s%s%s%s%s%s%s%s", caps == 0 ? " none" : "",
              caps & TSLOCK_CAP_WATCH ? " WATCH" : "",
              caps & TSLOCK_CAP_LUA ? " Lua" : "",
              caps & TSLOCK_CAP_TIME ? " TIME" : "",
              caps & TSLOCK_CAP_SET_NX_PX ? " SET-NX-PX" : "",
              caps & TSLOCK_CAP_TTL_KEEPS ? " TTL-keeps" : "",
-             caps & TSLOCK_CAP_CLUSTER ? " cluster" : "");
+             caps & TSLOCK_CAP_CLUSTER ? " cluster" : "",
+             caps & TSLOCK_CAP_FUNCTIONS ? " Functions (EVAL refused)" : "");
 }
 
 static void report_server(tslock_client *c)
 {
     int major, minor, patch;
-    char caps[96];
+    char caps[128];
 
     if (cli_verbosity < 1)
         return;
@@ -177,6 +178,8 @@ int cli_client_for(const struct cli_options *o, const struct cli_url *u,
         rc = tslock_client_set_db(c, u->db);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_time_source(c, o->time_source);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_functions(c, o->functions);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_timeouts(c, o->timeout_ms, o->timeout_ms);
     if (rc == TSLOCK_OK && u->sentinel_password != NULL)

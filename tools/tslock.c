@@ -27,6 +27,8 @@ static const char *const help_text[] = {
     "       tslock [options] status KEY              show what holds KEY\n"
     "       tslock [options] check KEY               may this ACL user lock "
     "KEY?\n"
+    "       tslock [options] functions load|print    the Functions library "
+    "(Redis 7)\n"
     "       tslock [options] break KEY [--if-value VALUE]  delete a stuck "
     "lock\n"
     "       tslock [options] survey [--match PATTERN] [--json] [--all] "
@@ -75,6 +77,9 @@ static const char *const help_text[] = {
     "      --exclusive      the exclusive side of a read-write lock: while\n"
     "                       it waits, new shared holders wait behind it\n"
     "      --permits N      a semaphore: at most N holders at once\n"
+    "      --functions MODE  where an ACL refuses EVAL: load (default: run\n"
+    "                       the scripts as Redis 7 Functions, loading the\n"
+    "                       library), use (an operator loaded it) or off\n"
     "      --poll           wait by polling instead of being woken by the\n"
     "                       release\n"
     "      --replicas N     wait until N replicas acknowledge each lock\n"
@@ -158,7 +163,8 @@ enum form {
     FORM_SURVEY,
     FORM_WATCH,
     FORM_REPLAY,
-    FORM_CHECK
+    FORM_CHECK,
+    FORM_FUNCTIONS
 };
 static const struct {
     const char *name;
@@ -173,7 +179,8 @@ static const struct {
              {"survey", 1, "no arguments (options only)"},
              {"watch", 2, "one KEY or more"},
              {"replay", 2, "RACE (or --list)"},
-             {"check", 2, "KEY"}};
+             {"check", 2, "KEY"},
+             {"functions", 2, "load or print"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -224,6 +231,11 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
     if (f == FORM_REPLAY)
         return parse_url(r, o, "replay") != 0 ? CLI_EXIT_USAGE
                                               : cli_replay(o, r->words[1], 0);
+    if (f == FORM_FUNCTIONS)
+        return strcmp(r->words[1], "print") == 0 ? cli_functions(o, "print")
+               : parse_url(r, o, "functions") != 0
+                   ? CLI_EXIT_USAGE
+                   : cli_functions(o, r->words[1]);
     if (r->words[1][0] == '\0')
         return cli_usage_error("KEY must not be empty");
     if (parse_url(r, o, f == FORM_BREAK ? "break" : NULL) != 0)
