@@ -34,6 +34,8 @@ mkdir -p "$copy/include" || exit 99
 for d in "$src"/*/; do
     mkdir -p "$copy/$(basename "$d")" || exit 99
 done
+# make distcheck's sources are read-only, and so would the copy be.
+chmod -R u+w "$copy"
 
 # run_configure: ./configure in the copy; its stderr in $work/err, the
 # error lines (all but configure's WARNING lines) in $work/errors.
