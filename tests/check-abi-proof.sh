@@ -22,11 +22,18 @@ if ! command -v abidiff >/dev/null 2>&1; then
 fi
 rm -rf "$copy"
 mkdir -p "$copy/tree" "$copy/build"
-# What building libtslock needs, mtimes kept so no autotools rerun.
-(cd "$src" && tar -cf - configure configure.ac Makefile.am Makefile.in \
-    config.h.in aclocal.m4 \
-    build-aux m4 tslock.pc.in include lib compat proto net abi \
-    tests/check-abi.sh) \
+# What building libtslock needs, mtimes kept so no autotools rerun.  From
+# the layers only their sources: a by-hand build in the source tree
+# leaves its objects there (lib/libtslock_la-guard.lo, .libs/, .deps/),
+# and the copy's make would find them through VPATH and fail on them.
+(cd "$src" && {
+    printf '%s\n' configure configure.ac Makefile.am Makefile.in \
+        config.h.in aclocal.m4 build-aux m4 tslock.pc.in \
+        tests/check-abi.sh
+    find include lib compat proto net abi -type f \
+        \( -name '*.[ch]' -o -name '*.map' -o -name '*.abi' \) \
+        ! -path '*/.*'
+} | tar -cf - -T -) \
     | (cd "$copy/tree" && tar -xf -) || exit 99
 chmod -R u+w "$copy/tree"
 header="$copy/tree/include/tslock.h"

@@ -82,54 +82,10 @@ check_has tslock 'bin/tslock$'
 check_has tslock 'man1/tslock\.1\.gz$'
 check_has tslock 'man7/tslock\.7\.gz$'
 
-# 4. Install into a scratch root and use it.
+# 4. Install into a scratch root and use it (tests/harness.sh).
 root="$out/root"
 for d in "$out"/*.deb; do
     dpkg -x "$d" "$root" || exit 1
 done
-libdir=$(dirname "$(find "$root" -name libtslock.so.1 | head -1)")
-pc=$(find "$root" -name tslock.pc | head -1)
-export LD_LIBRARY_PATH="$libdir"
-flags=$(PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR="$root" \
-    pkg-config --cflags --libs tslock) || {
-    echo "FAIL - pkg-config tslock"
-    exit 1
-}
-echo "ok - pkg-config --cflags --libs tslock: $flags"
-# shellcheck disable=SC2086
-if cc -o "$out/basic" "$src/doc/examples/basic.c" $flags; then
-    echo "ok - doc/examples/basic.c compiles against the installed header"
-else
-    echo "FAIL - doc/examples/basic.c against the installed header"
-    exit 1
-fi
-dir=$(mktemp -d "${TMPDIR:-/tmp}/tslock-deb.XXXXXX") || exit 1
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-start_unix_server "$dir/redis.sock" "$dir/redis.log"
-pid=$started
-if "$out/basic" "$dir/redis.sock" deb-key >"$out/basic.out" 2>&1; then
-    echo "ok - the example runs with the installed library"
-else
-    echo "FAIL - the example against the installed library:"
-    sed 's/^/    /' "$out/basic.out"
-    status=1
-fi
-ldd "$out/basic" | grep -q "$libdir/libtslock.so.1" || {
-    echo "FAIL - the example did not load $libdir/libtslock.so.1"
-    status=1
-}
-v=$("$root/usr/bin/tslock" --version)
-echo "ok - installed tslock --version: $v"
-got=$("$root/usr/bin/tslock" -u "unix://$dir/redis.sock" deb-cli -- echo held)
-if [ "$got" = held ]; then
-    echo "ok - installed tslock ran a command holding a lock"
-else
-    echo "FAIL - installed tslock KEY -- echo held gave: $got"
-    status=1
-fi
+use_installed "$root" "$out" || status=1
 exit $status

@@ -139,3 +139,69 @@ finish() {
     echo "$passed passed, $failed failed"
     [ $failed -eq 0 ]
 }
+
+# use_installed ROOT OUT: packages unpacked into ROOT (dpkg -x, rpm2cpio),
+# used as a user would: doc/examples/basic.c compiled against ROOT's
+# header and library with pkg-config, and run with ROOT's library; ROOT's
+# tslock run holding a lock; both against a private redis-server.  Files
+# in OUT.  Prints ok/FAIL lines, returns 1 on a failure.  Needs $src and
+# need_server; sets $dir and the EXIT trap, which stops the server.
+use_installed() {
+    root=$1
+    ui_out=$2
+    ui_status=0
+    libdir=$(dirname "$(find "$root" -name libtslock.so.1 | head -1)")
+    pc=$(find "$root" -name tslock.pc | head -1)
+    if [ -z "$pc" ] || [ ! -f "$libdir/libtslock.so.1" ]; then
+        echo "FAIL - no tslock.pc or libtslock.so.1 under $root"
+        return 1
+    fi
+    export LD_LIBRARY_PATH="$libdir"
+    flags=$(PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR="$root" \
+        pkg-config --cflags --libs tslock) || {
+        echo "FAIL - pkg-config tslock"
+        return 1
+    }
+    echo "ok - pkg-config --cflags --libs tslock: $flags"
+    # shellcheck disable=SC2086
+    if cc -o "$ui_out/basic" "$src/doc/examples/basic.c" $flags; then
+        echo "ok - doc/examples/basic.c compiles against the installed header"
+    else
+        echo "FAIL - doc/examples/basic.c against the installed header"
+        return 1
+    fi
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/tslock-pkg.XXXXXX") || return 1
+    ui_pid=
+    trap '[ -n "$ui_pid" ] && kill "$ui_pid" 2>/dev/null \
+        && wait "$ui_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+    trap 'exit 130' INT TERM
+    start_unix_server "$dir/redis.sock" "$dir/redis.log"
+    ui_pid=$started
+    if "$ui_out/basic" "$dir/redis.sock" pkg-key >"$ui_out/basic.out" 2>&1
+    then
+        echo "ok - the example runs with the installed library"
+    else
+        echo "FAIL - the example against the installed library:"
+        sed 's/^/    /' "$ui_out/basic.out"
+        ui_status=1
+    fi
+    ldd "$ui_out/basic" | grep -q "$libdir/libtslock.so.1" || {
+        echo "FAIL - the example did not load $libdir/libtslock.so.1"
+        ui_status=1
+    }
+    if v=$("$root/usr/bin/tslock" --version); then
+        echo "ok - installed tslock --version: $v"
+    else
+        echo "FAIL - installed tslock --version"
+        ui_status=1
+    fi
+    got=$("$root/usr/bin/tslock" -u "unix://$dir/redis.sock" pkg-cli \
+        -- echo held)
+    if [ "$got" = held ]; then
+        echo "ok - installed tslock ran a command holding a lock"
+    else
+        echo "FAIL - installed tslock KEY -- echo held gave: $got"
+        ui_status=1
+    fi
+    return $ui_status
+}
