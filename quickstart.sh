@@ -29,10 +29,14 @@ skew_packages="faketime libfaketime"
 # (--enable-python) and its tests.
 # abigail-tools: make check's ABI check against abi/libtslock.abi.
 # dpkg-dev debhelper lintian fakeroot: make deb (the packages, tested).
+# dh-python: make deb's python3-tslock (dh-sequence-python3).
+# python3-venv, python3-wheel: the Python sdist test (a venv installs
+# the sdist with the system setuptools and wheel, no package index).
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
-          abigail-tools dpkg-dev debhelper lintian fakeroot"
+          abigail-tools dpkg-dev debhelper lintian fakeroot
+          dh-python python3-venv python3-wheel"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
