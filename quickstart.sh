@@ -79,6 +79,9 @@ make -j2 check || status=$?
 # The Debian packages, built from the release tarball and used (about a
 # minute; tests/deb.sh).
 make deb || status=$?
+# The Python sdist, which builds libtslock itself, installed into a venv
+# and used (over a minute of compiling; tests/python_sdist.sh).
+make check-python-sdist || status=$?
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then
