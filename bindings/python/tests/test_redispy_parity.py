@@ -10,6 +10,7 @@ lock_name, redis-py 6) is compared with it when it is there, and with
 what redis-py 6's source does otherwise.
 """
 import logging
+import os
 import threading
 import time
 
@@ -272,3 +273,30 @@ def test_row_exception_classes(both, key):
     with pytest.raises(tslock.LockError) as info:
         both[1](key).release()
     assert not isinstance(info.value, redis.exceptions.RedisError)
+
+
+# Each row of doc/python.md's table of differences, by its first cell,
+# and the test above that asserts it.
+ROWS = {
+    "`timeout=None`": test_row_timeout_none_is_a_lease,
+    "`sleep`": test_row_sleep_is_longest_delay,
+    "`thread_local=`, `acquire(token=)`": test_row_no_thread_local_no_token,
+    "`extend()` without `replace_ttl`": test_row_extend_adds_to_what_is_left,
+    "a second `acquire()` on a holding `Lock`": test_row_second_acquire_raises,
+    "a `Lock` object used by two threads at once":
+        test_row_one_thread_at_a_time,
+    "exception classes": test_row_exception_classes,
+}
+
+
+def test_every_documented_difference_has_its_test():
+    """The table in doc/python.md and ROWS name the same rows: a row added
+    to the docs without a test here (or the other way) fails."""
+    path = os.path.join(os.environ["TSLOCK_SRCDIR"], "doc", "python.md")
+    with open(path) as f:
+        text = f.read()
+    table = text[text.index("| what | redis-py | tslock |"):]
+    table = table[:table.index("\n\n")]
+    rows = [line.split(" | ")[0].lstrip("| ")
+            for line in table.splitlines()[2:]]
+    assert rows == list(ROWS)
