@@ -31,11 +31,14 @@ skew_packages="faketime libfaketime"
 # dpkg-dev debhelper lintian fakeroot: make deb (the packages, tested).
 # rpm rpmlint file: make rpm (the RPMs for RHEL, CentOS and Fedora, built
 # with Debian's rpmbuild, tested; file is what its brp-strip asks).
+# dh-python: make deb's python3-tslock (dh-sequence-python3).
+# python3-venv, python3-wheel: the Python sdist test (a venv installs
+# the sdist with the system setuptools and wheel, no package index).
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
-          rpm rpmlint file"
+          rpm rpmlint file dh-python python3-venv python3-wheel"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
@@ -82,6 +85,9 @@ TSLOCK_CLASSROOM_REQUIRED=1 make -j2 check || status=$?
 # tests/rpm.sh).
 make deb || status=$?
 make rpm || status=$?
+# The Python sdist, which builds libtslock itself, installed into a venv
+# and used (over a minute of compiling; tests/python_sdist.sh).
+make check-python-sdist || status=$?
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then

@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# deb.sh - make deb: the three Debian packages built from the release
+# deb.sh - make deb: the four Debian packages built from the release
 # tarball, checked by lintian, then installed into a scratch root with
 # dpkg -x (this machine's own packages are never touched) and used from
 # there: doc/examples/basic.c compiled against the installed header with
-# pkg-config, and the installed tslock run against a private redis-server.
+# pkg-config, the installed tslock run against a private redis-server,
+# and the installed Python module imported by Debian's python3, taking
+# and releasing a lock on that server.
 #
 #   deb.sh TARBALL        (make deb passes the one make dist wrote)
 #
@@ -43,7 +45,7 @@ then
     exit 1
 fi
 echo "ok - dpkg-buildpackage -us -uc -b in $(($(date +%s) - start)) s:"
-for p in libtslock1 libtslock-dev tslock; do
+for p in libtslock1 libtslock-dev tslock python3-tslock; do
     deb=$(ls "$out"/${p}_*.deb 2>/dev/null | head -1)
     if [ -z "$deb" ]; then
         echo "FAIL - no $p package"
@@ -81,6 +83,9 @@ check_has libtslock-dev 'man3/tslock_acquire\.3\.gz$'
 check_has tslock 'bin/tslock$'
 check_has tslock 'man1/tslock\.1\.gz$'
 check_has tslock 'man7/tslock\.7\.gz$'
+check_has python3-tslock 'python3/dist-packages/tslock/__init__\.py$'
+check_has python3-tslock \
+    'python3/dist-packages/tslock/_tslock\.cpython-[^/]*\.so$'
 
 # 4. Install into a scratch root and use it (tests/harness.sh).
 root="$out/root"
@@ -88,4 +93,32 @@ for d in "$out"/*.deb; do
     dpkg -x "$d" "$root" || exit 1
 done
 use_installed "$root" "$out" || status=1
+
+# 5. The Python module, from the scratch root, with Debian's python3 (no
+# user site; the module is found only where the package put it).
+pysite="$root/usr/lib/python3/dist-packages"
+got=$(env -u PYTHONHOME PYTHONPATH="$pysite" PYTHONNOUSERSITE=1 \
+    /usr/bin/python3 - "$dir/redis.sock" "$pysite" <<'EOF' 2>&1
+import sys
+
+import tslock
+
+sock, site = sys.argv[1], sys.argv[2]
+assert tslock.__file__.startswith(site), tslock.__file__
+lock = tslock.Client(unix_socket_path=sock).lock("deb-py", timeout=5)
+assert lock.acquire(blocking=False) is True
+assert lock.owned() and lock.locked()
+lock.release()
+assert not lock.locked()
+print("held and released with libtslock", tslock.library_version())
+EOF
+)
+if [ $? -eq 0 ]; then
+    echo "ok - python3-tslock: /usr/bin/python3 took and released a lock" \
+        "($got)"
+else
+    echo "FAIL - python3-tslock from the scratch root:"
+    printf '%s\n' "$got" | sed 's/^/    /'
+    status=1
+fi
 exit $status

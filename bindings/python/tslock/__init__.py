@@ -32,6 +32,8 @@ call ``client.adopt(...)`` there.
 
 import atexit as _atexit
 import collections as _collections
+import functools as _functools
+import logging as _logging
 import math as _math
 import threading as _threading
 import time as _time
@@ -49,6 +51,12 @@ __all__ = ["Client", "Lock", "ReadLock", "WriteLock", "Semaphore",
            "library_version", "ERRORS"]
 
 library_version = _tslock.library_version
+
+_log = _logging.getLogger("tslock")
+
+# redis-py's LockError carries the lock's name (redis-py 5 and later); so
+# does tslock's, None for an error that no one lock caused (a Client's).
+LockError.lock_name = None
 
 #: Every TSLOCK_E* code by name ("EBUSY": -1, ...), as LockError.code holds.
 ERRORS = {name: getattr(_tslock, name)
@@ -98,6 +106,40 @@ def _wait_ms(lock, blocking, blocking_timeout):
     return _ms(blocking_timeout, "blocking_timeout")
 
 
+def _named(method):
+    """Give a LockError that ``method`` raises its Lock's name as
+    ``lock_name`` (as redis-py's ``LockError(..., lock_name=)``)."""
+    @_functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except LockError as e:
+            if e.lock_name is None:
+                e.lock_name = self.name
+            raise
+    return call
+
+
+def _exit_release(lock):
+    """The end of a with block: release, and when ``raise_on_release_error``
+    is False, log instead of raising that the lock was no longer ours (not
+    held, or lost), as redis-py 6 does.  Any other error (the server
+    unreachable, the Lock in use by another thread) still raises: redis-py
+    raises those too, as errors that are not LockError."""
+    if lock.raise_on_release_error:
+        lock.release()
+        return
+    why = "not held"
+    try:
+        if lock._is_held():
+            lock.release()
+            return
+    except LockNotOwnedError as e:
+        why = e
+    _log.warning("Lock %r was unlocked or no longer owned when exiting "
+                 "the with block: %s", lock.name, why)
+
+
 def _choice(table, value, what):
     if value not in table:
         raise ValueError("%s: expected one of %s, got %r"
@@ -127,7 +169,8 @@ class Lock(_tslock.Lock):
                  blocking_timeout=None, scheme="auto", unit="ms",
                  fair=False, fencing=False, auto_renew=False,
                  renew_interval=None, on_lost=None, release_margin=0,
-                 wakeup=True, _rw=_RW_OFF, _permits=0):
+                 wakeup=True, raise_on_release_error=True, _rw=_RW_OFF,
+                 _permits=0):
         if isinstance(name, bytes):
             name = name.decode()
         ttl = _DEFAULT_TTL_S if timeout is None else timeout
@@ -152,6 +195,7 @@ class Lock(_tslock.Lock):
         self.scheme = scheme
         self.unit = unit
         self.auto_renew = bool(auto_renew)
+        self.raise_on_release_error = bool(raise_on_release_error)
         # A watchdog's lost-lease report, kept for release() to raise.
         self._lost = None
 
@@ -161,6 +205,7 @@ class Lock(_tslock.Lock):
 
     # -- redis-py's interface ------------------------------------------
 
+    @_named
     def acquire(self, blocking=None, blocking_timeout=None, token=None):
         """Take the lock; True when taken, False when not.
 
@@ -170,6 +215,11 @@ class Lock(_tslock.Lock):
         Returns False when the lock stays busy (held by another owner, or
         by a value this scheme cannot read, which is never taken over),
         or when ``cancel()`` was called from another thread.
+
+        A Lock that already holds raises LockError at once, where
+        redis-py tries again with a new token (False without blocking,
+        else a wait on its own hold until the lease runs out, or for ever
+        without a timeout).
 
         Ctrl-C during the wait raises KeyboardInterrupt promptly, with
         nothing held.  Raises LockError (already held by this object, a
@@ -187,6 +237,7 @@ class Lock(_tslock.Lock):
             _renewing.add(self)
         return taken
 
+    @_named
     def release(self):
         """Release the lock, deleting it only while it is still ours.
 
@@ -204,6 +255,7 @@ class Lock(_tslock.Lock):
         """redis-py's internal name; the same as release()."""
         self.release()
 
+    @_named
     def extend(self, additional_time, replace_ttl=False):
         """Add ``additional_time`` seconds to the lease left, or with
         ``replace_ttl=True`` set the lease to ``additional_time``.
@@ -228,16 +280,20 @@ class Lock(_tslock.Lock):
         self._extend(ms)
         return True
 
+    @_named
     def reacquire(self):
         """Reset the lease to the Lock's ``timeout`` (as redis-py)."""
         self._extend(0)
         return True
 
+    @_named
     def locked(self):
-        """Whether anyone holds the key now (any dialect, any client)."""
-        value, _ = self._peek()
-        return value != ""
+        """Whether anyone holds the key now (any dialect, any client):
+        True whenever the key exists, whatever it holds (as redis-py)."""
+        _, ttl_ms = self._peek()
+        return ttl_ms != -2
 
+    @_named
     def owned(self):
         """Whether this object holds the lock, checked with the server.
 
@@ -248,23 +304,30 @@ class Lock(_tslock.Lock):
             return False
         return self._time_left() is not None
 
+    @_named
     def __enter__(self):
         if self.acquire():
             return self
         raise LockError("Unable to acquire lock %r within the time "
                         "specified" % self.name)
 
+    @_named
     def __exit__(self, exc_type, exc, tb):
-        self.release()
+        """Release (see release()); with ``raise_on_release_error=False`` a
+        lock no longer ours (released already, or lost) is logged as a
+        warning on the "tslock" logger instead of raised, as redis-py 6."""
+        _exit_release(self)
 
     # -- beyond redis-py -------------------------------------------------
 
+    @_named
     def time_left(self):
         """Seconds left of our lease, as the server (token) or the stored
         stamp (timestamp, bridge) says; None when not ours."""
         left = self._time_left()
         return None if left is None else left / 1000.0
 
+    @_named
     def handle(self):
         """A printable handle of the hold ("token:...", "bridge-ms:..."),
         which ``Client.adopt()`` turns back into a held Lock in another
@@ -303,17 +366,20 @@ class Lock(_tslock.Lock):
             return None
         return info["expires_ms"] / 1000.0
 
+    @_named
     def peek(self):
         """(value, ttl_ms) of the key now, whoever wrote it: value "" when
         absent; ttl_ms -1 without a TTL, -2 when absent."""
         return self._peek()
 
+    @_named
     def break_lock(self, value):
         """For operators: delete the key only while it holds exactly
         ``value`` (as read with peek()), whoever holds it.  True when
         deleted, False when it held something else."""
         return self._break(value)
 
+    @_named
     def queue_length(self):
         """How many fair waiters are queued for the key."""
         return self._queue_length()
@@ -332,6 +398,7 @@ class ReadLock(Lock):
     def __init__(self, client, name, **kw):
         super().__init__(client, name, _rw=_RW_SHARED, **kw)
 
+    @_named
     def holders(self):
         """How many live shared holders the key has now."""
         return self._holders()
@@ -357,6 +424,7 @@ class Semaphore(Lock):
         super().__init__(client, name, _permits=permits, **kw)
         self.permits = permits
 
+    @_named
     def holders(self):
         """How many live holders the semaphore has now."""
         return self._holders()
@@ -374,7 +442,8 @@ class Redlock(_tslock.Redlock):
     """
 
     def __init__(self, redlock_client, name, timeout=None, sleep=0.1,
-                 blocking=True, blocking_timeout=None, server_timeout=None):
+                 blocking=True, blocking_timeout=None, server_timeout=None,
+                 raise_on_release_error=True):
         if isinstance(name, bytes):
             name = name.decode()
         ttl = _DEFAULT_TTL_S if timeout is None else timeout
@@ -388,18 +457,22 @@ class Redlock(_tslock.Redlock):
         self.timeout = timeout
         self.blocking = blocking
         self.blocking_timeout = blocking_timeout
+        self.raise_on_release_error = bool(raise_on_release_error)
 
+    @_named
     def acquire(self, blocking=None, blocking_timeout=None):
         """Take the lock on a majority; True when taken, False when busy
         (or taken too slowly).  Raises LockError (TSLOCK_ENOQUORUM) when
         too many masters failed for a majority."""
         return self._acquire(_wait_ms(self, blocking, blocking_timeout))
 
+    @_named
     def release(self):
         """Delete our token from every master.  LockError when not held,
         LockLostError when it was gone from too many masters."""
         self._release()
 
+    @_named
     def extend(self, additional_time, replace_ttl=False):
         """As Lock.extend(); without replace_ttl the validity left (by
         this host's clock) is added to."""
@@ -413,15 +486,20 @@ class Redlock(_tslock.Redlock):
         self._extend(ms)
         return True
 
+    @_named
     def reacquire(self):
         """Reset the lease on every master to the Redlock's timeout."""
         self._extend(0)
         return True
 
+    @_named
     def owned(self):
         """Whether this object holds the Redlock and its validity runs."""
         info = self._hold_info()
         return bool(info) and info["validity_ms"] != 0
+
+    def _is_held(self):
+        return self._hold_info() is not None
 
     def validity(self):
         """Seconds of validity left by this host's clock; None when not
@@ -431,20 +509,24 @@ class Redlock(_tslock.Redlock):
             return None
         return info["validity_ms"] / 1000.0
 
+    @_named
     def handle(self):
         """"redlock:TOKEN", which RedlockClient.adopt() turns back into a
         held Redlock over the same masters; None when not held."""
         info = self._hold_info()
         return info["handle"] if info else None
 
+    @_named
     def __enter__(self):
         if self.acquire():
             return self
         raise LockError("Unable to acquire Redlock %r within the time "
                         "specified" % self.name)
 
+    @_named
     def __exit__(self, exc_type, exc, tb):
-        self.release()
+        """As Lock.__exit__ (``raise_on_release_error``)."""
+        _exit_release(self)
 
 
 class RedlockClient:
@@ -460,13 +542,16 @@ class RedlockClient:
                              "from 3 to 63, got %d" % n)
 
     def lock(self, name, timeout=None, sleep=0.1, blocking=True,
-             blocking_timeout=None, server_timeout=None):
+             blocking_timeout=None, server_timeout=None,
+             raise_on_release_error=True):
         """A Redlock on ``name`` (nothing is sent until acquire()).
         server_timeout: how long one master may take to answer before the
-        attempt moves on (default a tenth of the lease, 5 ms - 1 s)."""
+        attempt moves on (default a tenth of the lease, 5 ms - 1 s);
+        raise_on_release_error: as Client.lock()."""
         return Redlock(self, name, timeout=timeout, sleep=sleep,
                        blocking=blocking, blocking_timeout=blocking_timeout,
-                       server_timeout=server_timeout)
+                       server_timeout=server_timeout,
+                       raise_on_release_error=raise_on_release_error)
 
     def adopt(self, handle, name, **kw):
         """A Redlock that holds what ``handle`` describes."""
@@ -567,6 +652,11 @@ class Client(_tslock.Client):
           does) and should return quickly;
         - ``release_margin``: refuse to release or extend a stamp with
           less than this many seconds of its lease left (clock skew).
+
+        ``raise_on_release_error`` (redis-py 6): when False, the end of a
+        ``with`` block logs a lock no longer ours (released already, or
+        lost) as a warning on the "tslock" logger instead of raising;
+        release() itself raises either way, as in redis-py.
         """
         cls = lock_class or Lock
         return cls(self, name, timeout=timeout, sleep=sleep,
