@@ -93,16 +93,22 @@ static int contend(int threads, int ms)
     return 0;
 }
 
-static int cycle(long n)
+static int cycle(long n, int fresh)
 {
     tslock_client *c = NULL;
     tslock_lock *l = open_lock("bench:binding:c", &c);
     int64_t t0 = now_ns();
     long i;
 
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
+        if (fresh) {
+            tslock_lock_free(l);
+            if (tslock_lock_new(&l, c, "bench:binding:c") != TSLOCK_OK)
+                return 1;
+        }
         if (tslock_acquire(l, 0) != TSLOCK_OK || tslock_release(l) != TSLOCK_OK)
             return 1;
+    }
     printf("%.0f\n", (double)(now_ns() - t0) / (double)n);
     tslock_lock_free(l);
     tslock_client_free(c);
@@ -113,7 +119,11 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[2], "cycle") == 0) {
         url = argv[1];
-        return cycle(atol(argv[3]));
+        return cycle(atol(argv[3]), 0);
+    }
+    if (argc == 4 && strcmp(argv[2], "cycle-fresh") == 0) {
+        url = argv[1];
+        return cycle(atol(argv[3]), 1);
     }
     if (argc == 6 && strcmp(argv[2], "contend") == 0) {
         url = argv[1];

@@ -142,6 +142,10 @@ public final class Client implements AutoCloseable {
                 drain();
         }
 
+        boolean isClosed() {
+            return closed;
+        }
+
         private void drain() {
             Long c;
             while ((c = idle.pollFirst()) != null)

@@ -30,12 +30,17 @@ public final class Hold implements AutoCloseable {
     /** The native side, freed by the Cleaner if the Hold is dropped. */
     static final class Res implements Runnable {
         final Client.Pool pool;
+        final TsLock.Idle idle;
         volatile long conn, lock, watchdog, renewConn;
+        volatile boolean reusable; /* the lock object may serve again */
 
-        Res(Client.Pool pool, long conn, long lock) {
+        Res(TsLock.Idle idle, Client.Pool pool, long conn, long lock,
+            boolean reusable) {
+            this.idle = idle;
             this.pool = pool;
             this.conn = conn;
             this.lock = lock;
+            this.reusable = reusable;
         }
 
         int stopWatchdog() {
@@ -53,16 +58,18 @@ public final class Hold implements AutoCloseable {
             if (lock == 0)
                 return;
             stopWatchdog();
-            Native.lockFree(lock);
+            /* A hold passed on or not released stays held: freed. */
+            idle.offer(conn, lock, reusable);
             lock = 0;
-            pool.give(conn);
             conn = 0;
         }
     }
 
-    Hold(TsLock lock, long conn, long nativeLock, boolean recorded) {
+    Hold(TsLock lock, long conn, long nativeLock, boolean recorded,
+         boolean reusable) {
         this.lock = lock;
-        this.res = new Res(lock.client.pool, conn, nativeLock);
+        this.res = new Res(lock.idle, lock.client.pool, conn, nativeLock,
+                           reusable);
         this.owner = Thread.currentThread();
         this.recorded = recorded;
         this.fence = Native.fence(nativeLock);

@@ -30,6 +30,70 @@ public class TsLock implements Lock {
     final Settings s;
     private final ConcurrentHashMap<Thread, Hold> holds =
         new ConcurrentHashMap<>();
+    final Idle idle;
+
+    /**
+     * Configured native lock objects with their connections, kept between
+     * holds so a cycle costs the two commands and no setup (at most 8;
+     * freed by the Cleaner when the TsLock goes, or on the next use after
+     * the Client closed).
+     */
+    static final class Idle implements Runnable {
+        private final Client.Pool pool;
+        private final java.util.concurrent.ConcurrentLinkedDeque<long[]> pairs =
+            new java.util.concurrent.ConcurrentLinkedDeque<>();
+        private final java.util.concurrent.atomic.AtomicInteger size =
+            new java.util.concurrent.atomic.AtomicInteger();
+        private volatile boolean closed;
+
+        Idle(Client.Pool pool) {
+            this.pool = pool;
+        }
+
+        long[] poll() {
+            long[] p = pairs.pollFirst();
+            if (p == null)
+                return null;
+            size.decrementAndGet();
+            if (pool.isClosed()) {
+                free(p);
+                return null;
+            }
+            return p;
+        }
+
+        /* Keep (conn, lock) for the next hold, or free it. */
+        void offer(long conn, long lock, boolean reusable) {
+            long[] p = {conn, lock};
+            boolean keep = reusable && !closed && !pool.isClosed()
+                           && !Native.isHeld(lock)
+                           && !Native.clientIsBroken(conn);
+            if (keep && size.incrementAndGet() > 8) {
+                size.decrementAndGet();
+                keep = false;
+            }
+            if (!keep) {
+                free(p);
+                return;
+            }
+            pairs.addFirst(p);
+            if (closed)
+                run();
+        }
+
+        private void free(long[] p) {
+            Native.lockFree(p[1]);
+            pool.give(p[0]);
+        }
+
+        @Override
+        public void run() {
+            closed = true;
+            long[] p;
+            while ((p = pairs.pollFirst()) != null)
+                free(p);
+        }
+    }
 
     /** What a lock is made with; the builder's fields. */
     static final class Settings {
@@ -119,6 +183,8 @@ public class TsLock implements Lock {
         this.client = client;
         this.name = name;
         this.s = s;
+        this.idle = new Idle(client.pool);
+        Client.CLEANER.register(this, idle);
     }
 
     /** The key. */
@@ -236,17 +302,25 @@ public class TsLock implements Lock {
         }
         if (interruptible && Thread.interrupted())
             throw new InterruptedException();
-        long conn = client.pool.take();
-        long l = Native.lockNew(conn, name);
-        if (l == 0) {
-            client.pool.give(conn);
-            throw new OutOfMemoryError("tslock: no memory for a lock");
+        long[] pair = idle.poll();
+        long conn, l;
+        int rc = Native.OK;
+        if (pair != null) {
+            conn = pair[0];
+            l = pair[1];
+        } else {
+            conn = client.pool.take();
+            l = Native.lockNew(conn, name);
+            if (l == 0) {
+                client.pool.give(conn);
+                throw new OutOfMemoryError("tslock: no memory for a lock");
+            }
+            rc = Native.lockConfigure(l, s.scheme.code, s.leaseMs, s.unit.code,
+                                      s.fair, s.fencing, s.rw, s.permits);
         }
         Hold h = null;
+        boolean reusable = rc == Native.OK;
         try {
-            int rc = Native.lockConfigure(l, s.scheme.code, s.leaseMs,
-                                          s.unit.code, s.fair, s.fencing,
-                                          s.rw, s.permits);
             /*
              * One try first: a free key is taken without the wait's
              * subscription; fair waiters go straight to the line.
@@ -256,9 +330,13 @@ public class TsLock implements Lock {
                 rc = Native.acquire(l, 0);
                 wait = rc == Native.EBUSY && waitMs != 0;
             }
-            if (wait)
-                rc = interruptible ? new Waiter(l).await(waitMs)
-                                   : Native.acquire(l, waitMs);
+            if (wait && interruptible) {
+                Waiter w = new Waiter(l);
+                rc = w.await(waitMs);
+                reusable = rc == Native.ECANCELED || !w.cancelled;
+            } else if (wait) {
+                rc = Native.acquire(l, waitMs);
+            }
             if (rc == Native.ECANCELED && interruptible) {
                 Thread.interrupted();
                 throw new InterruptedException(
@@ -269,7 +347,7 @@ public class TsLock implements Lock {
                 return null;
             if (rc != Native.OK)
                 throw LockException.of(rc, Native.clientErrstr(conn));
-            h = new Hold(this, conn, l, record);
+            h = new Hold(this, conn, l, record, reusable);
             if (s.watchdog)
                 h.startWatchdog(s.renewMs, s.listener);
         } catch (RuntimeException | Error e) {
@@ -278,10 +356,8 @@ public class TsLock implements Lock {
             }
             throw e;
         } finally {
-            if (h == null) {
-                Native.lockFree(l);
-                client.pool.give(conn);
-            }
+            if (h == null)
+                idle.offer(conn, l, reusable);
         }
         if (record)
             holds.put(me, h);
@@ -307,7 +383,7 @@ public class TsLock implements Lock {
             client.pool.give(conn);
             throw e;
         }
-        Hold h = new Hold(this, conn, l, true);
+        Hold h = new Hold(this, conn, l, true, false);
         Hold old = holds.putIfAbsent(Thread.currentThread(), h);
         if (old != null) {
             h.discard();

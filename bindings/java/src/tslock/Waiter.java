@@ -13,6 +13,9 @@ import java.nio.channels.spi.AbstractInterruptibleChannel;
  */
 final class Waiter extends AbstractInterruptibleChannel {
     private final long lock;
+    /* An interrupt cancelled: a cancel not consumed by the wait is
+       pending on the lock object, which must not wait again. */
+    volatile boolean cancelled;
 
     Waiter(long lock) {
         this.lock = lock;
@@ -40,6 +43,7 @@ final class Waiter extends AbstractInterruptibleChannel {
 
     @Override
     protected void implCloseChannel() {
+        cancelled = true;
         Native.cancel(lock);
     }
 }
