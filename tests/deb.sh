@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# deb.sh - make deb: the three Debian packages built from the release
+# deb.sh - make deb: the Debian packages built from the release
 # tarball, checked by lintian, then installed into a scratch root with
 # dpkg -x (this machine's own packages are never touched) and used from
 # there: doc/examples/basic.c compiled against the installed header with
-# pkg-config, and the installed tslock run against a private redis-server.
+# pkg-config, the installed tslock run against a private redis-server, and
+# a Java program against the installed tslock.jar and its JNI library.
 #
 #   deb.sh TARBALL        (make deb passes the one make dist wrote)
 #
@@ -43,7 +44,7 @@ then
     exit 1
 fi
 echo "ok - dpkg-buildpackage -us -uc -b in $(($(date +%s) - start)) s:"
-for p in libtslock1 libtslock-dev tslock; do
+for p in libtslock1 libtslock-dev tslock libtslock-java; do
     deb=$(ls "$out"/${p}_*.deb 2>/dev/null | head -1)
     if [ -z "$deb" ]; then
         echo "FAIL - no $p package"
@@ -81,6 +82,8 @@ check_has libtslock-dev 'man3/tslock_acquire\.3\.gz$'
 check_has tslock 'bin/tslock$'
 check_has tslock 'man1/tslock\.1\.gz$'
 check_has tslock 'man7/tslock\.7\.gz$'
+check_has libtslock-java 'usr/share/java/tslock\.jar$'
+check_has libtslock-java 'jni/libtslock-jni\.so$'
 
 # 4. Install into a scratch root and use it.
 root="$out/root"
@@ -130,6 +133,32 @@ if [ "$got" = held ]; then
     echo "ok - installed tslock ran a command holding a lock"
 else
     echo "FAIL - installed tslock KEY -- echo held gave: $got"
+    status=1
+fi
+# The Java binding as installed: a program compiled against the jar in
+# /usr/share/java, its JNI library found in the JNI directory.
+jni=$(dirname "$(find "$root" -name libtslock-jni.so | head -1)")
+mkdir -p "$dir/java"
+cat >"$dir/java/DebSmoke.java" <<'JAVA'
+public class DebSmoke {
+    public static void main(String[] a) {
+        try (tslock.Client c = tslock.Client.fromUrl(a[0])) {
+            java.util.concurrent.locks.Lock l = c.lock("deb-java");
+            l.lock();
+            System.out.println("held");
+            l.unlock();
+        }
+    }
+}
+JAVA
+if javac -cp "$root/usr/share/java/tslock.jar" -d "$dir/java" \
+    "$dir/java/DebSmoke.java" \
+    && got=$(java -Djava.library.path="$jni" \
+        -cp "$root/usr/share/java/tslock.jar:$dir/java" DebSmoke \
+        "unix://$dir/redis.sock") && [ "$got" = held ]; then
+    echo "ok - the installed tslock.jar took and released a lock"
+else
+    echo "FAIL - the installed tslock.jar: ${got:-no output}"
     status=1
 fi
 exit $status

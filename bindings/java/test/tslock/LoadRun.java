@@ -25,6 +25,7 @@ public final class LoadRun {
     public static void main(String[] args) throws Exception {
         int cycles = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         long warm = 0, t0 = System.nanoTime();
+        StringBuilder trend = new StringBuilder();
         try (Client client = Client.fromUrl(Servers.url())) {
             TsLock plain = client.lock("load:plain");
             TsLock renewed = client.builder("load:renewed").fencing(true)
@@ -33,9 +34,12 @@ public final class LoadRun {
                 TsLock lock = i % 10 == 0 ? renewed : plain;
                 lock.lock();
                 lock.unlock();
-                if (i == 10_000) {
+                if (i % 10_000 == 0) {
                     System.gc();
-                    warm = rssKiB();
+                    long rss = rssKiB();
+                    if (i == 10_000)
+                        warm = rss;
+                    trend.append(' ').append(rss);
                 }
             }
         }
@@ -45,6 +49,7 @@ public final class LoadRun {
                               + "10k, %d KiB after %d (%+d KiB)%n",
                           cycles, (System.nanoTime() - t0) / 1e9, warm, end,
                           cycles, end - warm);
+        System.out.println("java-load: RSS KiB every 10k:" + trend);
         if (end - warm > 8 * 1024) {
             System.out.println("java-load: FAIL, the resident set grew");
             System.exit(1);
