@@ -83,6 +83,7 @@ check_has tslock 'bin/tslock$'
 check_has tslock 'man1/tslock\.1\.gz$'
 check_has tslock 'man7/tslock\.7\.gz$'
 check_has libtslock-java 'usr/share/java/tslock\.jar$'
+check_has libtslock-java 'usr/share/java/tslock-[0-9.]*\.jar$'
 check_has libtslock-java 'jni/libtslock-jni\.so$'
 
 # 4. Install into a scratch root and use it.

@@ -46,6 +46,14 @@ rm -rf "$classes" && mkdir -p "$classes" || exit 99
 start_unix_server "$dir/redis.sock" "$dir/redis.log"
 pids="$started"
 props="-Dtslock.url=unix://$dir/redis.sock -Dtslock.socket=$dir/redis.sock"
+# Two more servers: with the first, the three masters of a Redlock.
+masters="unix://$dir/redis.sock"
+for m in 2 3; do
+    start_unix_server "$dir/redis-m$m.sock" "$dir/redis-m$m.log"
+    pids="$pids $started"
+    masters="$masters,unix://$dir/redis-m$m.sock"
+done
+props="$props -Dtslock.masters=$masters"
 # The proxies: old servers as REDIS-VERSIONS.md records them.
 if [ -x "$oldredis" ]; then
     for v in 2.0 2.2 2.6.0; do

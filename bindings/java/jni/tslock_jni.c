@@ -58,25 +58,64 @@ static jstring jstr(JNIEnv *env, const char *c)
 
 /* ------------------------------------------------------------- client */
 
-JNIEXPORT jlong JNICALL Java_tslock_Native_clientNew(JNIEnv *env, jclass k,
-                                                     jint connect_ms,
-                                                     jint command_ms)
+/*
+ * A connection as Java holds it: one library client, or one per master
+ * of a Redlock (Client.fromUrl with several URLs).
+ */
+struct jconn {
+    int n;
+    tslock_client *c[];
+};
+
+/* A lock object as Java holds it: a plain lock, or a Redlock. */
+struct jlock {
+    tslock_lock *l;
+    tslock_redlock *rl;
+    tslock_client *client; /* the plain lock's, for its messages */
+};
+
+static void conn_free(struct jconn *c)
 {
-    tslock_client *c = NULL;
+    int i;
+
+    if (c == NULL)
+        return;
+    for (i = 0; i < c->n; i++)
+        tslock_client_free(c->c[i]);
+    free(c);
+}
+
+/* n unconnected clients with these timeouts, or 0. */
+JNIEXPORT jlong JNICALL Java_tslock_Native_connNew(JNIEnv *env, jclass k,
+                                                   jint n, jint connect_ms,
+                                                   jint command_ms)
+{
+    struct jconn *c;
+    int i;
 
     (void)env;
     (void)k;
-    if (tslock_client_new(&c) != TSLOCK_OK)
+    if (n < 1 || n > 63)
         return 0;
-    if (tslock_client_set_timeouts(c, connect_ms, command_ms) != TSLOCK_OK) {
-        tslock_client_free(c);
+    c = calloc(1, sizeof(*c) + (size_t)n * sizeof(c->c[0]));
+    if (c == NULL)
         return 0;
+    for (i = 0; i < n; i++) {
+        c->n = i + 1;
+        if (tslock_client_new(&c->c[i]) != TSLOCK_OK
+            || tslock_client_set_timeouts(c->c[i], connect_ms, command_ms)
+                   != TSLOCK_OK) {
+            conn_free(c);
+            return 0;
+        }
     }
     return (jlong)(intptr_t)c;
 }
 
+/* Connect client i where url says. */
 JNIEXPORT jint JNICALL Java_tslock_Native_connectUrl(JNIEnv *env, jclass k,
-                                                     jlong c, jstring url)
+                                                     jlong c, jint i,
+                                                     jstring url)
 {
     const char *u = utf(env, url);
     int rc;
@@ -84,33 +123,37 @@ JNIEXPORT jint JNICALL Java_tslock_Native_connectUrl(JNIEnv *env, jclass k,
     (void)k;
     if (url != NULL && u == NULL)
         return TSLOCK_ENOMEM;
-    rc = tslock_client_connect_url(PTR(tslock_client, c), u);
+    rc = tslock_client_connect_url(PTR(struct jconn, c)->c[i], u);
     unutf(env, url, u);
     return rc;
 }
 
-JNIEXPORT void JNICALL Java_tslock_Native_clientFree(JNIEnv *env, jclass k,
-                                                     jlong c)
+JNIEXPORT void JNICALL Java_tslock_Native_connFree(JNIEnv *env, jclass k,
+                                                   jlong c)
 {
     (void)env;
     (void)k;
-    tslock_client_free(PTR(tslock_client, c));
+    conn_free(PTR(struct jconn, c));
 }
 
-JNIEXPORT jboolean JNICALL Java_tslock_Native_clientIsBroken(JNIEnv *env,
-                                                             jclass k, jlong c)
+/* A plain connection that failed (a Redlock reconnects its own). */
+JNIEXPORT jboolean JNICALL Java_tslock_Native_connIsBroken(JNIEnv *env,
+                                                           jclass k, jlong c)
 {
+    struct jconn *jc = PTR(struct jconn, c);
+
     (void)env;
     (void)k;
-    return tslock_client_is_broken(PTR(tslock_client, c)) ? JNI_TRUE
-                                                          : JNI_FALSE;
+    return jc->n == 1 && tslock_client_is_broken(jc->c[0]) ? JNI_TRUE
+                                                           : JNI_FALSE;
 }
 
-JNIEXPORT jstring JNICALL Java_tslock_Native_clientErrstr(JNIEnv *env, jclass k,
-                                                          jlong c)
+/* The detail of client i's last error. */
+JNIEXPORT jstring JNICALL Java_tslock_Native_connErrstr(JNIEnv *env, jclass k,
+                                                        jlong c, jint i)
 {
     (void)k;
-    return jstr(env, tslock_client_errstr(PTR(tslock_client, c)));
+    return jstr(env, tslock_client_errstr(PTR(struct jconn, c)->c[i]));
 }
 
 JNIEXPORT jstring JNICALL Java_tslock_Native_errname(JNIEnv *env, jclass k,
@@ -129,20 +172,28 @@ JNIEXPORT jstring JNICALL Java_tslock_Native_strerror(JNIEnv *env, jclass k,
 
 /* --------------------------------------------------------------- lock */
 
-/* A new lock object on key, or 0 (an empty key is refused in Java). */
+/* A new lock object on key over conn, or 0 (no memory). */
 JNIEXPORT jlong JNICALL Java_tslock_Native_lockNew(JNIEnv *env, jclass k,
                                                    jlong c, jstring key)
 {
+    struct jconn *jc = PTR(struct jconn, c);
     const char *name = utf(env, key);
-    tslock_lock *l = NULL;
+    struct jlock *j = calloc(1, sizeof(*j));
+    int rc = TSLOCK_ENOMEM;
 
     (void)k;
-    if (name == NULL)
-        return 0;
-    if (tslock_lock_new(&l, PTR(tslock_client, c), name) != TSLOCK_OK)
-        l = NULL;
+    if (name != NULL && j != NULL && jc->n == 1) {
+        j->client = jc->c[0];
+        rc = tslock_lock_new(&j->l, jc->c[0], name);
+    } else if (name != NULL && j != NULL) {
+        rc = tslock_redlock_new(&j->rl, jc->c, (size_t)jc->n, name);
+    }
     unutf(env, key, name);
-    return (jlong)(intptr_t)l;
+    if (rc != TSLOCK_OK) {
+        free(j);
+        return 0;
+    }
+    return (jlong)(intptr_t)j;
 }
 
 /* The settings of a lock, in one call: the first refusal's code. */
@@ -150,11 +201,15 @@ JNIEXPORT jint JNICALL Java_tslock_Native_lockConfigure(
     JNIEnv *env, jclass k, jlong lp, jint scheme, jlong ttl_ms, jint unit,
     jboolean fair, jboolean fencing, jint rw, jlong permits)
 {
-    tslock_lock *l = PTR(tslock_lock, lp);
-    int rc = tslock_lock_set_ttl(l, ttl_ms);
+    struct jlock *j = PTR(struct jlock, lp);
+    tslock_lock *l = j->l;
+    int rc;
 
     (void)env;
     (void)k;
+    if (j->rl != NULL) /* Java refuses what a Redlock cannot take */
+        return tslock_redlock_set_ttl(j->rl, ttl_ms);
+    rc = tslock_lock_set_ttl(l, ttl_ms);
     if (rc == TSLOCK_OK && scheme != TSLOCK_SCHEME_AUTO)
         rc = tslock_lock_set_scheme(l, (tslock_scheme)scheme);
     if (rc == TSLOCK_OK && unit != TSLOCK_UNIT_MS)
@@ -171,84 +226,118 @@ JNIEXPORT jint JNICALL Java_tslock_Native_lockConfigure(
 }
 
 JNIEXPORT void JNICALL Java_tslock_Native_lockFree(JNIEnv *env, jclass k,
-                                                   jlong l)
+                                                   jlong lp)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+
     (void)env;
     (void)k;
-    tslock_lock_free(PTR(tslock_lock, l));
+    if (j == NULL)
+        return;
+    tslock_lock_free(j->l);
+    tslock_redlock_free(j->rl);
+    free(j);
+}
+
+/* The detail of the lock's last operation. */
+JNIEXPORT jstring JNICALL Java_tslock_Native_lockErrstr(JNIEnv *env, jclass k,
+                                                        jlong lp)
+{
+    struct jlock *j = PTR(struct jlock, lp);
+
+    (void)k;
+    return jstr(env, j->rl != NULL ? tslock_redlock_errstr(j->rl)
+                                   : tslock_client_errstr(j->client));
 }
 
 JNIEXPORT jint JNICALL Java_tslock_Native_acquire(JNIEnv *env, jclass k,
-                                                  jlong l, jlong wait_ms)
+                                                  jlong lp, jlong wait_ms)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+
     (void)env;
     (void)k;
-    return tslock_acquire(PTR(tslock_lock, l), wait_ms);
+    return j->rl != NULL ? tslock_redlock_acquire(j->rl, wait_ms)
+                         : tslock_acquire(j->l, wait_ms);
 }
 
 JNIEXPORT jint JNICALL Java_tslock_Native_release(JNIEnv *env, jclass k,
-                                                  jlong l)
+                                                  jlong lp)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+
     (void)env;
     (void)k;
-    return tslock_release(PTR(tslock_lock, l));
+    return j->rl != NULL ? tslock_redlock_release(j->rl) : tslock_release(j->l);
 }
 
-JNIEXPORT jint JNICALL Java_tslock_Native_extend(JNIEnv *env, jclass k, jlong l,
-                                                 jlong ttl_ms)
+JNIEXPORT jint JNICALL Java_tslock_Native_extend(JNIEnv *env, jclass k,
+                                                 jlong lp, jlong ttl_ms)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+
     (void)env;
     (void)k;
-    return tslock_extend(PTR(tslock_lock, l), ttl_ms);
+    return j->rl != NULL ? tslock_redlock_extend(j->rl, ttl_ms)
+                         : tslock_extend(j->l, ttl_ms);
 }
 
-JNIEXPORT jint JNICALL Java_tslock_Native_cancel(JNIEnv *env, jclass k, jlong l)
+JNIEXPORT jint JNICALL Java_tslock_Native_cancel(JNIEnv *env, jclass k,
+                                                 jlong lp)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+
     (void)env;
     (void)k;
-    return tslock_lock_cancel(PTR(tslock_lock, l));
+    return j->rl != NULL ? tslock_redlock_cancel(j->rl)
+                         : tslock_lock_cancel(j->l);
 }
 
 JNIEXPORT jboolean JNICALL Java_tslock_Native_isHeld(JNIEnv *env, jclass k,
-                                                     jlong l)
+                                                     jlong lp)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+    int held = j->rl != NULL ? tslock_redlock_is_held(j->rl)
+                             : tslock_lock_is_held(j->l);
+
     (void)env;
     (void)k;
-    return tslock_lock_is_held(PTR(tslock_lock, l)) ? JNI_TRUE : JNI_FALSE;
+    return held ? JNI_TRUE : JNI_FALSE;
 }
 
-JNIEXPORT jlong JNICALL Java_tslock_Native_fence(JNIEnv *env, jclass k, jlong l)
+/* The hold's fencing number; 0 for a Redlock, which has none. */
+JNIEXPORT jlong JNICALL Java_tslock_Native_fence(JNIEnv *env, jclass k,
+                                                 jlong lp)
 {
-    (void)env;
-    (void)k;
-    return tslock_lock_fence(PTR(tslock_lock, l));
-}
+    struct jlock *j = PTR(struct jlock, lp);
 
-JNIEXPORT jint JNICALL Java_tslock_Native_schemeUsed(JNIEnv *env, jclass k,
-                                                     jlong l)
-{
     (void)env;
     (void)k;
-    return (jint)tslock_lock_scheme_used(PTR(tslock_lock, l));
+    return j->rl != NULL ? 0 : tslock_lock_fence(j->l);
 }
 
 JNIEXPORT jstring JNICALL Java_tslock_Native_handle(JNIEnv *env, jclass k,
-                                                    jlong l)
+                                                    jlong lp)
 {
+    struct jlock *j = PTR(struct jlock, lp);
+
     (void)k;
-    return jstr(env, tslock_lock_handle(PTR(tslock_lock, l)));
+    return jstr(env, j->rl != NULL ? tslock_redlock_handle(j->rl)
+                                   : tslock_lock_handle(j->l));
 }
 
-JNIEXPORT jint JNICALL Java_tslock_Native_adopt(JNIEnv *env, jclass k, jlong l,
+JNIEXPORT jint JNICALL Java_tslock_Native_adopt(JNIEnv *env, jclass k, jlong lp,
                                                 jstring handle)
 {
+    struct jlock *j = PTR(struct jlock, lp);
     const char *h = utf(env, handle);
     int rc;
 
     (void)k;
     if (h == NULL)
         return TSLOCK_EINVAL;
-    rc = tslock_lock_adopt(PTR(tslock_lock, l), h);
+    rc = j->rl != NULL ? tslock_redlock_adopt(j->rl, h)
+                       : tslock_lock_adopt(j->l, h);
     unutf(env, handle, h);
     return rc;
 }
@@ -285,7 +374,7 @@ static void watchdog_failed(int code, const char *detail, void *userdata)
         (*jvm)->DetachCurrentThread(jvm);
 }
 
-/* A running watchdog (> 0), or the library's code (< 0). */
+/* A running watchdog (> 0), or the library's code (< 0); plain locks. */
 JNIEXPORT jlong JNICALL Java_tslock_Native_watchdogStart(JNIEnv *env, jclass k,
                                                          jlong l,
                                                          jlong renew_client,
@@ -303,9 +392,9 @@ JNIEXPORT jlong JNICALL Java_tslock_Native_watchdogStart(JNIEnv *env, jclass k,
         free(w);
         return TSLOCK_ENOMEM;
     }
-    rc = tslock_watchdog_start(&w->wd, PTR(tslock_lock, l),
-                               PTR(tslock_client, renew_client), interval_ms,
-                               watchdog_failed, w);
+    rc = tslock_watchdog_start(&w->wd, PTR(struct jlock, l)->l,
+                               PTR(struct jconn, renew_client)->c[0],
+                               interval_ms, watchdog_failed, w);
     if (rc != TSLOCK_OK) {
         (*env)->DeleteGlobalRef(env, w->sink);
         free(w);

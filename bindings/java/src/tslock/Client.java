@@ -25,27 +25,51 @@ public final class Client implements AutoCloseable {
     final Pool pool;
     private final Cleaner.Cleanable cleanable;
 
-    private Client(String url, int timeoutMs) {
-        pool = new Pool(url, timeoutMs);
+    private Client(String[] urls, int timeoutMs) {
+        pool = new Pool(urls, timeoutMs);
         pool.give(pool.take()); /* connect now: a bad URL fails here */
         cleanable = CLEANER.register(this, pool);
     }
 
     /** A client for url (5 s connect and command timeouts). */
     public static Client fromUrl(String url) {
-        return fromUrl(url, Duration.ofSeconds(5));
+        return fromUrl(Duration.ofSeconds(5), url);
     }
 
-    /** A client for url with these connect and command timeouts. */
-    public static Client fromUrl(String url, Duration timeout) {
-        if (url == null)
-            throw new NullPointerException("url");
+    /**
+     * A Redlock over independent masters, one URL each (an odd number, 3
+     * to 63; tslock_redlock_new(3)): a lock is held while a majority
+     * holds it. Its locks take the token scheme alone (no fair mode,
+     * fencing, watchdog, read-write or semaphore: UnsupportedException).
+     * One URL gives a plain client.
+     */
+    public static Client fromUrl(String... urls) {
+        return fromUrl(Duration.ofSeconds(5), urls);
+    }
+
+    /** As {@link #fromUrl(String...)}, with these connect and command
+     *  timeouts. */
+    public static Client fromUrl(Duration timeout, String... urls) {
+        if (urls == null || urls.length == 0)
+            throw new IllegalArgumentException("fromUrl: expected a URL");
+        for (String u : urls)
+            if (u == null)
+                throw new NullPointerException("url");
+        if (urls.length > 1 && (urls.length % 2 == 0 || urls.length > 63))
+            throw new IllegalArgumentException(
+                "fromUrl: a Redlock takes an odd number of masters, 3 to 63, "
+                + "got " + urls.length + " URLs");
         long ms = timeout.toMillis();
         if (ms < 0 || ms > Integer.MAX_VALUE)
             throw new IllegalArgumentException(
                 "timeout: expected 0 .. " + Integer.MAX_VALUE + " ms, got "
                 + ms);
-        return new Client(url, (int) ms);
+        return new Client(urls.clone(), (int) ms);
+    }
+
+    /** Whether this client's locks are Redlocks (several URLs). */
+    public boolean isRedlock() {
+        return pool.urls.length > 1;
     }
 
     /** A lock on name: scheme AUTO, a 30 s lease, stamps in ms. */
@@ -97,14 +121,14 @@ public final class Client implements AutoCloseable {
 
     /** The library clients of one Client; the Cleaner's action. */
     static final class Pool implements Runnable {
-        private final String url;
+        final String[] urls;
         private final int timeoutMs;
         private final ConcurrentLinkedDeque<Long> idle =
             new ConcurrentLinkedDeque<>();
         private volatile boolean closed;
 
-        Pool(String url, int timeoutMs) {
-            this.url = url;
+        Pool(String[] urls, int timeoutMs) {
+            this.urls = urls;
             this.timeoutMs = timeoutMs;
         }
 
@@ -116,15 +140,37 @@ public final class Client implements AutoCloseable {
             return c != null ? c : connect();
         }
 
+        /*
+         * A connection: one client, or one per master of a Redlock, of
+         * which a majority must connect (the rest reconnect later).
+         */
         private long connect() {
-            long c = Native.clientNew(timeoutMs, timeoutMs);
+            int n = urls.length, ok = 0;
+            long c = Native.connNew(n, timeoutMs, timeoutMs);
             if (c == 0)
                 throw new OutOfMemoryError("tslock: no memory for a client");
-            int rc = Native.connectUrl(c, url);
-            if (rc != Native.OK) {
-                LockException e = LockException.of(rc, Native.clientErrstr(c));
-                Native.clientFree(c);
-                throw e;
+            LockException first = null;
+            for (int i = 0; i < n; i++) {
+                int rc = Native.connectUrl(c, i, urls[i]);
+                if (rc == Native.OK) {
+                    ok++;
+                    continue;
+                }
+                LockException e = LockException.of(
+                    rc, (n > 1 ? "master " + (i + 1) + " of " + n + ": " : "")
+                            + Native.connErrstr(c, i));
+                if (rc == Native.EINVAL || rc == Native.ENOMEM || n == 1) {
+                    Native.connFree(c);
+                    throw e;
+                }
+                if (first == null)
+                    first = e;
+            }
+            if (ok <= n / 2) {
+                Native.connFree(c);
+                throw LockException.of(Native.ENOQUORUM,
+                                       ok + " of " + n + " masters reached; "
+                                       + first.getMessage());
             }
             return c;
         }
@@ -133,8 +179,8 @@ public final class Client implements AutoCloseable {
         void give(long c) {
             if (c == 0)
                 return;
-            if (closed || Native.clientIsBroken(c)) {
-                Native.clientFree(c);
+            if (closed || Native.connIsBroken(c)) {
+                Native.connFree(c);
                 return;
             }
             idle.addFirst(c);
@@ -149,7 +195,7 @@ public final class Client implements AutoCloseable {
         private void drain() {
             Long c;
             while ((c = idle.pollFirst()) != null)
-                Native.clientFree(c);
+                Native.connFree(c);
         }
 
         @Override

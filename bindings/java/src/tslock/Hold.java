@@ -119,7 +119,7 @@ public final class Hold implements AutoCloseable {
                 "extend: the watchdog renews this hold already");
         int rc = Native.extend(res.lock, lease.toMillis());
         if (rc != Native.OK)
-            throw LockException.of(rc, Native.clientErrstr(res.conn));
+            throw LockException.of(rc, Native.lockErrstr(res.lock));
     }
 
     /** Whether this hold is ours as far as its own operations know. */
@@ -160,7 +160,7 @@ public final class Hold implements AutoCloseable {
         int rc = Native.isHeld(res.lock) ? Native.release(res.lock)
                                          : Native.ELOST;
         if (rc != Native.OK)
-            detail[0] = Native.clientErrstr(res.conn);
+            detail[0] = Native.lockErrstr(res.lock);
         if (wd != Native.OK) {
             rc = wd;
             detail[0] = "the watchdog found the hold lost";

@@ -27,13 +27,15 @@ final class Native {
     static final int ECANCELED = -11;
     static final int EUNSUPPORTED = -13;
     static final int ESTATE = -14;
+    static final int ENOQUORUM = -18;
     static final long WAIT_FOREVER = -1;
 
-    static native long clientNew(int connectMs, int commandMs);
-    static native int connectUrl(long client, String url);
-    static native void clientFree(long client);
-    static native boolean clientIsBroken(long client);
-    static native String clientErrstr(long client);
+    /* A connection: one library client, or one per Redlock master. */
+    static native long connNew(int n, int connectMs, int commandMs);
+    static native int connectUrl(long conn, int i, String url);
+    static native void connFree(long conn);
+    static native boolean connIsBroken(long conn);
+    static native String connErrstr(long conn, int i);
     static native String errname(int code);
     static native String strerror(int code);
 
@@ -42,13 +44,13 @@ final class Native {
                                     boolean fair, boolean fencing, int rw,
                                     long permits);
     static native void lockFree(long lock);
+    static native String lockErrstr(long lock);
     static native int acquire(long lock, long waitMs);
     static native int release(long lock);
     static native int extend(long lock, long ttlMs);
     static native int cancel(long lock);
     static native boolean isHeld(long lock);
     static native long fence(long lock);
-    static native int schemeUsed(long lock);
     static native String handle(long lock);
     static native int adopt(long lock, String handle);
 

@@ -67,7 +67,7 @@ public class TsLock implements Lock {
             long[] p = {conn, lock};
             boolean keep = reusable && !closed && !pool.isClosed()
                            && !Native.isHeld(lock)
-                           && !Native.clientIsBroken(conn);
+                           && !Native.connIsBroken(conn);
             if (keep && size.incrementAndGet() > 8) {
                 size.decrementAndGet();
                 keep = false;
@@ -175,7 +175,24 @@ public class TsLock implements Lock {
         }
 
         public TsLock build() {
+            if (client.isRedlock()
+                && (s.fair || s.fencing || s.watchdog || s.rw != 0
+                    || s.permits != 0
+                    || (s.scheme != Scheme.AUTO && s.scheme != Scheme.TOKEN)))
+                throw LockException.of(
+                    Native.EUNSUPPORTED,
+                    "a Redlock takes the token scheme alone: no fair mode, "
+                    + "fencing, watchdog, read-write lock or semaphore, got "
+                    + describe());
             return new TsLock(client, name, s);
+        }
+
+        private String describe() {
+            return "scheme " + s.scheme + (s.fair ? ", fair" : "")
+                + (s.fencing ? ", fencing" : "")
+                + (s.watchdog ? ", watchdog" : "")
+                + (s.rw != 0 ? ", read-write" : "")
+                + (s.permits != 0 ? ", semaphore" : "");
         }
     }
 
@@ -346,7 +363,7 @@ public class TsLock implements Lock {
                 && waitMs != Native.WAIT_FOREVER)
                 return null;
             if (rc != Native.OK)
-                throw LockException.of(rc, Native.clientErrstr(conn));
+                throw LockException.of(rc, Native.lockErrstr(l));
             h = new Hold(this, conn, l, record, reusable);
             if (s.watchdog)
                 h.startWatchdog(s.renewMs, s.listener);
@@ -378,7 +395,7 @@ public class TsLock implements Lock {
         if (rc == Native.OK)
             rc = Native.adopt(l, handle);
         if (rc != Native.OK) {
-            LockException e = LockException.of(rc, Native.clientErrstr(conn));
+            LockException e = LockException.of(rc, Native.lockErrstr(l));
             Native.lockFree(l);
             client.pool.give(conn);
             throw e;

@@ -15,6 +15,9 @@ public final class TsReadWriteLock implements ReadWriteLock {
     private final TsLock read, write;
 
     TsReadWriteLock(Client client, String name, Duration lease) {
+        if (client.isRedlock())
+            throw LockException.of(Native.EUNSUPPORTED,
+                                   "a Redlock has no read-write lock");
         TsLock.Builder r = client.builder(name).scheme(Scheme.TOKEN).lease(lease);
         TsLock.Builder w = client.builder(name).scheme(Scheme.TOKEN).lease(lease);
         read = r.build();

@@ -17,6 +17,9 @@ public final class TsSemaphore {
         if (permits < 1)
             throw new IllegalArgumentException(
                 "permits: expected 1 or more, got " + permits);
+        if (client.isRedlock())
+            throw LockException.of(Native.EUNSUPPORTED,
+                                   "a Redlock has no semaphore");
         lock = client.builder(name).scheme(Scheme.TOKEN).lease(lease).build();
         lock.s.permits = permits;
     }

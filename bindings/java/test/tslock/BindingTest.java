@@ -417,6 +417,40 @@ class BindingTest {
         raw.del(k);
     }
 
+    /** Several URLs make a Redlock: a majority of masters holds it. */
+    @Test
+    void severalUrlsMakeARedlock(TestInfo t) throws Exception {
+        String k = key(t);
+        String[] m = Servers.masters();
+        try (Client red = Client.fromUrl(m)) {
+            assertTrue(red.isRedlock());
+            TsLock lock = red.lock(k, Scheme.TOKEN, Duration.ofSeconds(5));
+            lock.lock();
+            String token = raw.get(k);
+            assertTrue(token != null && token.matches("[0-9a-f]{32}"), token);
+            assertFalse(inThread(() -> red.lock(k).tryLock()));
+            String handle = lock.currentHold().handle();
+            assertTrue(inThread(() -> {
+                Hold h = red.adopt(handle, k);
+                h.close();
+                return raw.get(k) == null;
+            }));
+            assertThrows(UnsupportedException.class,
+                         () -> red.builder(k).fair(true).build());
+            assertThrows(UnsupportedException.class,
+                         () -> red.semaphore(k, 2));
+        }
+        assertThrows(IllegalArgumentException.class,
+                     () -> Client.fromUrl(m[0], m[1]));
+        /* A majority down: the client says how many it reached. */
+        LockException e = assertThrows(
+            LockException.class,
+            () -> Client.fromUrl(m[0], "unix:///nonexistent/a.sock",
+                                 "unix:///nonexistent/b.sock"));
+        assertEquals("TSLOCK_ENOQUORUM", e.errname());
+        assertTrue(e.getMessage().contains("1 of 3"), e.getMessage());
+    }
+
     /** A Client dropped without close() gives its connections back. */
     @Test
     void aDroppedClientIsCleaned() throws Exception {

@@ -13,6 +13,11 @@ final class Servers {
         return need("tslock.url");
     }
 
+    /** Three independent masters, for a Redlock. */
+    static String[] masters() {
+        return need("tslock.masters").split(",");
+    }
+
     static String socket() {
         return need("tslock.socket");
     }
