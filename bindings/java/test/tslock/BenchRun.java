@@ -78,9 +78,9 @@ public final class BenchRun {
 
     public static void main(String[] args) throws Exception {
         String bench = args[0], url = Servers.url();
-        int n = 3000, reps = 5;
+        int n = 3000, reps = 7;
         try (Client client = Client.fromUrl(url)) {
-            javaCycle(client, 2000); /* warm the JIT and the pool */
+            javaCycle(client, 20000); /* warm the JIT (C2) and the pool */
             c(bench, url, "cycle", "2000");
             double[] cs = new double[reps], js = new double[reps];
             for (int i = 0; i < reps; i++) {
