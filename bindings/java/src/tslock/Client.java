@@ -126,6 +126,9 @@ public final class Client implements AutoCloseable {
         private final ConcurrentLinkedDeque<Long> idle =
             new ConcurrentLinkedDeque<>();
         private volatile boolean closed;
+        /* Lock objects kept by TsLocks with a connection each. */
+        final java.util.concurrent.atomic.AtomicInteger cachedPairs =
+            new java.util.concurrent.atomic.AtomicInteger();
 
         Pool(String[] urls, int timeoutMs) {
             this.urls = urls;

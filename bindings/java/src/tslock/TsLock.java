@@ -34,11 +34,14 @@ public class TsLock implements Lock {
 
     /**
      * Configured native lock objects with their connections, kept between
-     * holds so a cycle costs the two commands and no setup (at most 8;
-     * freed by the Cleaner when the TsLock goes, or on the next use after
-     * the Client closed).
+     * holds so a cycle costs the two commands and no setup: at most 8 per
+     * TsLock and 16 per Client (so TsLocks made per call and dropped keep
+     * few connections from the pool until they are collected); freed by
+     * the Cleaner when the TsLock goes, or on the next use after the
+     * Client closed.
      */
     static final class Idle implements Runnable {
+        static final int PER_LOCK = 8, PER_CLIENT = 16;
         private final Client.Pool pool;
         private final java.util.concurrent.ConcurrentLinkedDeque<long[]> pairs =
             new java.util.concurrent.ConcurrentLinkedDeque<>();
@@ -50,25 +53,37 @@ public class TsLock implements Lock {
             this.pool = pool;
         }
 
-        long[] poll() {
+        /* A kept pair, counted out of both limits; null when none. */
+        private long[] next() {
             long[] p = pairs.pollFirst();
-            if (p == null)
-                return null;
-            size.decrementAndGet();
-            if (pool.isClosed()) {
+            if (p != null) {
+                size.decrementAndGet();
+                pool.cachedPairs.decrementAndGet();
+            }
+            return p;
+        }
+
+        long[] poll() {
+            long[] p = next();
+            if (p != null && pool.isClosed()) {
                 free(p);
                 return null;
             }
             return p;
         }
 
-        /* Keep (conn, lock) for the next hold, or free it. */
+        /* Keep (conn, lock) for the next hold, or free the lock object. */
         void offer(long conn, long lock, boolean reusable) {
             long[] p = {conn, lock};
             boolean keep = reusable && !closed && !pool.isClosed()
                            && !Native.isHeld(lock)
                            && !Native.connIsBroken(conn);
-            if (keep && size.incrementAndGet() > 8) {
+            if (keep && size.incrementAndGet() > PER_LOCK) {
+                size.decrementAndGet();
+                keep = false;
+            } else if (keep
+                       && pool.cachedPairs.incrementAndGet() > PER_CLIENT) {
+                pool.cachedPairs.decrementAndGet();
                 size.decrementAndGet();
                 keep = false;
             }
@@ -81,6 +96,7 @@ public class TsLock implements Lock {
                 run();
         }
 
+        /* The lock object freed, its connection back to the pool. */
         private void free(long[] p) {
             Native.lockFree(p[1]);
             pool.give(p[0]);
@@ -90,7 +106,7 @@ public class TsLock implements Lock {
         public void run() {
             closed = true;
             long[] p;
-            while ((p = pairs.pollFirst()) != null)
+            while ((p = next()) != null)
                 free(p);
         }
     }

@@ -459,6 +459,28 @@ class BindingTest {
         assertTrue(e.getMessage().contains("1 of 3"), e.getMessage());
     }
 
+    /**
+     * A TsLock made per call, as the articles make their RedisLock, keeps
+     * few connections: the kept lock objects are capped per Client.
+     */
+    @Test
+    void aLockPerCallKeepsFewConnections(TestInfo t) {
+        String k = key(t);
+        try (Client c = Client.fromUrl(Servers.url())) {
+            long before = connections();
+            List<TsLock> made = new ArrayList<>();
+            for (int i = 0; i < 60; i++) {
+                TsLock l = c.lock(k + ":" + i);
+                l.lock();
+                l.unlock();
+                made.add(l); /* reachable: no Cleaner gives them back */
+            }
+            long grew = connections() - before;
+            assertTrue(grew <= TsLock.Idle.PER_CLIENT,
+                       "60 locks, " + grew + " more connections");
+        }
+    }
+
     /** A Client dropped without close() gives its connections back. */
     @Test
     void aDroppedClientIsCleaned() throws Exception {
