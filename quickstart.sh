@@ -42,8 +42,11 @@ packages="build-essential autoconf automake libtool pkg-config
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
+# default-jdk-headless: the Java binding (built when a JDK is found, and
+# by make deb's libtslock-java); junit5: its tests' console launcher.
+packages="$packages default-jdk-headless"
 if [ "$what" = test ]; then
-    packages="$packages chromium"
+    packages="$packages chromium junit5"
     command -v node >/dev/null 2>&1 || packages="$packages nodejs"
     command -v npm >/dev/null 2>&1 || packages="$packages npm"
 fi
@@ -70,7 +73,7 @@ fi
 [ -x configure ] || autoreconf -fi
 mkdir -p _build
 cd _build
-[ -f Makefile ] || ../configure --enable-werror --enable-python \
+[ -f Makefile ] || ../configure --enable-werror --enable-python --enable-java \
     ${TSLOCK_CONFIGURE_FLAGS:-}
 make -j"$(nproc)"
 if [ "$what" = demo ]; then

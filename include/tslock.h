@@ -311,6 +311,97 @@ TSLOCK_EXTERN int tslock_client_set_sentinel_auth(tslock_client *client,
                                                   const char *user,
                                                   const char *password);
 
+/* The most sentinels a redis+sentinel:// URL may list. */
+#define TSLOCK_URL_MAX_SENTINELS 16
+
+/* tslock_url_parse() flag: a URL without a password takes $REDISCLI_AUTH. */
+#define TSLOCK_URL_ENV_AUTH 0x1u
+
+/*
+ * Where to connect, as a URL says it (tslock_url_parse()).  Read the
+ * fields; the parser fills them and tslock_url_free() frees them.
+ */
+struct tslock_url {
+    int is_unix;    /* unix://: host is the socket path */
+    char *host;     /* TCP host name or address, or the socket path */
+    int port;       /* 6379 unless the URL says; 0 with Sentinel */
+    int db;         /* 0 unless the URL says */
+    char *user;     /* ACL user, NULL for none */
+    char *password; /* NULL for none; the data nodes' with Sentinel */
+    /* redis+sentinel://: the sentinels, the master's name, their AUTH. */
+    int nsentinels; /* 0: not a Sentinel URL */
+    char *sentinel_hosts[TSLOCK_URL_MAX_SENTINELS];
+    int sentinel_ports[TSLOCK_URL_MAX_SENTINELS];
+    char *master_name;
+    char *sentinel_password; /* ?sentinel_password=, or NULL */
+};
+
+/*
+ * tslock_url_parse - read where to connect from a URL:
+ * redis://[[user]:password@]host[:port][/db][?db=N],
+ * unix://[[user]:password@]/path/to/socket[?db=N], or
+ * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER
+ * [/db][?sentinel_password=P] (host may be [IPv6]; parts percent-decoded).
+ *
+ * flags: 0, or TSLOCK_URL_ENV_AUTH.  out: filled on success, zeroed on
+ * failure.  err, errsize: on failure receives one line naming what was
+ * expected and what came, never the password (err may be NULL).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (a bad URL) or TSLOCK_ENOMEM.
+ * Ownership: out's strings are new; free them with tslock_url_free().
+ * Threads: safe from any thread (reads $REDISCLI_AUTH with the flag).
+ */
+TSLOCK_EXTERN int tslock_url_parse(const char *text, unsigned flags,
+                                   struct tslock_url *out, char *err,
+                                   size_t errsize);
+
+/*
+ * tslock_url_free - free what tslock_url_parse() put in url (the
+ * passwords are overwritten first) and zero it.  NULL is ignored.
+ */
+TSLOCK_EXTERN void tslock_url_free(struct tslock_url *url);
+
+/*
+ * tslock_url_describe - "unix socket /p, db 2, user alice", never the
+ * password, into buf (truncated to size).
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN void tslock_url_describe(const struct tslock_url *url, char *buf,
+                                       size_t size);
+
+/*
+ * tslock_url_scrub - overwrite in place the passwords of a URL as
+ * tslock_url_parse() would find them: "redis://:pw@host" becomes
+ * "redis://" "***@host" and "redis://user:pw@host" "redis://user:" "***@host"
+ * (fewer '*' for a shorter password), ?sentinel_password= likewise; the
+ * rest moves left and the freed bytes become NULs, so the string never
+ * grows (for argv and logs).  Returns 1 when a password was found, else 0.
+ */
+TSLOCK_EXTERN int tslock_url_scrub(char *text);
+
+/*
+ * tslock_client_connect_url - set the client's credentials, database and
+ * sentinel password from url (tslock_url_parse() without flags) and
+ * connect where it says: tslock_client_connect_tcp(), _unix() or
+ * _sentinel().
+ *
+ * Returns TSLOCK_EINVAL for a bad URL (the parser's line in
+ * tslock_client_errstr()), else as the connect call it makes.
+ * Ownership: url is not kept.  Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_connect_url(tslock_client *client,
+                                            const char *url);
+
+/*
+ * tslock_client_connect_parsed_url - as tslock_client_connect_url(), with
+ * a URL already parsed (for a caller that reports the parse itself).
+ *
+ * Returns TSLOCK_EINVAL (NULL, or an empty url), else as the connect call.
+ * Ownership: url stays the caller's.  Threads: as for the client.
+ */
+TSLOCK_EXTERN int
+tslock_client_connect_parsed_url(tslock_client *client,
+                                 const struct tslock_url *url);
+
 /*
  * tslock_client_address - the host (or socket path) and port the client
  * is connected to, or last tried: for a Sentinel client, the master the

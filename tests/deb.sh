@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# deb.sh - make deb: the four Debian packages built from the release
+# deb.sh - make deb: the five Debian packages built from the release
 # tarball, checked by lintian, then installed into a scratch root with
 # dpkg -x (this machine's own packages are never touched) and used from
 # there: doc/examples/basic.c compiled against the installed header with
 # pkg-config, the installed tslock run against a private redis-server,
-# and the installed Python module imported by Debian's python3, taking
-# and releasing a lock on that server.
+# the installed Python module imported by Debian's python3, taking and
+# releasing a lock on that server, and a Java program against the
+# installed tslock.jar and its JNI library.
 #
 #   deb.sh TARBALL        (make deb passes the one make dist wrote)
 #
@@ -45,7 +46,7 @@ then
     exit 1
 fi
 echo "ok - dpkg-buildpackage -us -uc -b in $(($(date +%s) - start)) s:"
-for p in libtslock1 libtslock-dev tslock python3-tslock; do
+for p in libtslock1 libtslock-dev tslock python3-tslock libtslock-java; do
     deb=$(ls "$out"/${p}_*.deb 2>/dev/null | head -1)
     if [ -z "$deb" ]; then
         echo "FAIL - no $p package"
@@ -86,6 +87,9 @@ check_has tslock 'man7/tslock\.7\.gz$'
 check_has python3-tslock 'python3/dist-packages/tslock/__init__\.py$'
 check_has python3-tslock \
     'python3/dist-packages/tslock/_tslock\.cpython-[^/]*\.so$'
+check_has libtslock-java 'usr/share/java/tslock\.jar$'
+check_has libtslock-java 'usr/share/java/tslock-[0-9.]*\.jar$'
+check_has libtslock-java 'jni/libtslock-jni\.so$'
 
 # 4. Install into a scratch root and use it (tests/harness.sh).
 root="$out/root"
@@ -119,6 +123,32 @@ if [ $? -eq 0 ]; then
 else
     echo "FAIL - python3-tslock from the scratch root:"
     printf '%s\n' "$got" | sed 's/^/    /'
+    status=1
+fi
+# The Java binding as installed: a program compiled against the jar in
+# /usr/share/java, its JNI library found in the JNI directory.
+jni=$(dirname "$(find "$root" -name libtslock-jni.so | head -1)")
+mkdir -p "$dir/java"
+cat >"$dir/java/DebSmoke.java" <<'JAVA'
+public class DebSmoke {
+    public static void main(String[] a) {
+        try (tslock.Client c = tslock.Client.fromUrl(a[0])) {
+            java.util.concurrent.locks.Lock l = c.lock("deb-java");
+            l.lock();
+            System.out.println("held");
+            l.unlock();
+        }
+    }
+}
+JAVA
+if javac -cp "$root/usr/share/java/tslock.jar" -d "$dir/java" \
+    "$dir/java/DebSmoke.java" \
+    && got=$(java -Djava.library.path="$jni" \
+        -cp "$root/usr/share/java/tslock.jar:$dir/java" DebSmoke \
+        "unix://$dir/redis.sock") && [ "$got" = held ]; then
+    echo "ok - the installed tslock.jar took and released a lock"
+else
+    echo "FAIL - the installed tslock.jar: ${got:-no output}"
     status=1
 fi
 exit $status

@@ -2,8 +2,8 @@
 /*
  * test_unit.c - tests that need no server: the error table, step names,
  * stamp parsing and formatting, and the reply shapes hiredis's reader
- * hands tslock from old servers, fed as raw RESP bytes; and the CLI's
- * URL parser (tools/url.c) on redis+sentinel:// URLs.
+ * hands tslock from old servers, fed as raw RESP bytes; and the URL
+ * parser (lib/url.c, as the tool calls it) on redis+sentinel:// URLs.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -601,7 +601,7 @@ static void test_reply_protocol_error(void)
 
 static void test_url_sentinel_accepted(void)
 {
-    struct cli_url u;
+    struct tslock_url u;
     char err[256] = "";
 
     unsetenv("REDISCLI_AUTH");
@@ -622,7 +622,7 @@ static void test_url_sentinel_accepted(void)
     CU_ASSERT_STRING_EQUAL(u.user, "al@ice");
     CU_ASSERT_STRING_EQUAL(u.password, "pw");
     CU_ASSERT_STRING_EQUAL(u.sentinel_password, "s&p");
-    cli_url_free(&u);
+    tslock_url_free(&u);
 
     /* The data nodes' password may come from $REDISCLI_AUTH. */
     setenv("REDISCLI_AUTH", "envpw", 1);
@@ -634,7 +634,7 @@ static void test_url_sentinel_accepted(void)
     CU_ASSERT_EQUAL(u.db, 0);
     CU_ASSERT_STRING_EQUAL(u.password, "envpw");
     CU_ASSERT_PTR_NULL(u.sentinel_password);
-    cli_url_free(&u);
+    tslock_url_free(&u);
     unsetenv("REDISCLI_AUTH");
 }
 
@@ -662,17 +662,43 @@ static void test_url_sentinel_rejected(void)
 
     unsetenv("REDISCLI_AUTH");
     for (i = 0; i < N_ELEMS(cases); i++) {
-        struct cli_url u;
+        struct tslock_url u;
         char err[256] = "";
         int rc = cli_url_parse(cases[i].url, &u, err, sizeof(err));
 
-        CHECK_CASE(rc == -1, "%s is refused", cases[i].url);
+        CHECK_CASE(rc == TSLOCK_EINVAL, "%s is refused", cases[i].url);
         CHECK_CASE(strstr(err, cases[i].names) != NULL,
                    "%s: the message names '%s' (got '%s')", cases[i].url,
                    cases[i].names, err);
         CHECK_CASE(strstr(err, "s3cret") == NULL,
                    "%s: the message shows no password", cases[i].url);
     }
+}
+
+/*
+ * tslock_client_connect_url refuses a bad URL before any connection, with
+ * the parser's line in the client's error and without $REDISCLI_AUTH
+ * (only the tool asks for it).
+ */
+static void test_url_connect_refused(void)
+{
+    tslock_client *c = NULL;
+
+    setenv("REDISCLI_AUTH", "envpw", 1);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_new(&c), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_connect_url(c, "redis://:s3cret@h:0"),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "port"));
+    CU_ASSERT_PTR_NULL(strstr(tslock_client_errstr(c), "s3cret"));
+    CU_ASSERT_EQUAL(tslock_client_connect_url(c, "redis://alice@h"),
+                    TSLOCK_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "no password"));
+    CU_ASSERT_EQUAL(tslock_client_connect_url(c, NULL), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_connect_parsed_url(c, NULL), TSLOCK_EINVAL);
+    CU_ASSERT_EQUAL(tslock_client_connect_url(NULL, "redis://h"),
+                    TSLOCK_EINVAL);
+    tslock_client_free(c);
+    unsetenv("REDISCLI_AUTH");
 }
 
 static void test_url_sentinel_scrub(void)
@@ -692,7 +718,7 @@ static void test_url_sentinel_scrub(void)
     for (i = 0; i < N_ELEMS(cases); i++) {
         char buf[128];
         snprintf(buf, sizeof(buf), "%s", cases[i].in);
-        CHECK_CASE(cli_url_scrub(buf)
+        CHECK_CASE(tslock_url_scrub(buf)
                        == (strcmp(cases[i].in, cases[i].out) != 0),
                    "%s: scrub says whether it hid anything", cases[i].in);
         CHECK_CASE(strcmp(buf, cases[i].out) == 0, "%s scrubbed to %s, got %s",
@@ -702,7 +728,7 @@ static void test_url_sentinel_scrub(void)
 
 static void test_url_sentinel_describe(void)
 {
-    struct cli_url u;
+    struct tslock_url u;
     char err[256] = "", where[512];
 
     unsetenv("REDISCLI_AUTH");
@@ -710,13 +736,13 @@ static void test_url_sentinel_describe(void)
         cli_url_parse("redis+sentinel://:pw@a,b:2/m/4?sentinel_password=sp", &u,
                       err, sizeof(err)),
         0);
-    cli_url_describe(&u, where, sizeof(where));
+    tslock_url_describe(&u, where, sizeof(where));
     CU_ASSERT_STRING_EQUAL(where, "the master 'm' named by sentinels "
                                   "a:26379, b:2 (with their password), db 4, "
                                   "with a password");
     CU_ASSERT_PTR_NULL(strstr(where, "pw"));
     CU_ASSERT_PTR_NULL(strstr(where, "sp"));
-    cli_url_free(&u);
+    tslock_url_free(&u);
 }
 
 static const struct {
@@ -745,6 +771,7 @@ static const struct {
     {"redis+sentinel:// URLs accepted", test_url_sentinel_accepted},
     {"redis+sentinel:// URLs refused", test_url_sentinel_rejected},
     {"redis+sentinel:// passwords scrubbed", test_url_sentinel_scrub},
+    {"connect_url refuses a bad URL", test_url_connect_refused},
     {"redis+sentinel:// described", test_url_sentinel_describe},
 };
 

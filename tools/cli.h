@@ -34,33 +34,14 @@
 #define CLI_EXIT_NOTFOUND    127
 #define CLI_EXIT_SIGNAL_BASE 128
 
-/* The most sentinels a redis+sentinel:// URL may list. */
-#define CLI_MAX_SENTINELS 16
-
-/* Where to connect, from a redis://, unix:// or redis+sentinel:// URL. */
-struct cli_url {
-    int is_unix;
-    char *host; /* TCP host name or address, or the socket path */
-    int port;
-    int db;
-    char *user;     /* ACL user, NULL for none */
-    char *password; /* NULL for none; the data nodes' with Sentinel */
-    /* redis+sentinel://: the sentinels, the master's name, their AUTH. */
-    int nsentinels; /* 0: not a Sentinel URL */
-    char *sentinel_hosts[CLI_MAX_SENTINELS];
-    int sentinel_ports[CLI_MAX_SENTINELS];
-    char *master_name;
-    char *sentinel_password; /* ?sentinel_password=, or NULL */
-};
-
 /* The most -u a Redlock takes (the library's limit). */
 #define CLI_MAX_MASTERS 63
 
 /* Everything the options set; filled by main() before any form runs. */
 struct cli_options {
-    struct cli_url url;
+    struct tslock_url url;
     /* -u given N times (N odd, >= 3): a Redlock over these masters. */
-    struct cli_url *masters;
+    struct tslock_url *masters;
     int n_masters; /* 0 for one server */
     tslock_scheme scheme;
     tslock_unit unit;
@@ -162,28 +143,14 @@ int cli_usage_error(const char *fmt, ...)
 #endif
     ;
 
-/* ---- url.c */
+/* ---- URLs: the library's parser (tslock_url_parse() and its kin). */
 
-/*
- * Parse text into out.  On failure returns -1 with one line in err that
- * names what was expected and what came (never the password).  user and
- * password are percent-decoded; a URL without a password takes
- * $REDISCLI_AUTH.  Free with cli_url_free().
- */
-int cli_url_parse(const char *text, struct cli_url *out, char *err,
-                  size_t errsize);
-void cli_url_free(struct cli_url *url);
-/* "unix socket /p, db 2, user alice" - never the password. */
-void cli_url_describe(const struct cli_url *url, char *buf, size_t size);
-/*
- * Overwrite in place the password of a URL as cli_url_parse() would find
- * it: "redis://:pw@host" becomes "redis://" "***@host" and
- * "redis://user:pw@host" becomes "redis://user:" "***@host" (fewer '*' when
- * the password and its ':' are shorter than three bytes); the rest moves
- * left and the freed bytes at the end become NULs, so the string never
- * grows.  Returns 1 when a password was found, else 0.
- */
-int cli_url_scrub(char *text);
+/* Parse as the tool does: a URL without a password takes $REDISCLI_AUTH. */
+static inline int cli_url_parse(const char *text, struct tslock_url *out,
+                                char *err, size_t errsize)
+{
+    return tslock_url_parse(text, TSLOCK_URL_ENV_AUTH, out, err, errsize);
+}
 
 /* ---- session.c: connections, locks and what their codes mean */
 
@@ -196,7 +163,7 @@ int cli_connect(const struct cli_options *o, tslock_client **out);
  * be: *out is set whenever the client exists, and the connect's code is
  * returned (the client stays usable for a reconnect later).
  */
-int cli_client_for(const struct cli_options *o, const struct cli_url *url,
+int cli_client_for(const struct cli_options *o, const struct tslock_url *url,
                    tslock_client **out);
 /* A lock on key with the options' scheme, ttl and unit. */
 int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,

@@ -289,7 +289,7 @@ static int take_url(char *arg, struct cli_request *r)
     }
     r->n_urls++;
     r->url_origin = "--url";
-    if (cli_url_scrub(arg))
+    if (tslock_url_scrub(arg))
         r->password_in_argv = 1;
     return 0;
 }

@@ -89,7 +89,7 @@ void cli_masters_free(struct cli_options *o)
     int i;
 
     for (i = 0; i < o->n_masters; i++)
-        cli_url_free(&o->masters[i]);
+        tslock_url_free(&o->masters[i]);
     free(o->masters);
     o->masters = NULL;
     o->n_masters = 0;
@@ -118,7 +118,7 @@ int cli_quorum_open(const struct cli_options *o, const char *key,
         if (c[i] == NULL)
             break;
         if (rc != TSLOCK_OK) { /* the Redlock tries it again itself */
-            cli_url_describe(&o->masters[i], where, sizeof(where));
+            tslock_url_describe(&o->masters[i], where, sizeof(where));
             cli_verbose("master %d (%s) cannot be used now: %s: %s", i + 1,
                         where, tslock_errname(rc), tslock_client_errstr(c[i]));
         }
@@ -376,7 +376,7 @@ static int status_line(const struct cli_options *o, tslock_client *c, int i,
     int rc = tslock_lock_new(&l, c, key);
 
     value[0] = '\0';
-    cli_url_describe(&o->masters[i], where, sizeof(where));
+    tslock_url_describe(&o->masters[i], where, sizeof(where));
     if (rc == TSLOCK_OK)
         rc = tslock_lock_peek(l, value, size, &ttl);
     if (rc != TSLOCK_OK) {

@@ -29,7 +29,7 @@ redisReply *cli_raw_reply(redisContext *ctx, const char *what, redisReply *r)
 }
 
 /* AUTH, and SELECT when asked, as the URL says; 0 or an exit status. */
-static int raw_prepare(redisContext *ctx, const struct cli_url *u,
+static int raw_prepare(redisContext *ctx, const struct tslock_url *u,
                        int select_db)
 {
     redisReply *r = NULL;
@@ -82,7 +82,7 @@ int cli_raw_connect(const struct cli_options *o, int select_db,
 int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
                        int select_db, redisContext **out)
 {
-    const struct cli_url *u = &o->url;
+    const struct tslock_url *u = &o->url;
     struct timeval tv;
     redisContext *ctx;
     char master[256];
@@ -109,7 +109,7 @@ int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
         else if (host != NULL)
             snprintf(where, sizeof(where), "the master %s:%d", host, port);
         else
-            cli_url_describe(u, where, sizeof(where));
+            tslock_url_describe(u, where, sizeof(where));
         cli_error("cannot connect to %s: %s", where,
                   ctx != NULL ? ctx->errstr : "out of memory");
         redisFree(ctx);

@@ -28,7 +28,7 @@ struct narration {
 static redisContext *replay_raw(void *ud)
 {
     struct narration *n = ud;
-    const struct cli_url *u = &n->o->url;
+    const struct tslock_url *u = &n->o->url;
     struct timeval tv = {n->o->timeout_ms / 1000,
                          (n->o->timeout_ms % 1000) * 1000};
     redisContext *c = u->is_unix

@@ -158,7 +158,7 @@ static void report_server(tslock_client *c)
                 tslock_client_clock_offset(c));
 }
 
-int cli_client_for(const struct cli_options *o, const struct cli_url *u,
+int cli_client_for(const struct cli_options *o, const struct tslock_url *u,
                    tslock_client **out)
 {
     tslock_client *c = NULL;
@@ -166,31 +166,19 @@ int cli_client_for(const struct cli_options *o, const struct cli_url *u,
     int rc;
 
     *out = NULL;
-    cli_url_describe(u, where, sizeof(where));
+    tslock_url_describe(u, where, sizeof(where));
     cli_verbose("connecting to %s", where);
     rc = tslock_client_new(&c);
     if (rc != TSLOCK_OK)
         return rc;
     *out = c;
-    if (u->password != NULL)
-        rc = tslock_client_set_auth(c, u->user, u->password);
-    if (rc == TSLOCK_OK)
-        rc = tslock_client_set_db(c, u->db);
-    if (rc == TSLOCK_OK)
-        rc = tslock_client_set_time_source(c, o->time_source);
+    rc = tslock_client_set_time_source(c, o->time_source);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_functions(c, o->functions);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_timeouts(c, o->timeout_ms, o->timeout_ms);
-    if (rc == TSLOCK_OK && u->sentinel_password != NULL)
-        rc = tslock_client_set_sentinel_auth(c, NULL, u->sentinel_password);
-    if (rc == TSLOCK_OK && u->nsentinels > 0)
-        rc = tslock_client_connect_sentinel(
-            c, u->nsentinels, (const char *const *)u->sentinel_hosts,
-            u->sentinel_ports, u->master_name);
-    else if (rc == TSLOCK_OK)
-        rc = u->is_unix ? tslock_client_connect_unix(c, u->host)
-                        : tslock_client_connect_tcp(c, u->host, u->port);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_connect_parsed_url(c, u);
     if (rc == TSLOCK_OK)
         report_server(c);
     return rc;

@@ -272,7 +272,7 @@ static char *shown(const char *word)
     char *copy = strdup(word);
 
     if (copy != NULL)
-        cli_url_scrub(copy);
+        tslock_url_scrub(copy);
     return copy;
 }
 
@@ -415,7 +415,7 @@ int main(int argc, char **argv)
                                  "a renewal fails)");
     else if (status == 0)
         status = dispatch(&r, &o);
-    cli_url_free(&o.url);
+    tslock_url_free(&o.url);
     cli_masters_free(&o);
     cli_request_free(&r);
     return status;

@@ -579,7 +579,7 @@ static int start_monitor(struct watch *w)
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
     freeReplyObject(r);
-    cli_url_describe(&w->o->url, where, sizeof(where));
+    tslock_url_describe(&w->o->url, where, sizeof(where));
     cli_info("watching %d key%s on %s (Redis %d.%d)", w->n_keys / 3,
              w->n_keys == 3 ? "" : "s", where, w->major, w->minor);
     return 0;

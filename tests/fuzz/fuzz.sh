@@ -23,7 +23,7 @@ seconds=${FUZZ_SECONDS:-60}
 # Every C file of the library's four layers (lib/, compat/, proto/, net/)
 # is the library's, so the list cannot drift from Makefile.am.
 lib_sources=$(cd "$src" && echo lib/*.c compat/*.c proto/*.c net/*.c)
-tool_sources="tools/url.c tools/options.c tools/session.c tools/signals.c"
+tool_sources="tools/options.c tools/session.c tools/signals.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
     -I$src/include -I$src/lib -I$src/compat -I$src/proto -I$src/net
     -I$build ${HIREDIS_CFLAGS:-}"

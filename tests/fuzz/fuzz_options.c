@@ -88,7 +88,7 @@ static int canaries(char **argv, int argc)
 static void check_scrubbed(const struct cli_request *r, char **argv, int argc,
                            int before)
 {
-    struct cli_url u;
+    struct tslock_url u;
     char err[256];
     int i;
 
@@ -100,7 +100,7 @@ static void check_scrubbed(const struct cli_request *r, char **argv, int argc,
         for (i = 0; i < argc; i++)
             FUZZ_CHECK(strstr(argv[i], canary) == NULL);
     }
-    cli_url_free(&u);
+    tslock_url_free(&u);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

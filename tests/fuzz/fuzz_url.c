@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_url.c - the tslock command's URL parser (cli_url_parse), what it
- * says about a URL (cli_url_describe) and how it hides a password in argv
- * (cli_url_scrub).  The property: a password never shows in an error,
- * a description or a scrubbed argument.
- * Input, two forms: a URL as is (one line), or four or more lines
+ * fuzz_url.c - the library's URL parser (tslock_url_parse, as the tool
+ * calls it), what it says about a URL (tslock_url_describe) and how it
+ * hides a password in argv (tslock_url_scrub).  The property: a password never
+ * shows in an error, a description or a scrubbed argument. Input, two forms: a
+ * URL as is (one line), or four or more lines
  * "SCHEME\nUSER\nPASSWORD-TAIL\nREST" from which the target builds
  * SCHEME://USER:<canary>PASSWORD-TAIL@REST with a canary password it can
  * look for.
@@ -41,23 +41,23 @@ static int count(const char *s, const char *needle)
 /* Parse, describe and scrub text; with_canary: check the canary. */
 static void check_url(const char *text, int with_canary)
 {
-    struct cli_url u;
+    struct tslock_url u;
     char err[256] = "", desc[512] = "", *copy = strdup(text);
     size_t before = strlen(text);
     int rc = cli_url_parse(text, &u, err, sizeof(err));
-    int scrubbed = cli_url_scrub(copy);
+    int scrubbed = tslock_url_scrub(copy);
 
     FUZZ_CHECK(copy != NULL && strlen(copy) <= before);
     if (rc == 0) {
         FUZZ_CHECK(u.host != NULL && u.port >= 1 && u.port <= 65535);
         FUZZ_CHECK(u.db >= 0 && (u.user == NULL || u.password != NULL));
-        cli_url_describe(&u, desc, sizeof(desc));
+        tslock_url_describe(&u, desc, sizeof(desc));
         /* A password parsed from the URL is one the scrub found. */
         if (u.password != NULL && u.password[0] != '\0')
             FUZZ_CHECK(scrubbed);
         if (with_canary)
             FUZZ_CHECK(!find(desc, strlen(desc), canary));
-        cli_url_free(&u);
+        tslock_url_free(&u);
     } else {
         FUZZ_CHECK(err[0] != '\0');
         FUZZ_CHECK(u.host == NULL && u.password == NULL);

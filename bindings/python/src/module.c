@@ -114,6 +114,90 @@ static PyObject *mod_classify(PyObject *m, PyObject *args)
     return Py_BuildValue("(iiL)", (int)scheme, (int)unit, (long long)expires);
 }
 
+/* The sentinels of a parsed URL as a list of (host, port). */
+static PyObject *sentinel_list(const struct tslock_url *u)
+{
+    PyObject *list = PyList_New(u->nsentinels);
+    int i;
+
+    for (i = 0; list != NULL && i < u->nsentinels; i++) {
+        PyObject *pair =
+            Py_BuildValue("(si)", u->sentinel_hosts[i], u->sentinel_ports[i]);
+        if (pair == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, pair);
+    }
+    return list;
+}
+
+/* Client keyword arguments for a parsed URL. */
+static PyObject *url_kwargs(const struct tslock_url *u)
+{
+    PyObject *kw = Py_BuildValue("{s:z,s:z,s:i}", "username", u->user,
+                                 "password", u->password, "db", u->db);
+    PyObject *more = NULL;
+
+    if (kw == NULL)
+        return NULL;
+    if (u->nsentinels > 0) {
+        PyObject *list = sentinel_list(u);
+        if (list != NULL)
+            more = Py_BuildValue("{s:N,s:s,s:z}", "sentinels", list,
+                                 "service_name", u->master_name,
+                                 "sentinel_password", u->sentinel_password);
+    } else if (u->is_unix)
+        more = Py_BuildValue("{s:s}", "unix_socket_path", u->host);
+    else
+        more = Py_BuildValue("{s:s,s:i}", "host", u->host, "port", u->port);
+    if (more == NULL || PyDict_Update(kw, more) != 0)
+        Py_CLEAR(kw);
+    Py_XDECREF(more);
+    return kw;
+}
+
+/* parse_url(url) -> Client keyword arguments; ValueError names the fault. */
+static PyObject *mod_parse_url(PyObject *m, PyObject *args)
+{
+    struct tslock_url u;
+    const char *text;
+    char err[256];
+    PyObject *kw;
+    int rc;
+
+    if (!PyArg_ParseTuple(args, "s", &text))
+        return NULL;
+    rc = tslock_url_parse(text, 0, &u, err, sizeof(err));
+    if (rc == TSLOCK_ENOMEM)
+        return PyErr_NoMemory();
+    if (rc != TSLOCK_OK) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    kw = url_kwargs(&u);
+    tslock_url_free(&u);
+    return kw;
+}
+
+/* scrub_url(url) -> the URL with its passwords hidden, for messages. */
+static PyObject *mod_scrub_url(PyObject *m, PyObject *args)
+{
+    const char *text;
+    PyObject *shown;
+    char *copy;
+
+    if (!PyArg_ParseTuple(args, "s", &text))
+        return NULL;
+    if ((copy = strdup(text)) == NULL)
+        return PyErr_NoMemory();
+    tslock_url_scrub(copy);
+    shown = PyUnicode_FromString(copy);
+    memset(copy, 0, strlen(copy));
+    free(copy);
+    return shown;
+}
+
 /* _exception(code, detail) -> the exception a call failing so raises. */
 static PyObject *mod_exception(PyObject *m, PyObject *args)
 {
@@ -357,6 +441,10 @@ static PyMethodDef module_methods[] = {
      "library_version() -> str: the version of libtslock loaded."},
     {"classify", mod_classify, METH_VARARGS,
      "classify(value: bytes) -> (scheme, unit, expires_ms) or None"},
+    {"parse_url", mod_parse_url, METH_VARARGS,
+     "parse_url(url) -> dict: Client keyword arguments (libtslock's parser)."},
+    {"scrub_url", mod_scrub_url, METH_VARARGS,
+     "scrub_url(url) -> str: the URL with its passwords hidden."},
     {"_exception", mod_exception, METH_VARARGS,
      "_exception(code, detail=None) -> the exception for a TSLOCK_E* code."},
     {"_set_main_thread", mod_set_main_thread, METH_VARARGS,

@@ -37,7 +37,6 @@ import logging as _logging
 import math as _math
 import threading as _threading
 import time as _time
-import urllib.parse as _urlparse
 import weakref as _weakref
 
 from . import _tslock
@@ -768,46 +767,16 @@ def _survey_entry(key, value, ttl, owned, now_ms):
                        "live" if left >= 0 else "expired", left, ttl, text)
 
 
-def _url_fail(url, what):
-    # The URL is quoted without its password: URLs end up in logs.
-    p = _urlparse.urlsplit(url) if "://" in url else None
-    shown = url
-    if p is not None and p.password is not None:
-        shown = url.replace(":" + p.password + "@", ":***@", 1)
-    raise ValueError("bad Redis URL %r: %s" % (shown, what))
-
-
-def _userinfo(url, p):
-    user = _urlparse.unquote(p.username) if p.username else None
-    password = (_urlparse.unquote(p.password) if p.password is not None
-                else None)
-    return user, password
-
-
-def _db_of(url, text, what):
-    if not text.isdigit():
-        _url_fail(url, "expected %s as a database number, got %r"
-                  % (what, text))
-    return int(text)
-
-
 def _parse_url(url):
+    # libtslock's parser, the one the tslock command uses, so a URL means
+    # the same here; the URL is quoted without its password (logs).
     if not isinstance(url, str):
         raise TypeError("from_url: expected a URL string, got %r" % (url,))
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme not in ("redis", "unix", "redis+sentinel"):
-        _url_fail(url, "expected redis://, unix:// or redis+sentinel://")
-    p = _urlparse.urlsplit(url)
-    user, password = _userinfo(url, p)
-    query = _urlparse.parse_qs(p.query)
-    kw = {"username": user, "password": password}
-    if scheme == "unix":
-        if not p.path:
-            _url_fail(url, "expected unix:///path/to/socket")
-        kw["unix_socket_path"] = _urlparse.unquote(p.path)
-        if "db" in query:
-            kw["db"] = _db_of(url, query["db"][0], "?db=")
-        return kw
+    try:
+        return _tslock.parse_url(url)
+    except ValueError as e:
+        raise ValueError("bad Redis URL %r: %s"
+                         % (_tslock.scrub_url(url), e)) from None
     netloc = p.netloc.rsplit("@", 1)[-1]
     if scheme == "redis":
         try:

@@ -3,9 +3,10 @@
  * url.c - reading where to connect from a URL: redis://[[user]:password@]
  * host[:port][/db], unix://[[user]:password@]/path/to/socket[?db=N] and
  * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/NAME
- * [/db][?sentinel_password=P].
- * A bad URL gets one line naming the part that is wrong; the line never
- * repeats the password, since URLs end up in logs.
+ * [/db][?sentinel_password=P], and connecting a client to one.
+ * The one parser of the tool and the bindings, so a URL means the same
+ * everywhere.  A bad URL gets one line naming the part that is wrong; the
+ * line never repeats the password, since URLs end up in logs.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -15,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli.h"
+#include "tslock_int.h"
 
 #define DEFAULT_PORT          6379
 #define DEFAULT_SENTINEL_PORT 26379
@@ -26,6 +27,7 @@
 struct parse_error {
     char *buf;
     size_t size;
+    int nomem; /* the failure was memory, not the URL */
 };
 
 static int url_fail(struct parse_error *e, const char *fmt, ...)
@@ -59,8 +61,10 @@ static int decode(const char *s, size_t len, const char *what, char **out,
     char *d = malloc(len + 1);
     size_t i, n = 0;
 
-    if (d == NULL)
+    if (d == NULL) {
+        e->nomem = 1;
         return url_fail(e, "out of memory");
+    }
     for (i = 0; i < len; i++) {
         int hi, lo;
         if (s[i] != '%') {
@@ -97,8 +101,8 @@ static int parse_db(const char *s, size_t len, int *db, struct parse_error *e)
     }
     if (len == 0 || i != len || v > INT_MAX)
         return url_fail(e,
-                        "the database in the URL must be a number from 0 "
-                        "up, got '%.*s'",
+                        "expected a database number from 0 up in the URL, "
+                        "got '%.*s'",
                         (int)(len > 40 ? 40 : len), s);
     *db = (int)v;
     return 0;
@@ -109,7 +113,7 @@ static int parse_db(const char *s, size_t len, int *db, struct parse_error *e)
  * a database was seen.  An unknown parameter is named without its value,
  * which may be a secret.
  */
-static int parse_query(const char *q, struct cli_url *u, int *have_db,
+static int parse_query(const char *q, struct tslock_url *u, int *have_db,
                        struct parse_error *e)
 {
     static const char sp[] = "sentinel_password=";
@@ -145,7 +149,7 @@ static int parse_query(const char *q, struct cli_url *u, int *have_db,
 }
 
 /* "user:password", ":password" or "user", already cut from the '@'. */
-static int parse_userinfo(const char *s, size_t len, struct cli_url *u,
+static int parse_userinfo(const char *s, size_t len, struct tslock_url *u,
                           struct parse_error *e)
 {
     const char *colon = memchr(s, ':', len);
@@ -178,7 +182,7 @@ static int parse_port(const char *s, size_t len, int *port,
 }
 
 /* "host", "host:port", "[v6]" or "[v6]:port". */
-static int parse_hostport(const char *s, size_t len, struct cli_url *u,
+static int parse_hostport(const char *s, size_t len, struct tslock_url *u,
                           struct parse_error *e)
 {
     const char *host = s, *port = NULL;
@@ -212,7 +216,7 @@ static int parse_hostport(const char *s, size_t len, struct cli_url *u,
     return decode(host, host_len, "host", &u->host, e);
 }
 
-static int parse_redis(const char *rest, struct cli_url *u,
+static int parse_redis(const char *rest, struct tslock_url *u,
                        struct parse_error *e)
 {
     size_t auth_len = strcspn(rest, "/?");
@@ -242,7 +246,7 @@ static int parse_redis(const char *rest, struct cli_url *u,
 }
 
 /* One "host[:port]" of the sentinel list, at index i. */
-static int parse_sentinel(const char *s, size_t len, struct cli_url *u,
+static int parse_sentinel(const char *s, size_t len, struct tslock_url *u,
                           struct parse_error *e)
 {
     int i = u->nsentinels;
@@ -252,9 +256,9 @@ static int parse_sentinel(const char *s, size_t len, struct cli_url *u,
                         "the URL has an empty sentinel address (expected "
                         "%s)",
                         SENTINEL_FORM);
-    if (i == CLI_MAX_SENTINELS)
+    if (i == TSLOCK_URL_MAX_SENTINELS)
         return url_fail(e, "the URL lists more than %d sentinels",
-                        CLI_MAX_SENTINELS);
+                        TSLOCK_URL_MAX_SENTINELS);
     u->port = DEFAULT_SENTINEL_PORT;
     if (parse_hostport(s, len, u, e) != 0)
         return -1;
@@ -266,7 +270,7 @@ static int parse_sentinel(const char *s, size_t len, struct cli_url *u,
 }
 
 /* "/MASTERNAME" or "/MASTERNAME/db", already cut from the query. */
-static int parse_master(const char *path, size_t len, struct cli_url *u,
+static int parse_master(const char *path, size_t len, struct tslock_url *u,
                         int *have_db, struct parse_error *e)
 {
     const char *slash;
@@ -290,7 +294,7 @@ static int parse_master(const char *path, size_t len, struct cli_url *u,
     return 0;
 }
 
-static int parse_sentinel_url(const char *rest, struct cli_url *u,
+static int parse_sentinel_url(const char *rest, struct tslock_url *u,
                               struct parse_error *e)
 {
     size_t auth_len = strcspn(rest, "/?");
@@ -326,7 +330,7 @@ static int parse_sentinel_url(const char *rest, struct cli_url *u,
     return 0;
 }
 
-static int parse_unix(const char *rest, struct cli_url *u,
+static int parse_unix(const char *rest, struct tslock_url *u,
                       struct parse_error *e)
 {
     const char *at = strstr(rest, "@/");
@@ -350,37 +354,57 @@ static int parse_unix(const char *rest, struct cli_url *u,
     return 0;
 }
 
-/* A URL without a password takes the one in $REDISCLI_AUTH. */
-static int complete_auth(struct cli_url *u, struct parse_error *e)
+/*
+ * With TSLOCK_URL_ENV_AUTH, a URL without a password takes the one in
+ * $REDISCLI_AUTH, as redis-cli does; a user needs a password either way.
+ */
+static int complete_auth(struct tslock_url *u, unsigned flags,
+                         struct parse_error *e)
 {
     const char *env = getenv("REDISCLI_AUTH");
 
+    if (!(flags & TSLOCK_URL_ENV_AUTH))
+        env = NULL;
     if (u->password == NULL && env != NULL && env[0] != '\0') {
         u->password = strdup(env);
-        if (u->password == NULL)
+        if (u->password == NULL) {
+            e->nomem = 1;
             return url_fail(e, "out of memory");
+        }
     }
     if (u->user != NULL && u->password == NULL)
         return url_fail(e,
                         "the URL names user '%s' but no password (give it "
-                        "in the URL or in $REDISCLI_AUTH)",
-                        u->user);
+                        "in the URL%s)",
+                        u->user,
+                        (flags & TSLOCK_URL_ENV_AUTH) ? " or in $REDISCLI_AUTH"
+                                                      : "");
     return 0;
 }
 
-int cli_url_parse(const char *text, struct cli_url *u, char *err,
-                  size_t errsize)
+int tslock_url_parse(const char *text, unsigned flags, struct tslock_url *u,
+                     char *err, size_t errsize)
 {
-    struct parse_error e = {err, errsize};
-    const char *sep = strstr(text, "://");
-    size_t scheme_len = sep != NULL ? (size_t)(sep - text) : 0;
+    struct parse_error e = {err, errsize, 0};
+    const char *sep;
+    size_t scheme_len;
     int rc;
 
+    if (u == NULL)
+        return TSLOCK_EINVAL;
     memset(u, 0, sizeof(*u));
+    if (err != NULL && errsize > 0)
+        err[0] = '\0';
+    else
+        e.size = 0;
+    if (text == NULL)
+        return url_fail(&e, "expected a URL, got NULL"), TSLOCK_EINVAL;
+    sep = strstr(text, "://");
+    scheme_len = sep != NULL ? (size_t)(sep - text) : 0;
     u->port = DEFAULT_PORT;
     if (sep == NULL || scheme_len == 0 || strcspn(text, ":@/") < scheme_len)
-        rc = url_fail(&e, "expected a URL starting redis://, unix:// or "
-                          "redis+sentinel://");
+        rc = url_fail(&e, "expected redis://, unix:// or redis+sentinel:// "
+                          "at the start of the URL");
     else if (scheme_len == 14 && strncasecmp(text, "redis+sentinel", 14) == 0)
         rc = parse_sentinel_url(sep + 3, u, &e);
     else if (scheme_len == 5 && strncasecmp(text, "redis", 5) == 0)
@@ -392,20 +416,23 @@ int cli_url_parse(const char *text, struct cli_url *u, char *err,
                           "redis:// or unix://");
     else
         rc = url_fail(&e,
-                      "expected a URL starting redis://, unix:// or "
-                      "redis+sentinel://, got '%.*s://'",
+                      "expected redis://, unix:// or redis+sentinel:// at "
+                      "the start of the URL, got '%.*s://'",
                       (int)(scheme_len > 20 ? 20 : scheme_len), text);
     if (rc == 0)
-        rc = complete_auth(u, &e);
-    if (rc != 0)
-        cli_url_free(u);
-    return rc;
+        rc = complete_auth(u, flags, &e);
+    if (rc == 0)
+        return TSLOCK_OK;
+    tslock_url_free(u);
+    return e.nomem ? TSLOCK_ENOMEM : TSLOCK_EINVAL;
 }
 
-void cli_url_free(struct cli_url *u)
+void tslock_url_free(struct tslock_url *u)
 {
     int i;
 
+    if (u == NULL)
+        return;
     free(u->host);
     free(u->user);
     for (i = 0; i < u->nsentinels; i++)
@@ -423,7 +450,7 @@ void cli_url_free(struct cli_url *u)
     memset(u, 0, sizeof(*u));
 }
 
-void cli_url_describe(const struct cli_url *u, char *buf, size_t size)
+void tslock_url_describe(const struct tslock_url *u, char *buf, size_t size)
 {
     int n, i;
 
@@ -447,7 +474,7 @@ void cli_url_describe(const struct cli_url *u, char *buf, size_t size)
 }
 
 /*
- * Where cli_url_parse() finds the user information: [*start, *end) is
+ * Where tslock_url_parse() finds the user information: [*start, *end) is
  * what comes before the '@' that ends it.  Returns 0 when there is none.
  */
 static int find_userinfo(char *text, char **start, char **end)
@@ -499,7 +526,7 @@ static int scrub_sentinel_password(char *text)
     return 1;
 }
 
-int cli_url_scrub(char *text)
+int tslock_url_scrub(char *text)
 {
     char *start, *at, *colon, *hide;
     size_t hidden, stars, tail;
@@ -523,4 +550,52 @@ int cli_url_scrub(char *text)
     /* The string got shorter: clear the bytes it no longer uses. */
     memset(hide + stars + tail, 0, hidden - stars);
     return 1;
+}
+
+/*
+ * The settings a URL carries (credentials, database, the sentinels'
+ * password), then the connection it names; timeouts, the clock and the
+ * time source stay the caller's.
+ */
+int tslock_client_connect_parsed_url(tslock_client *client,
+                                     const struct tslock_url *u)
+{
+    int rc = TSLOCK_OK;
+
+    if (client == NULL || u == NULL || (u->host == NULL && u->nsentinels == 0))
+        return client != NULL ? tslock__fail(client, TSLOCK_EINVAL,
+                                             "expected a parsed URL, got "
+                                             "an empty one")
+                              : TSLOCK_EINVAL;
+    if (u->password != NULL)
+        rc = tslock_client_set_auth(client, u->user, u->password);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_db(client, u->db);
+    if (rc == TSLOCK_OK && u->sentinel_password != NULL)
+        rc =
+            tslock_client_set_sentinel_auth(client, NULL, u->sentinel_password);
+    if (rc != TSLOCK_OK)
+        return rc;
+    if (u->nsentinels > 0)
+        return tslock_client_connect_sentinel(
+            client, u->nsentinels, (const char *const *)u->sentinel_hosts,
+            u->sentinel_ports, u->master_name);
+    return u->is_unix ? tslock_client_connect_unix(client, u->host)
+                      : tslock_client_connect_tcp(client, u->host, u->port);
+}
+
+int tslock_client_connect_url(tslock_client *client, const char *url)
+{
+    struct tslock_url u;
+    char err[256];
+    int rc;
+
+    if (client == NULL)
+        return TSLOCK_EINVAL;
+    rc = tslock_url_parse(url, 0, &u, err, sizeof(err));
+    if (rc != TSLOCK_OK)
+        return tslock__fail(client, rc, "%s", err);
+    rc = tslock_client_connect_parsed_url(client, &u);
+    tslock_url_free(&u);
+    return rc;
 }

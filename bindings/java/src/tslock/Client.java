@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package tslock;
+
+import java.lang.ref.Cleaner;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentLinkedDeque;
+
+/**
+ * Where locks live: a Redis server named by a URL, as the tslock command
+ * reads them (libtslock's own parser, tslock_url_parse(3)):
+ * {@code redis://[[user]:password@]host[:port][/db]},
+ * {@code unix://[[user]:password@]/path/to/socket[?db=N]},
+ * {@code redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db][?sentinel_password=P]}.
+ *
+ * <p>Thread-safe: a library client serves one thread at a time, so a
+ * Client keeps a pool of them, and every hold and every waiting thread
+ * has a connection of its own while it needs one. Close it when done;
+ * one collected without {@link #close()} frees its connections through
+ * a {@link Cleaner}.
+ */
+public final class Client implements AutoCloseable {
+    static final Cleaner CLEANER = Cleaner.create();
+    static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+
+    final Pool pool;
+    private final Cleaner.Cleanable cleanable;
+
+    private Client(String[] urls, int timeoutMs) {
+        pool = new Pool(urls, timeoutMs);
+        pool.give(pool.take()); /* connect now: a bad URL fails here */
+        cleanable = CLEANER.register(this, pool);
+    }
+
+    /** A client for url (5 s connect and command timeouts). */
+    public static Client fromUrl(String url) {
+        return fromUrl(Duration.ofSeconds(5), url);
+    }
+
+    /**
+     * A Redlock over independent masters, one URL each (an odd number, 3
+     * to 63; tslock_redlock_new(3)): a lock is held while a majority
+     * holds it. Its locks take the token scheme alone (no fair mode,
+     * fencing, watchdog, read-write or semaphore: UnsupportedException).
+     * One URL gives a plain client.
+     */
+    public static Client fromUrl(String... urls) {
+        return fromUrl(Duration.ofSeconds(5), urls);
+    }
+
+    /** As {@link #fromUrl(String...)}, with these connect and command
+     *  timeouts. */
+    public static Client fromUrl(Duration timeout, String... urls) {
+        if (urls == null || urls.length == 0)
+            throw new IllegalArgumentException("fromUrl: expected a URL");
+        for (String u : urls)
+            if (u == null)
+                throw new NullPointerException("url");
+        if (urls.length > 1 && (urls.length % 2 == 0 || urls.length > 63))
+            throw new IllegalArgumentException(
+                "fromUrl: a Redlock takes an odd number of masters, 3 to 63, "
+                + "got " + urls.length + " URLs");
+        long ms = timeout.toMillis();
+        if (ms < 0 || ms > Integer.MAX_VALUE)
+            throw new IllegalArgumentException(
+                "timeout: expected 0 .. " + Integer.MAX_VALUE + " ms, got "
+                + ms);
+        return new Client(urls.clone(), (int) ms);
+    }
+
+    /** Whether this client's locks are Redlocks (several URLs). */
+    public boolean isRedlock() {
+        return pool.urls.length > 1;
+    }
+
+    /** A lock on name: scheme AUTO, a 30 s lease, stamps in ms. */
+    public TsLock lock(String name) {
+        return builder(name).build();
+    }
+
+    /** A lock on name with this scheme and lease. */
+    public TsLock lock(String name, Scheme scheme, Duration lease) {
+        return builder(name).scheme(scheme).lease(lease).build();
+    }
+
+    /** A lock on name with this scheme, lease and stamp unit. */
+    public TsLock lock(String name, Scheme scheme, Duration lease,
+                       StampUnit unit) {
+        return builder(name).scheme(scheme).lease(lease).unit(unit).build();
+    }
+
+    /** A builder for a lock on name: fair, fencing, watchdog, listener. */
+    public TsLock.Builder builder(String name) {
+        return new TsLock.Builder(this, name);
+    }
+
+    /** The read-write lock name (token scheme, Redis 2.2 and later). */
+    public TsReadWriteLock readWriteLock(String name) {
+        return new TsReadWriteLock(this, name, DEFAULT_LEASE);
+    }
+
+    /** A counting semaphore of permits holders on name (Redis 2.2+). */
+    public TsSemaphore semaphore(String name, long permits) {
+        return new TsSemaphore(this, name, permits, DEFAULT_LEASE);
+    }
+
+    /**
+     * Take over a hold another thread or process passed on with
+     * {@link Hold#handle()}: the calling thread holds name from now on,
+     * with a 30 s lease for extensions. Nothing is sent; a hold that is
+     * gone shows at unlock as a {@link LockLostException}.
+     */
+    public Hold adopt(String handle, String name) {
+        return lock(name).adopt(handle);
+    }
+
+    /** Free the idle connections; those in use are freed when let go. */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    /** The library clients of one Client; the Cleaner's action. */
+    static final class Pool implements Runnable {
+        final String[] urls;
+        private final int timeoutMs;
+        private final ConcurrentLinkedDeque<Long> idle =
+            new ConcurrentLinkedDeque<>();
+        private volatile boolean closed;
+        /* Lock objects kept by TsLocks with a connection each. */
+        final java.util.concurrent.atomic.AtomicInteger cachedPairs =
+            new java.util.concurrent.atomic.AtomicInteger();
+
+        Pool(String[] urls, int timeoutMs) {
+            this.urls = urls;
+            this.timeoutMs = timeoutMs;
+        }
+
+        /** A connected library client for this thread's use alone. */
+        long take() {
+            if (closed)
+                throw new IllegalStateException("tslock.Client is closed");
+            Long c = idle.pollFirst();
+            return c != null ? c : connect();
+        }
+
+        /*
+         * A connection: one client, or one per master of a Redlock, of
+         * which a majority must connect (the rest reconnect later).
+         */
+        private long connect() {
+            int n = urls.length, ok = 0;
+            long c = Native.connNew(n, timeoutMs, timeoutMs);
+            if (c == 0)
+                throw new OutOfMemoryError("tslock: no memory for a client");
+            LockException first = null;
+            for (int i = 0; i < n; i++) {
+                int rc = Native.connectUrl(c, i, urls[i]);
+                if (rc == Native.OK) {
+                    ok++;
+                    continue;
+                }
+                LockException e = LockException.of(
+                    rc, (n > 1 ? "master " + (i + 1) + " of " + n + ": " : "")
+                            + Native.connErrstr(c, i));
+                if (rc == Native.EINVAL || rc == Native.ENOMEM || n == 1) {
+                    Native.connFree(c);
+                    throw e;
+                }
+                if (first == null)
+                    first = e;
+            }
+            if (ok <= n / 2) {
+                Native.connFree(c);
+                throw LockException.of(Native.ENOQUORUM,
+                                       ok + " of " + n + " masters reached; "
+                                       + first.getMessage());
+            }
+            return c;
+        }
+
+        /** Back to the pool; a broken one (or after close) is freed. */
+        void give(long c) {
+            if (c == 0)
+                return;
+            if (closed || Native.connIsBroken(c)) {
+                Native.connFree(c);
+                return;
+            }
+            idle.addFirst(c);
+            if (closed)
+                drain();
+        }
+
+        boolean isClosed() {
+            return closed;
+        }
+
+        private void drain() {
+            Long c;
+            while ((c = idle.pollFirst()) != null)
+                Native.connFree(c);
+        }
+
+        @Override
+        public void run() {
+            closed = true;
+            drain();
+        }
+    }
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package tslock;
+
+/**
+ * The JNI calls into libtslock (libtslock-jni.so). Pointers are longs;
+ * every call returns the library's code, which {@link LockException#of}
+ * turns into an exception. None blocks while holding a Java monitor.
+ */
+final class Native {
+    static {
+        String path = System.getProperty("tslock.jni");
+        if (path != null && !path.isEmpty())
+            System.load(path);
+        else
+            System.loadLibrary("tslock-jni");
+    }
+
+    private Native() {}
+
+    static final int OK = 0;
+    static final int EBUSY = -1;
+    static final int ELOST = -2;
+    static final int EINVAL = -3;
+    static final int ENOMEM = -4;
+    static final int EWRONGTYPE = -9;
+    static final int EUNREADABLE = -10;
+    static final int ECANCELED = -11;
+    static final int EUNSUPPORTED = -13;
+    static final int ESTATE = -14;
+    static final int ENOQUORUM = -18;
+    static final long WAIT_FOREVER = -1;
+
+    /* A connection: one library client, or one per Redlock master. */
+    static native long connNew(int n, int connectMs, int commandMs);
+    static native int connectUrl(long conn, int i, String url);
+    static native void connFree(long conn);
+    static native boolean connIsBroken(long conn);
+    static native String connErrstr(long conn, int i);
+    static native String errname(int code);
+    static native String strerror(int code);
+
+    static native long lockNew(long client, String key);
+    static native int lockConfigure(long lock, int scheme, long ttlMs, int unit,
+                                    boolean fair, boolean fencing, int rw,
+                                    long permits);
+    static native void lockFree(long lock);
+    static native String lockErrstr(long lock);
+    static native int acquire(long lock, long waitMs);
+    static native int release(long lock);
+    static native int extend(long lock, long ttlMs);
+    static native int cancel(long lock);
+    static native boolean isHeld(long lock);
+    static native long fence(long lock);
+    static native String handle(long lock);
+    static native int adopt(long lock, String handle);
+
+    static native long watchdogStart(long lock, long renewClient,
+                                     long intervalMs, WatchdogSink sink);
+    static native int watchdogStop(long watchdog);
+}

@@ -1,0 +1,86 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# test_java.sh - the JUnit 5 suite of the Java binding (bindings/java/test)
+# against the jar and JNI library just built, on a private redis-server
+# and through tests/oldredis answering as Redis 2.0, 2.2 and 2.6.0.
+# Skipped (77) without JUnit's console launcher (apt-get install junit5).
+# "test_java.sh --run CLASS [ARGS]" runs CLASS's main instead (make
+# java-load, make bench).  $JAVA_OPTS goes to the JVM (-Xcheck:jni).
+set -u
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+top_srcdir=$(cd "${top_srcdir:-.}" && pwd)
+jar=$top_builddir/bindings/java/tslock.jar
+jni=$top_builddir/bindings/java/.libs/libtslock-jni.so
+junit=${JUNIT_CONSOLE:-/usr/share/java/junit-platform-console-standalone.jar}
+javac=${JAVAC:-javac}
+java=${JAVA:-java}
+oldredis=$top_builddir/tests/oldredis
+if [ ! -f "$jar" ] || [ ! -f "$jni" ]; then
+    echo "test_java: $jar or $jni not built (./configure --enable-java)"
+    exit 99
+fi
+if [ ! -f "$junit" ]; then
+    echo "test_java: no JUnit console launcher at $junit (apt-get install junit5)"
+    exit 77
+fi
+. "$top_srcdir/tests/harness.sh"
+need_server
+dir=$(mktemp -d "${TMPDIR:-/tmp}/tslock-java.XXXXXX") || exit 99
+pids=""
+cleanup() {
+    for p in $pids; do
+        kill "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# The tests, compiled against the jar as a user's code would be.
+classes=$top_builddir/bindings/java/test-classes
+rm -rf "$classes" && mkdir -p "$classes" || exit 99
+"$javac" -Xlint:all -encoding UTF-8 -d "$classes" -cp "$jar:$junit" \
+    $(find "$top_srcdir/bindings/java/test" -name '*.java') || exit 1
+
+start_unix_server "$dir/redis.sock" "$dir/redis.log"
+pids="$started"
+props="-Dtslock.url=unix://$dir/redis.sock -Dtslock.socket=$dir/redis.sock"
+# Two more servers: with the first, the three masters of a Redlock.
+masters="unix://$dir/redis.sock"
+for m in 2 3; do
+    start_unix_server "$dir/redis-m$m.sock" "$dir/redis-m$m.log"
+    pids="$pids $started"
+    masters="$masters,unix://$dir/redis-m$m.sock"
+done
+props="$props -Dtslock.masters=$masters"
+# The proxies: old servers as REDIS-VERSIONS.md records them.
+if [ -x "$oldredis" ]; then
+    for v in 2.0 2.2 2.6.0; do
+        "$oldredis" --emulate "$v" --listen "$dir/redis-$v.sock" \
+            --upstream "$dir/redis.sock" </dev/null &
+        pids="$pids $!"
+        n=0
+        until "$cli" -s "$dir/redis-$v.sock" ping >/dev/null 2>&1; do
+            n=$((n + 1))
+            [ $n -gt 200 ] && { echo "oldredis $v did not start"; exit 1; }
+            sleep 0.05
+        done
+        props="$props -Dtslock.url.$v=unix://$dir/redis-$v.sock"
+        props="$props -Dtslock.socket.$v=$dir/redis-$v.sock"
+    done
+fi
+LD_LIBRARY_PATH=$top_builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+jvm="${JAVA_OPTS:-} -Dtslock.jni=$jni $props"
+if [ "${1:-}" = --run ]; then
+    main=$2
+    shift 2
+    # shellcheck disable=SC2086
+    "$java" $jvm -cp "$jar:$classes:$junit" "$main" "$@"
+    exit
+fi
+# shellcheck disable=SC2086
+"$java" $jvm -jar "$junit" --disable-banner --details=tree \
+    --fail-if-no-tests -cp "$jar:$classes" \
+    --include-classname='.*Test' --scan-classpath "$classes"
