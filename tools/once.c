@@ -33,8 +33,8 @@ struct cli_once {
     const struct cli_options *o;
     redisContext *ctx;
     char *rec_key, *hist_key;
-    int have_time;  /* TIME (2.6 and later): periods by the server's clock */
-    int keeps_ttl;  /* 2.2 and later: a list's TTL survives LPUSH */
+    int have_time; /* TIME (2.6 and later): periods by the server's clock */
+    int keeps_ttl; /* 2.2 and later: a list's TTL survives LPUSH */
     struct once_record run;
 };
 
@@ -112,8 +112,8 @@ static int64_t once_now(struct cli_once *w)
 static int once_command(struct cli_once *w, const char *what, int argc,
                         const char **argv)
 {
-    redisReply *r = cli_raw_reply(
-        w->ctx, what, redisCommandArgv(w->ctx, argc, argv, NULL));
+    redisReply *r =
+        cli_raw_reply(w->ctx, what, redisCommandArgv(w->ctx, argc, argv, NULL));
 
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
@@ -226,8 +226,8 @@ static int64_t period_of(const struct cli_options *o, int64_t now)
 {
     int64_t t = now + o->takeover_grace_ms - o->period_offset_ms;
 
-    return t >= 0 ? t / o->once_per_ms : -((-t + o->once_per_ms - 1)
-                                           / o->once_per_ms);
+    return t >= 0 ? t / o->once_per_ms
+                  : -((-t + o->once_per_ms - 1) / o->once_per_ms);
 }
 
 /* "skipped ..." naming who ran the period, when, and how it ended. */
@@ -374,8 +374,8 @@ int cli_history(const struct cli_options *o, const char *key)
                             redisCommandArgv(w->ctx, 4, range, NULL));
         status = rep == NULL ? CLI_EXIT_SOFTWARE : 0;
     }
-    for (i = 0; rep != NULL && rep->type == REDIS_REPLY_ARRAY
-                && i < rep->elements;
+    for (i = 0;
+         rep != NULL && rep->type == REDIS_REPLY_ARRAY && i < rep->elements;
          i++)
         if (rep->element[i]->type == REDIS_REPLY_STRING
             && record_parse(rep->element[i]->str, &r) == 0)

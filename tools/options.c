@@ -389,7 +389,7 @@ int cli_parse_duration(const char *text, int64_t *out)
     static const struct {
         const char *suffix;
         int64_t ms;
-    } units[] = {{"ms", 1},       {"s", 1000},        {"m", 60000},
+    } units[] = {{"ms", 1},      {"s", 1000},     {"m", 60000},
                  {"h", 3600000}, {"d", 86400000}, {"", 1}};
     char *end;
     long long v;

@@ -49,8 +49,8 @@ struct run_state {
     atomic_int term_sent;    /* --kill-on-loss sends SIGTERM once */
     int lost;                /* the lease was lost before COMMAND ended */
     char lost_why[512];
-    int release_status; /* non-zero when releasing failed */
-    int64_t at_least_ms; /* --at-least, once COMMAND has run */
+    int release_status;    /* non-zero when releasing failed */
+    int64_t at_least_ms;   /* --at-least, once COMMAND has run */
     struct cli_once *once; /* --once-per: this period's run, while it runs */
     unsigned char inherited[FD_SCAN_LIMIT / 8];
 };
