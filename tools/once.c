@@ -284,6 +284,26 @@ static int decide(struct cli_once *w, const char *key, struct once_record *r)
     return CLI_EXIT_OK;
 }
 
+/*
+ * COMMAND learns the period it runs for: $TSLOCK_PERIOD (its number) and
+ * $TSLOCK_PERIOD_START (Unix ms).  Set before any thread or fork, as
+ * setenv must be.
+ */
+static int export_period(const struct cli_once *w)
+{
+    char n[24], start[24];
+
+    snprintf(n, sizeof(n), "%" PRId64, w->run.period);
+    snprintf(start, sizeof(start), "%" PRId64,
+             w->run.period * w->o->once_per_ms + w->o->period_offset_ms);
+    if (setenv("TSLOCK_PERIOD", n, 1) != 0
+        || setenv("TSLOCK_PERIOD_START", start, 1) != 0) {
+        cli_error("cannot set TSLOCK_PERIOD: %s", strerror(errno));
+        return CLI_EXIT_OSERR;
+    }
+    return CLI_EXIT_OK;
+}
+
 int cli_once_begin(const struct cli_options *o, const char *key,
                    struct cli_once **out)
 {
@@ -313,6 +333,8 @@ int cli_once_begin(const struct cli_options *o, const char *key,
         snprintf(w->run.status, sizeof(w->run.status), "running");
         status = record_write(w, &w->run);
     }
+    if (status == CLI_EXIT_OK)
+        status = export_period(w);
     if (status != CLI_EXIT_OK) {
         free_once(w);
         return status;
