@@ -757,7 +757,8 @@ TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
  * Shortening is tslock_extend() with the rest: one compare-and-PEXPIRE or
  * compare-and-set script from 2.6, WATCH-guarded from 2.2 (EXPIRE in whole
  * seconds, rounded up), and on Redis 2.0 the stamp rewritten by
- * GETSET-and-check.  Releasers are not announced: waiters see the key go.
+ * GETSET-and-check.  Not announced on the key's channel: waiters see the
+ * key expire.
  * Returns TSLOCK_OK (released, or left to expire; the object is no longer
  * held), TSLOCK_ELOST, TSLOCK_ESTATE (not held), TSLOCK_EINVAL (min_ms
  * negative or over ten years), TSLOCK_ECLOCK, or any code of
