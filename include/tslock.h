@@ -881,6 +881,30 @@ TSLOCK_EXTERN int tslock_acquire(tslock_lock *lock, int64_t wait_ms);
 TSLOCK_EXTERN int tslock_release(tslock_lock *lock);
 
 /*
+ * tslock_release_after - end a hold that must last at least min_ms since
+ * the lock was taken: released at once if that much has passed, else the
+ * lease is shortened to what is left of min_ms and the key expires by
+ * itself (as ShedLock's lockAtLeastFor).  Never kept past the lease: if
+ * the lease ends first, the key is left to expire with it.
+ *
+ * min_ms: the minimum hold, counted on the monotonic clock from the end of
+ * the tslock_acquire() that took it (from now after tslock_lock_adopt()).
+ * Shortening is tslock_extend() with the rest: one compare-and-PEXPIRE or
+ * compare-and-set script from 2.6, WATCH-guarded from 2.2 (EXPIRE in whole
+ * seconds, rounded up), and on Redis 2.0 the stamp rewritten by
+ * GETSET-and-check.  Not announced on the key's channel: waiters see the
+ * key expire.
+ * Returns TSLOCK_OK (released, or left to expire; the object is no longer
+ * held), TSLOCK_ELOST, TSLOCK_ESTATE (not held), TSLOCK_EINVAL (min_ms
+ * negative or over ten years), TSLOCK_ECLOCK, or any code of
+ * tslock_release() and tslock_extend(), with the object left as they leave
+ * it.  A reentrant lock held more than once only drops one hold.
+ * Ownership: the lock stays the caller's.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_release_after(tslock_lock *lock, int64_t min_ms);
+
+/*
  * tslock_extend - set a held lock's lease to ttl_ms from now (not added
  * to what is left), only while the lock is still ours.
  *

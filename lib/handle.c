@@ -95,6 +95,7 @@ adopt:
     memcpy(l->value, value, len);
     l->value[len] = '\0';
     l->held = 1;
+    l->held_since = 0; /* not taken here: a minimum hold counts from now */
     l->fence = 0;
     return TSLOCK_OK;
 }

@@ -430,6 +430,8 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
         tslock__fair_leave(l); /* gave up: out of the line at once */
     if (!l->held)
         tslock__rw_leave(l);
+    if (rc == TSLOCK_OK && l->held == 1)
+        l->held_since = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
     return rc;
 }
 
@@ -491,6 +493,73 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
         l->pending[0] = '\0';
     if (rc == TSLOCK_ELOST)
         l->held = 0;
+    return rc;
+}
+
+/*
+ * What is left of a minimum hold of min_ms that began when the lock was
+ * taken (from now, for a hold this object did not take itself), capped at
+ * what is left of the lease by our clock: a hold is never kept past its
+ * lease.  Sets *capped when the lease is the shorter.  -1 if a clock fails.
+ */
+static int64_t rest_of_minimum(tslock_lock *l, int64_t min_ms, int *capped)
+{
+    int64_t mono = tslock__now(l->client, TSLOCK_CLOCK_MONOTONIC);
+    int64_t wall = tslock__now(l->client, TSLOCK_CLOCK_WALL);
+    int64_t rest, lease;
+
+    if (mono < 0 || wall < 0)
+        return -1;
+    rest = l->held_since > 0 ? min_ms - (mono - l->held_since) : min_ms;
+    lease = l->expires_ms - wall;
+    *capped = rest >= lease;
+    if (*capped)
+        rest = lease;
+    return rest > 0 ? rest : 0;
+}
+
+/*
+ * The lease is shorter than the minimum: the key is left as it is, to
+ * expire by itself, once the server confirms it still holds our value.
+ */
+static int leave_to_expire(tslock_lock *l)
+{
+    int64_t left = 0;
+    int rc = tslock__settle_pending(l);
+
+    if (rc == TSLOCK_OK)
+        rc = l->ops->time_left(l, &left);
+    if (rc == TSLOCK_ELOST)
+        l->held = 0;
+    return rc;
+}
+
+int tslock_release_after(tslock_lock *l, int64_t min_ms)
+{
+    int64_t rest;
+    int capped = 0, rc;
+
+    if (l == NULL || min_ms < 0 || min_ms > INT64_C(315360000000))
+        return TSLOCK_EINVAL;
+    if (!l->held)
+        return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
+                            l->key);
+    tslock__clear_error(l->client);
+    if (l->held > 1) { /* an inner hold of a reentrant lock */
+        l->held--;
+        return TSLOCK_OK;
+    }
+    rest = rest_of_minimum(l, min_ms, &capped);
+    if (rest < 0)
+        return tslock__fail(l->client, TSLOCK_ECLOCK, "a clock failed");
+    if (rest == 0)
+        return tslock_release(l); /* the minimum has passed */
+    /* One compare-and-shorten where the scheme's extend is one step. */
+    rc = capped ? leave_to_expire(l) : tslock_extend(l, rest);
+    if (rc == TSLOCK_OK) {
+        l->held = 0;
+        l->fence = 0;
+    }
     return rc;
 }
 

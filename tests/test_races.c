@@ -830,6 +830,46 @@ static void test_page_and_table_cannot_disagree_silently(void)
     free(page);
 }
 
+/*
+ * n. the repeated run: H1's job ends 2 s before H2's timer fires.  A plain
+ * release lets H2 take the lock and run the job again (two runs, each
+ * under a correct lock); tslock_release_after() with a 5 s minimum leaves
+ * the key with the 4 s that are left, so H2 finds it held.  The order is
+ * the step hook's trace; the page draws both sides as a frame.
+ */
+static void test_repeated_run(void)
+{
+    race_env env = {table_raw, table_client, NULL, NULL, 0, 0};
+    const race *r = race_find("n");
+    race_side sides[2];
+    char *page;
+    int i, shortened = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    th_clock_init(&clk);
+    env.wall_ms = clk.wall_ms;
+    env.mono_ms = clk.mono_ms;
+    CU_ASSERT_EQUAL(race_play(r, &env, "race:n", sides), 0);
+    /* Broken: both ran; H2's SET found no key after H1's release. */
+    CU_ASSERT_TRUE(sides[0].res.holds[0] && sides[0].res.holds[1]);
+    CU_ASSERT_STRING_EQUAL(sides[0].res.trace, "H1:SET H1:EVALSHA H2:SET");
+    /* Fixed: H1's EVALSHA shortened the lease to what is left of 5 s. */
+    CU_ASSERT_TRUE(sides[1].res.holds[0] && !sides[1].res.holds[1]);
+    for (i = 0; i < sides[1].n_steps; i++)
+        if (strcmp(sides[1].steps[i].actor, "H1") == 0
+            && strcmp(sides[1].steps[i].command, "EVALSHA") == 0)
+            shortened =
+                sides[1].steps[i].pttl > 3000 && sides[1].steps[i].pttl <= 4000;
+    CU_ASSERT_TRUE(shortened);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sides[0].verdict, "ran twice"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(sides[1].verdict, "only H1 ran the job"));
+    page = page_of(r, sides);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NULL(strstr(page, "\"documented\":false"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(page, "finds it held: the job ran"));
+    free(page);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -869,6 +909,10 @@ int main(void)
                 test_race_h_timestamp_deletes_identical);
     CU_add_test(s, "h. identical stamp: bridge proof keeps it",
                 test_race_h_bridge_keeps_identical);
+    CU_add_test(s,
+                "n. repeated run: a plain release runs the job twice, "
+                "release_after once",
+                test_repeated_run);
     CU_add_test(s, "the replay table matches the documented outcomes",
                 test_replay_table_matches_documented_outcomes);
     CU_add_test(s, "a changed outcome shows on the page and fails the table",

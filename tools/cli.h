@@ -23,6 +23,7 @@
  */
 #define CLI_EXIT_OK          0
 #define CLI_EXIT_BUSY        1  /* default of -E */
+#define CLI_EXIT_SKIPPED     3  /* --once-per: this period already ran */
 #define CLI_EXIT_NOT_BROKEN  1  /* break deleted nothing */
 #define CLI_EXIT_USAGE       64 /* EX_USAGE: bad option, URL or argument */
 #define CLI_EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: connect, timeout, auth */
@@ -75,7 +76,19 @@ struct cli_options {
     int replay_list;          /* replay --list: the races, one a line */
     const char *html_path;    /* replay --html: the classroom page, or NULL */
     const char *doc_url;      /* replay --doc: where doc/races.md is read */
+    int64_t at_least_ms;      /* --at-least: hold this long at least */
+    int64_t once_per_ms;      /* --once-per: the period, 0 for none */
+    int64_t period_offset_ms; /* --period-offset: periods start this late */
+    int retry_failed;         /* --retry-failed: a failed run may rerun */
+    int64_t keep_periods;     /* --keep-periods: records live this long */
+    const char *host_name;    /* --host-name: who runs, in the record */
+    int64_t history_last;     /* history --last N */
+    int wait_given;           /* -w was given */
 };
+
+/* --keep-periods and history --last: their defaults. */
+#define CLI_DEFAULT_KEEP_PERIODS 30
+#define CLI_DEFAULT_HISTORY_LAST 10
 
 /* --replicas-timeout's default: how long WAIT waits for the replicas. */
 #define CLI_DEFAULT_REPLICAS_TIMEOUT_MS 1000
@@ -264,6 +277,24 @@ int cli_print_quoted(const char *p, size_t len, size_t max);
 void cli_print_json_string(const char *p, size_t len);
 /* The same on f; script_safe escapes '<', '>' and '&' too (for HTML). */
 void cli_write_json_string(FILE *f, const char *p, size_t len, int script_safe);
+
+/* ---- once.c: --once-per, its record in Redis, and tslock history */
+
+struct cli_once;
+/*
+ * With the lock on key held: read this period's record and decide.
+ * CLI_EXIT_OK: run COMMAND (the record now says it runs here; *out is
+ * new); CLI_EXIT_SKIPPED: the period ran already, the reason printed
+ * (-q: not printed); or an exit status with the error printed.
+ */
+int cli_once_begin(const struct cli_options *o, const char *key,
+                   struct cli_once **out);
+/* COMMAND ended with status (lost: the lease was lost): record it, free. */
+void cli_once_end(struct cli_once *once, int status, int lost);
+/* The history form: the last --last runs of key, newest first. */
+int cli_history(const struct cli_options *o, const char *key);
+/* "1d", "15m", "30s", "250ms" or plain milliseconds: 0, or -1. */
+int cli_parse_duration(const char *text, int64_t *out);
 
 /* ---- rawconn.c: a plain connection for survey and watch */
 

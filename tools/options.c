@@ -48,7 +48,14 @@ enum long_only {
     OPT_PERMITS,
     OPT_HTML,
     OPT_DOC,
-    OPT_FUNCTIONS
+    OPT_FUNCTIONS,
+    OPT_AT_LEAST,
+    OPT_ONCE_PER,
+    OPT_PERIOD_OFFSET,
+    OPT_RETRY_FAILED,
+    OPT_KEEP_PERIODS,
+    OPT_HOST_NAME,
+    OPT_LAST
 };
 
 static const char short_options[] = ":u:m:t:w:rE:qvVh";
@@ -91,6 +98,13 @@ static const struct option long_options[] = {
     {"permits", required_argument, NULL, OPT_PERMITS},
     {"html", required_argument, NULL, OPT_HTML},
     {"doc", required_argument, NULL, OPT_DOC},
+    {"at-least", required_argument, NULL, OPT_AT_LEAST},
+    {"once-per", required_argument, NULL, OPT_ONCE_PER},
+    {"period-offset", required_argument, NULL, OPT_PERIOD_OFFSET},
+    {"retry-failed", no_argument, NULL, OPT_RETRY_FAILED},
+    {"keep-periods", required_argument, NULL, OPT_KEEP_PERIODS},
+    {"host-name", required_argument, NULL, OPT_HOST_NAME},
+    {"last", required_argument, NULL, OPT_LAST},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -383,8 +397,88 @@ static int apply_text_option(int opt, struct cli_options *o)
     }
 }
 
+int cli_parse_duration(const char *text, int64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        int64_t ms;
+    } units[] = {{"ms", 1},      {"s", 1000},     {"m", 60000},
+                 {"h", 3600000}, {"d", 86400000}, {"", 1}};
+    char *end;
+    long long v;
+    size_t i;
+
+    if (text[0] < '0' || text[0] > '9')
+        return -1;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -1;
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcmp(end, units[i].suffix) == 0) {
+            if (v > MAX_TTL_MS / units[i].ms)
+                return -1;
+            *out = v * units[i].ms;
+            return 0;
+        }
+    return -1;
+}
+
+/* The options of scheduled jobs: --at-least, --once-per and theirs. */
+static int apply_schedule_option(int opt, struct cli_options *o)
+{
+    static const char dur[] = "a duration such as 1d, 1h, 15m, 30s, 250ms "
+                              "or plain milliseconds";
+
+    switch (opt) {
+    case OPT_AT_LEAST:
+        if (cli_parse_duration(optarg, &o->at_least_ms) != 0)
+            return cli_usage_error("--at-least expects %s, got '%s'", dur,
+                                   optarg);
+        return 0;
+    case OPT_ONCE_PER:
+        if (cli_parse_duration(optarg, &o->once_per_ms) != 0
+            || o->once_per_ms < 1000)
+            return cli_usage_error("--once-per expects %s, of 1s or more, "
+                                   "got '%s'",
+                                   dur, optarg);
+        return 0;
+    case OPT_PERIOD_OFFSET:
+        if (cli_parse_duration(optarg, &o->period_offset_ms) != 0)
+            return cli_usage_error("--period-offset expects %s, got '%s'", dur,
+                                   optarg);
+        return 0;
+    case OPT_RETRY_FAILED:
+        o->retry_failed = 1;
+        return 0;
+    case OPT_KEEP_PERIODS:
+        if (parse_integer(optarg, 1, 100000, &o->keep_periods) != 0)
+            return cli_usage_error("--keep-periods expects a number of "
+                                   "periods from 1 to 100000, got '%s'",
+                                   optarg);
+        return 0;
+    case OPT_HOST_NAME:
+        if (optarg[0] == '\0' || strpbrk(optarg, " \t\r\n") != NULL)
+            return cli_usage_error("--host-name expects a name without "
+                                   "spaces, got '%s'",
+                                   optarg);
+        o->host_name = optarg;
+        return 0;
+    default: /* OPT_LAST */
+        if (parse_integer(optarg, 1, 100000, &o->history_last) != 0)
+            return cli_usage_error("--last expects a number of runs from 1 "
+                                   "to 100000, got '%s'",
+                                   optarg);
+        return 0;
+    }
+}
+
 static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
 {
+    if (opt >= OPT_AT_LEAST && opt <= OPT_LAST)
+        return apply_schedule_option(opt, o);
+    if (opt == 'w')
+        o->wait_given = 1;
     switch (opt) {
     case 'u':
         return take_url(optarg, r);
@@ -444,6 +538,8 @@ static void set_defaults(struct cli_options *o, struct cli_request *r)
     o->duration_ms = 3000;
     o->timeout_ms = CLI_DEFAULT_TIMEOUT_MS;
     o->replicas_timeout_ms = CLI_DEFAULT_REPLICAS_TIMEOUT_MS;
+    o->keep_periods = CLI_DEFAULT_KEEP_PERIODS;
+    o->history_last = CLI_DEFAULT_HISTORY_LAST;
     r->url_text = getenv("REDIS_URL");
     r->url_origin = "$REDIS_URL";
     if (r->url_text == NULL || r->url_text[0] == '\0') {

@@ -695,6 +695,64 @@ static int race_h_tslock(race_env *env, const char *key, race_result *out)
     return race_h(TSLOCK_SCHEME_BRIDGE, env, key, out);
 }
 
+/* ------------------------------------------------- n. the repeated run */
+
+/*
+ * n: H1 and H2 run the same scheduled job; their timers fire 3 s apart
+ * and the job takes 1 s.  H1 takes the token lock, runs the job and ends
+ * its hold: with a plain release (broken), or with tslock_release_after()
+ * and a minimum of 5 s, which shortens the lease to the 4 s left.  Then
+ * H2 fires.  Does the job run twice in one period?
+ */
+static int repeat_race(int broken, race_env *env, const char *key,
+                       race_result *out)
+{
+    replay rp;
+    actor a = {&rp, "H1", NULL, NULL, NULL, NULL, 0, 0},
+          b = {&rp, "H2", NULL, NULL, NULL, NULL, 0, 0};
+    pair p;
+
+    if (replay_open(&rp, env, key, out) != 0)
+        return -1;
+    out->runs = 1;
+    if (pair_open(&p, &rp, &a, &b, 0, 1) != 0
+        || tslock_acquire(p.la, 0) != TSLOCK_OK)
+        snprintf(out->error, sizeof(out->error), "cannot take the lock");
+    else {
+        flush_pending(&rp);
+        out->holds[0] = 1;
+        env->wall_ms += 1000; /* the job */
+        env->mono_ms += 1000;
+        observe(&rp, "H1", "(runs the job: 1 s)");
+        if (broken)
+            tslock_release(p.la);
+        else
+            tslock_release_after(p.la, 5000);
+        flush_pending(&rp);
+        env->wall_ms += 2000; /* H2's timer fires 3 s after H1's */
+        env->mono_ms += 2000;
+        if (tslock_acquire(p.lb, 0) == TSLOCK_OK) {
+            flush_pending(&rp);
+            out->holds[1] = 1;
+            observe(&rp, "H2", "(runs the job again)");
+        } else {
+            flush_pending(&rp);
+            observe(&rp, "H2", "(finds it held: the job ran)");
+        }
+    }
+    return pair_close(&p, &rp, out);
+}
+
+static int race_n_broken(race_env *env, const char *key, race_result *out)
+{
+    return repeat_race(1, env, key, out);
+}
+
+static int race_n_tslock(race_env *env, const char *key, race_result *out)
+{
+    return repeat_race(0, env, key, out);
+}
+
 /* ---------------------------------------------------------- the table */
 
 const race races[] = {
@@ -810,6 +868,20 @@ const race races[] = {
      "A:EVALSHA",
      "A:EVALSHA",
      "h-an-identical-stamp"},
+    {"n",
+     "the repeated run: a scheduled job on two hosts firing 3 s apart",
+     {"H1", "H2"},
+     "release when the job ends",
+     "hold at least 5 s (tslock_release_after)",
+     race_n_broken,
+     race_n_tslock,
+     2,
+     1,
+     "H1:SET H1:EVALSHA H2:SET",
+     "H1:SET H1:EVALSHA H2:SET H2:GET H2:PTTL",
+     "H2:(runs the job again)",
+     "H2:(finds it held: the job ran)",
+     "n-the-repeated-run"},
 };
 const size_t n_races = sizeof(races) / sizeof(races[0]);
 
@@ -832,6 +904,18 @@ void race_verdict(const race *rc, const race_result *r, char *buf, size_t size)
 {
     int i;
 
+    if (r->runs) {
+        if (r->holds[0] && r->holds[1])
+            snprintf(buf, size,
+                     "both %s and %s ran the job in one period - it ran "
+                     "twice, each time under a correct lock",
+                     rc->actors[0], rc->actors[1]);
+        else
+            snprintf(buf, size, "only %s ran the job; %s found it held",
+                     rc->actors[r->holds[0] ? 0 : 1],
+                     rc->actors[r->holds[0] ? 1 : 0]);
+        return;
+    }
     if (r->holds[0] && r->holds[1]) {
         snprintf(buf, size,
                  "both %s and %s hold the lock - mutual exclusion lost",

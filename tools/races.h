@@ -52,6 +52,7 @@ typedef struct race_result {
     int holds[2];    /* believes it holds, and its value is in the key */
     int believes[2]; /* the client says it holds the lock */
     int stuck;       /* nobody holds it, yet the key stays */
+    int runs;        /* holds[] count who ran the job, not who holds */
     char trace[512]; /* "P3:SETNX P3:GET ...", as the server saw them */
     char error[256]; /* set when the replay itself failed */
 } race_result;

@@ -49,7 +49,9 @@ struct run_state {
     atomic_int term_sent;    /* --kill-on-loss sends SIGTERM once */
     int lost;                /* the lease was lost before COMMAND ended */
     char lost_why[512];
-    int release_status; /* non-zero when releasing failed */
+    int release_status;    /* non-zero when releasing failed */
+    int64_t at_least_ms;   /* --at-least, once COMMAND has run */
+    struct cli_once *once; /* --once-per: this period's run, while it runs */
     unsigned char inherited[FD_SCAN_LIMIT / 8];
 };
 
@@ -339,8 +341,12 @@ static void end_hold(struct run_state *s, struct run_key *k)
     }
     if (!tslock_lock_is_held(k->lock))
         return;
-    /* The library reconnects and retries while the lease leaves room. */
-    rc = tslock_release(k->lock);
+    /*
+     * The library reconnects and retries while the lease leaves room.
+     * --at-least: the key stays held until that long after it was taken.
+     */
+    rc = s->at_least_ms > 0 ? tslock_release_after(k->lock, s->at_least_ms)
+                            : tslock_release(k->lock);
     if (rc == TSLOCK_OK)
         cli_verbose("released '%s'%s%s", k->key,
                     tslock_client_errstr(s->client)[0] != '\0' ? ": " : "",
@@ -445,11 +451,19 @@ int cli_run(const struct cli_options *o, char **keys, int n_keys,
     }
     if (status != CLI_EXIT_OK)
         goto out;
-    status = export_fence(&s);
+    if (o->once_per_ms > 0)
+        status = cli_once_begin(o, keys[0], &s.once);
+    if (status == CLI_EXIT_OK)
+        status = export_fence(&s);
     if (status == CLI_EXIT_OK)
         status = start_renewal(&s);
-    if (status == CLI_EXIT_OK)
+    if (status == CLI_EXIT_OK) {
         status = run_child(&s, command, &child_status);
+        s.at_least_ms = o->at_least_ms;
+    }
+    /* How the run ended is recorded while the lock is still held. */
+    cli_once_end(s.once, status != CLI_EXIT_OK ? status : child_status,
+                 atomic_load(&s.renew_failed) != 0);
     for (i = n_keys; i-- > 0;)
         end_hold(&s, &s.keys[i]);
     status = choose_status(&s, status, child_status);

@@ -43,6 +43,7 @@ static const char *const help_text[] = {
     "demonstration\n"
     "       tslock [options] replay RACE | --list  narrate a race of "
     "doc/races.md\n"
+    "       tslock [options] history [--last N] KEY  the runs of --once-per\n"
     "       tslock [options] replay --html FILE [--doc URL] [RACE...]\n"
     "                                                the races as a page "
     "to step through\n"
@@ -90,6 +91,20 @@ static const char *const help_text[] = {
     "                       for acquire\n"
     "      --if-value VALUE  break: delete KEY only while it holds VALUE\n"
     "                       (needed when not on a terminal)\n"
+    "      --at-least DURATION  keep KEY held until DURATION after it was\n"
+    "                       taken (1d, 1h, 15m, 30s, 250ms; never past the\n"
+    "                       lease): hosts firing later find it held\n"
+    "      --once-per PERIOD  run COMMAND once per PERIOD (epoch-aligned,\n"
+    "                       by the server's clock from Redis 2.6); a later\n"
+    "                       host skips with status 3; waits (-w -1) for\n"
+    "                       a run in progress\n"
+    "      --period-offset DURATION  periods start this long after the\n"
+    "                       epoch-aligned boundary (a 1d period at 02:00)\n"
+    "      --retry-failed   a failed or dead run may run again in its period\n"
+    "      --keep-periods N  records expire after N periods (default 30)\n"
+    "      --host-name NAME  the name recorded for this host (default: its\n"
+    "                       host name)\n"
+    "      --last N         history: the last N runs (default 10)\n"
     "  -E, --conflict-exit-code N  status when the lock is busy (default 1)\n"
     "  -q, --quiet          no chatter; errors and warnings only\n"
     "  -v, --verbose        scheme, server, capabilities and each step\n"
@@ -114,6 +129,7 @@ static const char *const help_text[] = {
     "                       doc/races.md (default doc/races.md)\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
+    "3 --once-per skipped (this period ran already);\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
     "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
     "not runnable; 128+N signal N.  replay: 0 when both schemes end as\n"
@@ -164,7 +180,8 @@ enum form {
     FORM_WATCH,
     FORM_REPLAY,
     FORM_CHECK,
-    FORM_FUNCTIONS
+    FORM_FUNCTIONS,
+    FORM_HISTORY
 };
 static const struct {
     const char *name;
@@ -180,7 +197,8 @@ static const struct {
              {"watch", 2, "one KEY or more"},
              {"replay", 2, "RACE (or --list)"},
              {"check", 2, "KEY"},
-             {"functions", 2, "load or print"}};
+             {"functions", 2, "load or print"},
+             {"history", 2, "KEY"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -245,6 +263,10 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
                    ? cli_usage_error("check takes one -u (run it for each "
                                      "master)")
                    : cli_check(o, r->words[1]);
+    if (f == FORM_HISTORY)
+        return o->n_masters > 0 ? cli_usage_error("history reads one server: "
+                                                  "expected one -u")
+                                : cli_history(o, r->words[1]);
     if (o->n_masters > 0)
         return f == FORM_ACQUIRE ? cli_quorum_acquire(o, r->words[1])
                : f == FORM_RELEASE
@@ -394,6 +416,12 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("several KEYs take one server: a Redlock "
                                "(-u given %d times) takes one KEY",
                                o->n_masters);
+    if (o->once_per_ms > 0 && (r->n_words > 1 || o->n_masters > 0))
+        return cli_usage_error("--once-per records its runs beside one KEY "
+                               "on one server: expected one KEY and one -u");
+    /* A later host waits for the run in progress, then skips or retries. */
+    if (o->once_per_ms > 0 && !o->wait_given)
+        o->wait_ms = TSLOCK_WAIT_FOREVER;
     return cli_run(o, r->words, r->n_words, r->command);
 }
 

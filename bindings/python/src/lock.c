@@ -409,15 +409,24 @@ static int lock_clear(pytslock_lock *self)
 
 /*
  * Releases l without the GIL, so other threads run during the round trip;
- * returns the library's status, which only release() reports.
+ * returns the library's status, which only release() reports.  Held at
+ * least at_least_ms since it was taken (tslock_release_after()); a
+ * negative at_least_ms is a plain release.
  */
-static int release_without_gil(tslock_lock *l)
+static int release_after_without_gil(tslock_lock *l, long long at_least_ms)
 {
     PyThreadState *gil_ = PyEval_SaveThread();
-    int rc = tslock_release(l);
+    int rc = at_least_ms < 0 ? tslock_release(l)
+                             : tslock_release_after(l, at_least_ms);
 
     PyEval_RestoreThread(gil_);
     return rc;
+}
+
+/* Releases l without the GIL: a plain release. */
+static int release_without_gil(tslock_lock *l)
+{
+    return release_after_without_gil(l, -1);
 }
 
 /* Waits without the GIL, Ctrl-C cancelling; -1: Python's handler raised. */
@@ -547,13 +556,16 @@ static int begin_on_hold(pytslock_lock *self, const char *what)
     return 0;
 }
 
-static PyObject *lock_release(pytslock_lock *self, PyObject *Py_UNUSED(x))
+static PyObject *lock_release(pytslock_lock *self, PyObject *args)
 {
+    long long at_least_ms = -1;
     int rc;
 
+    if (!PyArg_ParseTuple(args, "|L", &at_least_ms))
+        return NULL;
     if (begin_on_hold(self, "release") != 0)
         return NULL;
-    rc = release_without_gil(self->lock);
+    rc = release_after_without_gil(self->lock, at_least_ms);
     if (rc == TSLOCK_OK) {
         drop_hold(self);
         leave(self);
@@ -815,7 +827,8 @@ static PyGetSetDef lock_getset[] = {
 static PyMethodDef lock_methods[] = {
     {"_acquire", (PyCFunction)lock_acquire, METH_VARARGS,
      "_acquire(wait_ms) -> bool"},
-    {"_release", (PyCFunction)lock_release, METH_NOARGS, "_release()"},
+    {"_release", (PyCFunction)lock_release, METH_VARARGS,
+     "_release([at_least_ms])"},
     {"_extend", (PyCFunction)lock_extend, METH_VARARGS, "_extend(ttl_ms)"},
     {"_time_left", (PyCFunction)lock_time_left, METH_NOARGS,
      "_time_left() -> ms or None"},

@@ -237,8 +237,13 @@ class Lock(_tslock.Lock):
         return taken
 
     @_named
-    def release(self):
+    def release(self, at_least=None):
         """Release the lock, deleting it only while it is still ours.
+
+        With ``at_least`` (seconds), the key stays held until that long
+        after it was taken, then expires by itself, never past the lease
+        (ShedLock's lockAtLeastFor; tslock_release_after() in C): hosts
+        whose scheduled job fires a little later find it held.
 
         Raises LockError when this object does not hold it (as redis-py),
         and LockLostError (a LockNotOwnedError, redis-py's name) when the
@@ -248,7 +253,10 @@ class Lock(_tslock.Lock):
         (after ``on_lost`` was called, if given).
         """
         _renewing.discard(self)
-        self._release()
+        if at_least is None:
+            self._release()
+        else:
+            self._release(_ms(at_least, "at_least"))
 
     def do_release(self, expected_token=None):
         """redis-py's internal name; the same as release()."""
