@@ -92,13 +92,87 @@ static const char *reply_str(const redisReply *r)
     return r->type == REDIS_REPLY_STRING ? r->str : NULL;
 }
 
+/* A TIME reply as Unix microseconds, 0 when it is not one. */
+static int64_t time_reply_us(const redisReply *t)
+{
+    if (t == NULL || t->type != REDIS_REPLY_ARRAY || t->elements != 2
+        || t->element[0]->type != REDIS_REPLY_STRING
+        || t->element[1]->type != REDIS_REPLY_STRING)
+        return 0;
+    return strtoll(t->element[0]->str, NULL, 10) * 1000000
+           + strtoll(t->element[1]->str, NULL, 10);
+}
+
+/*
+ * One write of the algorithm.  Without an observer, the command as
+ * published.  With one, MULTI, the command, TIME, EXEC in one round trip:
+ * the same command, and the server's clock as it ran, into
+ * c->write_server_us.  *out is the command's own reply.
+ */
+static int write_command(legacy_client *c, redisReply **out, const char *fmt,
+                         ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int write_command(legacy_client *c, redisReply **out, const char *fmt,
+                         ...)
+{
+    redisReply *r = NULL;
+    va_list ap;
+    int i;
+
+    c->write_us = legacy_now_us(c);
+    va_start(ap, fmt);
+    if (c->observer == NULL) {
+        r = redisvCommand(c->redis, fmt, ap);
+        va_end(ap);
+        *out = r;
+        if (r == NULL)
+            return fail(c, LEGACY_EREDIS, "%s", c->redis->errstr);
+        if (r->type == REDIS_REPLY_ERROR) {
+            fail(c, LEGACY_EREDIS, "%s", r->str);
+            freeReplyObject(r);
+            *out = NULL;
+            return LEGACY_EREDIS;
+        }
+        return 0;
+    }
+    redisAppendCommand(c->redis, "MULTI");
+    redisvAppendCommand(c->redis, fmt, ap);
+    va_end(ap);
+    redisAppendCommand(c->redis, "TIME");
+    redisAppendCommand(c->redis, "EXEC");
+    *out = NULL;
+    for (i = 0; i < 4; i++) {
+        if (redisGetReply(c->redis, (void **)&r) != REDIS_OK || r == NULL)
+            return fail(c, LEGACY_EREDIS, "%s", c->redis->errstr);
+        if (i < 3) {
+            freeReplyObject(r);
+            r = NULL;
+        }
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type == REDIS_REPLY_ERROR) {
+        fail(c, LEGACY_EREDIS, "EXEC: unexpected reply");
+        freeReplyObject(r);
+        return LEGACY_EREDIS;
+    }
+    c->write_server_us = time_reply_us(r->element[1]);
+    /* Keep the command's reply; the array goes. */
+    *out = r->element[0];
+    r->element[0] = NULL;
+    freeReplyObject(r);
+    return 0;
+}
+
 static int setnx(legacy_client *c, const char *key, const char *value)
 {
     redisReply *r;
     int rc;
 
-    c->write_us = legacy_now_us(c);
-    rc = command(c, &r, "SETNX %s %s", key, value);
+    rc = write_command(c, &r, "SETNX %s %s", key, value);
     if (rc != 0)
         return rc;
     rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -109,8 +183,7 @@ static int setnx(legacy_client *c, const char *key, const char *value)
 static int getset(legacy_client *c, redisReply **r, const char *key,
                   const char *value)
 {
-    c->write_us = legacy_now_us(c);
-    return command(c, r, "GETSET %s %s", key, value);
+    return write_command(c, r, "GETSET %s %s", key, value);
 }
 
 static void hold(legacy_client *c, const char *value, int64_t lease_end_us)
@@ -118,6 +191,7 @@ static void hold(legacy_client *c, const char *value, int64_t lease_end_us)
     snprintf(c->value, sizeof(c->value), "%s", value);
     c->lease_end_us = lease_end_us;
     c->won_us = c->write_us;
+    c->won_server_us = c->write_server_us;
     c->held = 1;
 }
 
@@ -125,14 +199,16 @@ static void note_lost_getset(legacy_client *c, const char *replaced)
 {
     if (c->observer != NULL && c->observer->lost_getset != NULL
         && replaced != NULL)
-        c->observer->lost_getset(replaced, c->write_us, c->observer->userdata);
+        c->observer->lost_getset(replaced, c->write_us, c->write_server_us,
+                                 c->observer->userdata);
 }
 
 /*
  * The DEL of a release.  Without an observer, DEL as published.  With
- * one, MULTI/GET/DEL/EXEC pipelined: still one unconditional DEL at the
- * same point, and the GET beside it in the transaction says exactly what
- * that DEL removed, so a test can tell whose lock it was.
+ * one, MULTI/GET/DEL/TIME/EXEC pipelined: still one unconditional DEL at
+ * the same point, and the GET beside it in the transaction says exactly
+ * what that DEL removed, so a test can tell whose lock it was, and TIME
+ * when, on the server's clock.
  */
 static int release_del(legacy_client *c, const char *key)
 {
@@ -150,16 +226,17 @@ static int release_del(legacy_client *c, const char *key)
     redisAppendCommand(c->redis, "MULTI");
     redisAppendCommand(c->redis, "GET %s", key);
     redisAppendCommand(c->redis, "DEL %s", key);
+    redisAppendCommand(c->redis, "TIME");
     redisAppendCommand(c->redis, "EXEC");
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
         if (redisGetReply(c->redis, (void **)&r) != REDIS_OK || r == NULL)
             return fail(c, LEGACY_EREDIS, "%s", c->redis->errstr);
-        if (i < 3) {
+        if (i < 4) {
             freeReplyObject(r);
             r = NULL;
         }
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
         freeReplyObject(r);
         return fail(c, LEGACY_EREDIS, "EXEC: unexpected reply");
     }
@@ -168,6 +245,7 @@ static int release_del(legacy_client *c, const char *key)
     if (deleted->type == REDIS_REPLY_INTEGER && deleted->integer == 1
         && reply_str(got) != NULL && c->observer->deleted != NULL)
         c->observer->deleted(got->str, strcmp(got->str, c->value) == 0, sent_us,
+                             time_reply_us(r->element[2]),
                              c->observer->userdata);
     freeReplyObject(r);
     return 1;

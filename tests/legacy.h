@@ -36,24 +36,30 @@ typedef int64_t (*legacy_clock_fn)(void *userdata);
 /*
  * Optional instrumentation for tests that must say who broke exclusion.
  * With an observer installed, the DEL of a release goes out as MULTI, GET,
- * DEL, EXEC in one round trip: the same unconditional DEL at the same
- * point of the algorithm, plus an atomic record of what it deleted.
+ * DEL, TIME, EXEC in one round trip: the same unconditional DEL at the
+ * same point of the algorithm, plus an atomic record of what it deleted
+ * and of the server's clock when it did.  SETNX and GETSET go out as
+ * MULTI, the command, TIME, EXEC, so each write carries the server time
+ * at which it ran: the order of writes from several processes is then the
+ * server's, not the order in which the processes read their own clocks.
  */
 typedef struct legacy_observer {
     /*
      * A release deleted `value`, with a DEL sent at sent_us on the
-     * client's clock; own says whether it is the value this client wrote
-     * (an identical stamp written by another holder also says own: the
-     * client cannot tell them apart).
+     * client's clock that ran at server_us on the server's (TIME in the
+     * same transaction); own says whether it is the value this client
+     * wrote (an identical stamp written by another holder also says own:
+     * the client cannot tell them apart).
      */
     void (*deleted)(const char *value, int own, int64_t sent_us,
-                    void *userdata);
+                    int64_t server_us, void *userdata);
     /*
      * A takeover GETSET sent at sent_us that did not win replaced `value`
      * (another holder's stamp) with ours: the algorithm's loser
-     * overwrite.
+     * overwrite.  server_us: when it ran, on the server's clock.
      */
-    void (*lost_getset)(const char *value, int64_t sent_us, void *userdata);
+    void (*lost_getset)(const char *value, int64_t sent_us, int64_t server_us,
+                        void *userdata);
     void *userdata;
 } legacy_observer;
 
@@ -92,10 +98,16 @@ typedef struct legacy_client {
     int lenient_parse;
     /* The current hold. */
     int held;
-    char value[64];        /* what we wrote */
-    int64_t lease_end_us;  /* first instant our own rule calls it expired */
-    int64_t won_us;        /* when the SETNX or GETSET that won was sent */
-    int64_t write_us;      /* when the last SETNX or GETSET was sent */
+    char value[64];       /* what we wrote */
+    int64_t lease_end_us; /* first instant our own rule calls it expired */
+    int64_t won_us;       /* when the SETNX or GETSET that won was sent */
+    int64_t write_us;     /* when the last SETNX or GETSET was sent */
+    /*
+     * With an observer: the server's TIME beside the SETNX or GETSET that
+     * won, and beside the last one sent (0 without an observer).
+     */
+    int64_t won_server_us;
+    int64_t write_server_us;
     double acquired_until; /* redispy2's own record of its stamp */
     uint64_t rng;
     char errstr[200];

@@ -16,17 +16,25 @@ from legacy_pylock import LegacyLock
 
 class Book:
     """What each side saw: the stamps tslock holders wrote, the ones a
-    legacy loser GETSET overwrote, and the losses tslock reported."""
+    legacy loser GETSET overwrote, and the losses tslock reported; and on
+    one monotonic clock, when each overwrite's reply came and when each
+    tslock release began."""
 
     def __init__(self):
         self.guard = threading.Lock()
         self.written = set()
         self.overwritten = set()
         self.reported = set()
+        self.overwritten_at = {}
+        self.release_began = {}
 
     def add(self, which, value):
         with self.guard:
             getattr(self, which).add(value)
+
+    def at(self, which, value):
+        with self.guard:
+            getattr(self, which).setdefault(value, time.monotonic())
 
 
 class Legacy:
@@ -43,8 +51,13 @@ class Legacy:
     def __enter__(self):
         self.lock = LegacyLock(
             self.r, self.key, timeout=2, sleep=0.002,
-            on_lost_getset=lambda v: self.book.add("overwritten", v.decode()))
+            on_lost_getset=self.lost_getset)
         assert self.lock.acquire(deadline=time.monotonic() + 60)
+
+    def lost_getset(self, value):
+        # Called once the GETSET's reply is here: it ran before now.
+        self.book.at("overwritten_at", value.decode())
+        self.book.add("overwritten", value.decode())
 
     def __exit__(self, *a):
         self.lock.release()
@@ -68,6 +81,8 @@ class Bridge:
         self.book.add("written", self.value)
 
     def __exit__(self, *a):
+        # Before the release's first command goes out.
+        self.book.at("release_began", self.value)
         try:
             self.lock.release()
         except tslock.LockLostError:
@@ -81,13 +96,19 @@ def test_bridge_beside_the_redis_py_2_lock(server, key):
 def test_bridge_beside_the_redis_py_2_lock_on_old_servers(old_server, key):
     # 2.0, 2.2 and 2.6.0, each through the emulating proxy.  On 2.0 the
     # bridge takes an expired stamp over with GETSET as the legacy clients
-    # do, so a tslock loser may overwrite a holder too: every legacy-caused
-    # loss is still reported, and tslock reports more.
+    # do, so a tslock loser may overwrite a holder too, and tslock reports
+    # more losses than the legacy clients caused.  And 2.0 has no WATCH and
+    # no Lua: the release is GET, compare, DEL, and a legacy loser's GETSET
+    # that lands between the GET and the DEL is deleted unseen (see
+    # doc/compat.md, "What Redis 2.0 cannot prove").  There only what the
+    # release could see must be reported: an overwrite answered before the
+    # release began.
     bridge_beside_legacy(old_server.url, key, 10,
-                         exact=old_server.version != "2.0.5")
+                         exact=old_server.version != "2.0.5",
+                         gap=old_server.version == "2.0.5")
 
 
-def bridge_beside_legacy(url, key, rounds, exact=True):
+def bridge_beside_legacy(url, key, rounds, exact=True, gap=False):
     book = Book()
     client = tslock.Client.from_url(url)
     sections = [Legacy(url, key, book) for _ in range(3)] + \
@@ -101,7 +122,19 @@ def bridge_beside_legacy(url, key, rounds, exact=True):
           % (len(book.written), len(book.overwritten & book.written),
              len(book.reported)))
     caused = book.overwritten & book.written
-    assert caused <= book.reported
+    unseen = caused - book.reported
+    if gap:
+        # Each unreported overwrite may have landed inside its holder's
+        # release, after the GET: its reply came after the release began.
+        late = {v for v in unseen
+                if book.overwritten_at[v] >= book.release_began[v]}
+        print("of which unreported %d, all answered after their holder's "
+              "release began: %d" % (len(unseen), len(late)))
+        assert unseen == late, "an overwrite the release could see " \
+            "was not reported lost: %r" % sorted(unseen - late)
+    else:
+        assert not unseen, "an overwritten stamp not reported lost: %r" \
+            % sorted(unseen)
     if exact:
         assert book.reported == caused
 
