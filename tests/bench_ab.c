@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench_util.h"
 #include "harness.h"
@@ -34,7 +35,7 @@ struct build {
     void (*client_free)(tslock_client *);
     tslock_client *c;
     tslock_lock *l;
-    double *pairs_s, *pings_per_pair;
+    double *pairs_s, *pings_per_pair, *client_us, *server_us;
 };
 
 #define LOOK(b, field, sym)                                                    \
@@ -102,15 +103,50 @@ static int64_t pings(redisContext *raw, int n)
     return bench_now_ns() - t0;
 }
 
-/* One block of b: PINGs, then pairs; pairs/s and PINGs per pair. */
+/* This process's CPU time, user and system, in us. */
+static double client_cpu_us(void)
+{
+    struct rusage u;
+
+    getrusage(RUSAGE_SELF, &u);
+    return 1e6 * (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
+           + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+/* The server's CPU time, user and system (INFO cpu), in us; -1 unread. */
+static double server_cpu_us(redisContext *raw)
+{
+    redisReply *r = redisCommand(raw, "INFO cpu");
+    const char *sys, *user;
+    double us = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING
+        && (sys = strstr(r->str, "used_cpu_sys:")) != NULL
+        && (user = strstr(r->str, "used_cpu_user:")) != NULL)
+        us = 1e6 * (atof(sys + 13) + atof(user + 14));
+    freeReplyObject(r);
+    return us;
+}
+
+/*
+ * One block of b: PINGs, then pairs; pairs/s, PINGs per pair, and the
+ * CPU time per pair of this process and of the server, which other
+ * load on the machine disturbs much less than the time that passes.
+ */
 static int block(struct build *b, redisContext *raw, int n, int round)
 {
-    int64_t p = pings(raw, n), t = p < 0 ? -1 : pairs(b, n);
+    int64_t p = pings(raw, n), t;
+    double c0 = client_cpu_us(), s0 = server_cpu_us(raw), c1, s1;
 
-    if (t <= 0)
+    t = p < 0 ? -1 : pairs(b, n);
+    c1 = client_cpu_us();
+    s1 = server_cpu_us(raw);
+    if (t <= 0 || s0 < 0 || s1 < 0)
         return -1;
     b->pairs_s[round] = 1e9 * n / (double)t;
     b->pings_per_pair[round] = (double)t / (double)p;
+    b->client_us[round] = (c1 - c0) / n;
+    b->server_us[round] = (s1 - s0) / n;
     return 0;
 }
 
@@ -157,7 +193,10 @@ int main(int argc, char **argv)
         b[i].name = argc > 4 ? argv[3 + i] : i == 0 ? "A" : "B";
         b[i].pairs_s = calloc((size_t)rounds, sizeof(double));
         b[i].pings_per_pair = calloc((size_t)rounds, sizeof(double));
+        b[i].client_us = calloc((size_t)rounds, sizeof(double));
+        b[i].server_us = calloc((size_t)rounds, sizeof(double));
         if (ratio == NULL || b[i].pairs_s == NULL || b[i].pings_per_pair == NULL
+            || b[i].client_us == NULL || b[i].server_us == NULL
             || build_load(&b[i]) != 0)
             return 1;
     }
@@ -186,8 +225,15 @@ int main(int argc, char **argv)
         report(what, b[i].pairs_s, rounds, 0);
         snprintf(what, sizeof(what), "PINGs per pair %s", b[i].name);
         report(what, b[i].pings_per_pair, rounds, 3);
+        snprintf(what, sizeof(what), "client CPU us/pair %s", b[i].name);
+        report(what, b[i].client_us, rounds, 2);
+        snprintf(what, sizeof(what), "server CPU us/pair %s", b[i].name);
+        report(what, b[i].server_us, rounds, 2);
     }
     report("ratio A/B (per round)", ratio, rounds, 3);
+    printf("pairs/s and PINGs per pair: wall clock, after a block of as many "
+           "PINGs;\nCPU: getrusage of this process, INFO cpu of the server "
+           "(user + system)\n");
     rc = 0;
 out:
     for (i = 0; i < 2; i++) {
@@ -197,6 +243,8 @@ out:
             b[i].client_free(b[i].c);
         free(b[i].pairs_s);
         free(b[i].pings_per_pair);
+        free(b[i].client_us);
+        free(b[i].server_us);
     }
     free(ratio);
     redisFree(raw);
