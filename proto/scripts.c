@@ -214,10 +214,10 @@ static const struct {
      * the release is announced on the key's channel as before, for
      * waiters that do not queue.  1 deleted, 0 not ours.
      *
-     * Most releases find nobody in line, and that path is kept to what
-     * the release cost before the line (SCRIPT_DEL_IF_EQUAL) and one
-     * ZRANGE: every argument costs the server a string and a slot in a
-     * Lua table on every call, so the wake prefix is derived from the
+     * Most releases find nobody in line: that path runs what the release
+     * before the line ran (SCRIPT_DEL_IF_EQUAL) and one ZRANGE, and its
+     * arguments are kept few, since each costs the server a string and a
+     * slot in a Lua table on every call: the wake prefix is derived from the
      * channel and the cluster flag is sent only on a cluster; ZRANGE's
      * bounds are strings, since a Lua number is formatted with
      * snprintf("%.17g") on its way into a command; and now is read only
