@@ -17,18 +17,20 @@ tslock_release_form tslock__best_form(const tslock_client *c)
                                         : TSLOCK_RELEASE_CLASSIC;
 }
 
-/* The release that wakes the first live waiter of the line alone. */
+/*
+ * The release that wakes the first live waiter of the line alone.  The
+ * cluster flag goes only to a cluster: each argument is a cost on every
+ * release, most of which find nobody in line.
+ */
 static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
 {
-    char now[24];
+    char now[TSLOCK__I64_STR];
     const char *keys[3] = {l->key, l->queue_key, l->alive_key};
-    const char *args[5] = {expect, l->channel, now, l->wake_prefix,
-                           l->client->cluster != NULL ? "0" : "1"};
+    const char *args[4] = {expect, l->channel, now, "cluster"};
 
-    snprintf(now, sizeof(now), "%lld",
-             (long long)tslock__now(l->client, TSLOCK_CLOCK_WALL));
-    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 3, keys, 5,
-                                   args, r);
+    tslock__i64_str(now, tslock__now(l->client, TSLOCK_CLOCK_WALL));
+    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 3, keys,
+                                   l->client->cluster != NULL ? 4 : 3, args, r);
 }
 
 static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,

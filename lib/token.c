@@ -43,7 +43,7 @@ static int read_holder(tslock_lock *l, int64_t *holder_pttl)
  */
 static int acquire_set_nx_px(tslock_lock *l, int joins, int64_t *holder_pttl)
 {
-    char ms[24], n[16], wait_ms[16];
+    char ms[TSLOCK__I64_STR], n[TSLOCK__I64_STR], wait_ms[TSLOCK__I64_STR];
     const char *argv[6] = {"SET", l->key, l->value, "NX", "PX", ms};
     const char *wait[3] = {"WAIT", n, wait_ms};
     const struct tslock__queued q[2] = {{TSLOCK_STEP_SET, 6, argv},
@@ -52,9 +52,12 @@ static int acquire_set_nx_px(tslock_lock *l, int joins, int64_t *holder_pttl)
     int rc;
 
     *holder_pttl = -1;
-    snprintf(ms, sizeof(ms), "%lld", (long long)l->ttl_ms);
-    snprintf(n, sizeof(n), "%d", l->replicas);
-    snprintf(wait_ms, sizeof(wait_ms), "%d", l->replicas_ms);
+    /* Built on every acquire: without snprintf, WAIT's only when sent. */
+    tslock__i64_str(ms, l->ttl_ms);
+    if (l->replicas > 0) {
+        tslock__i64_str(n, l->replicas);
+        tslock__i64_str(wait_ms, l->replicas_ms);
+    }
     rc = tslock__pipeline(l->client, l->key, l->replicas > 0 ? 2 : 1, q, r);
     if (rc != TSLOCK_OK)
         return rc;

@@ -111,6 +111,12 @@ struct tslock__queued {
  * with ctx->errstr set.  No hooks.
  */
 int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q);
+/*
+ * v in decimal into out, which it returns: what a command's numeric
+ * arguments are built with, without snprintf's cost on every call.
+ */
+#define TSLOCK__I64_STR 21
+char *tslock__i64_str(char out[TSLOCK__I64_STR], int64_t v);
 /* One command and its reply on any context, no hooks: REDIS_OK or _ERR. */
 int tslock__roundtrip(redisContext *ctx, int argc, const char **argv,
                       redisReply **out);

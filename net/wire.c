@@ -63,36 +63,86 @@ static int send_nosignal(redisContext *ctx, const char *buf, size_t len)
     return REDIS_OK;
 }
 
+char *tslock__i64_str(char out[TSLOCK__I64_STR], int64_t v)
+{
+    char digits[20], *p = out;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    int n = 0;
+
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0)
+        *p++ = '-';
+    while (n > 0)
+        *p++ = digits[--n];
+    *p = '\0';
+    return out;
+}
+
+/* "<mark><v>\r\n" at p: a RESP count or length; past its end. */
+static char *put_count(char *p, char mark, size_t v)
+{
+    char n[TSLOCK__I64_STR];
+    size_t len = strlen(tslock__i64_str(n, (int64_t)v));
+
+    *p++ = mark;
+    memcpy(p, n, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* The most bytes n commands can take in RESP. */
+static size_t resp_bound(int n, const struct tslock__queued *q)
+{
+    size_t size = 0;
+    int i, a;
+
+    for (i = 0; i < n; i++) {
+        size += 3 + TSLOCK__I64_STR;
+        for (a = 0; a < q[i].argc; a++)
+            size += strlen(q[i].argv[a]) + 5 + TSLOCK__I64_STR;
+    }
+    return size;
+}
+
 /*
  * Format every command into one buffer and send it in one go, with our
  * writer.  Every command of the library goes this way, on the lock
  * connection and on the subscriber alike, so none can raise SIGPIPE.
+ * The RESP is written here rather than by redisFormatCommandArgv(),
+ * which allocates each command and prints each length with sprintf: a
+ * lock's commands are short, and on the stack they cost no allocation.
  */
 int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
 {
-    char *buf = NULL, *grown;
-    size_t len = 0;
-    int i, rc = REDIS_OK;
+    char stack[1024], *buf = stack, *p;
+    size_t bound = resp_bound(n, q);
+    int i, a, rc;
 
-    for (i = 0; i < n && rc == REDIS_OK; i++) {
-        char *cmd = NULL;
-        long long cmdlen =
-            redisFormatCommandArgv(&cmd, q[i].argc, q[i].argv, NULL);
-        grown = cmdlen < 0 ? NULL : realloc(buf, len + (size_t)cmdlen);
-        if (grown == NULL) {
-            ctx->err = REDIS_ERR_OOM;
-            snprintf(ctx->errstr, sizeof(ctx->errstr), "out of memory");
-            rc = REDIS_ERR;
-        } else {
-            buf = grown;
-            memcpy(buf + len, cmd, (size_t)cmdlen);
-            len += (size_t)cmdlen;
-        }
-        tslock__redis_free_command(cmd);
+    if (bound > sizeof(stack) && (buf = malloc(bound)) == NULL) {
+        ctx->err = REDIS_ERR_OOM;
+        snprintf(ctx->errstr, sizeof(ctx->errstr), "out of memory");
+        return REDIS_ERR;
     }
-    if (rc == REDIS_OK)
-        rc = send_nosignal(ctx, buf, len);
-    free(buf);
+    p = buf;
+    for (i = 0; i < n; i++) {
+        p = put_count(p, '*', (size_t)q[i].argc);
+        for (a = 0; a < q[i].argc; a++) {
+            size_t len = strlen(q[i].argv[a]);
+            p = put_count(p, '$', len);
+            memcpy(p, q[i].argv[a], len);
+            p += len;
+            *p++ = '\r';
+            *p++ = '\n';
+        }
+    }
+    rc = send_nosignal(ctx, buf, (size_t)(p - buf));
+    if (buf != stack)
+        free(buf);
     return rc;
 }
 

@@ -124,6 +124,9 @@ int tslock__queue_named(tslock_lock *l)
     char keep[TSLOCK__ERRSTR_SIZE];
     int rc;
 
+    /* Named before (the last name is made last): nothing can fail. */
+    if (l->wake_prefix != NULL && l->client->waiter_id[0] != '\0')
+        return 1;
     memcpy(keep, l->client->errstr, sizeof(keep));
     rc = tslock__queue_names(l);
     memcpy(l->client->errstr, keep, sizeof(keep));

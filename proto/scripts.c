@@ -216,27 +216,38 @@ static const struct {
     /*
      * The release of a token lock with a line of waiters (guard.c).
      * KEYS: the lock, the queue, the liveness set.  ARGV: our token, the
-     * key's channel, now ms, the wake channels' prefix, '1' when a
-     * PUBLISH here counts every subscriber (not on a cluster).  While
+     * key's channel ("<name>:released"), now ms, and 'cluster' on a
+     * cluster, where a PUBLISH does not count every subscriber.  While
      * the lock holds our token: delete it, then wake the first live
-     * listening entry of the first four alone, on its own channel.  An
+     * listening entry of the first four alone, on its own channel, the
+     * wake prefix beside the key's channel ("<name>:wake:<entry>").  An
      * entry that lapsed, or a listener no subscriber hears (it died), is
      * dropped; a live polling entry keeps its place.  With nobody woken,
      * the release is announced on the key's channel as before, for
      * waiters that do not queue.  1 deleted, 0 not ours.
+     *
+     * Most releases find nobody in line: that path runs what the release
+     * before the line ran (SCRIPT_DEL_IF_EQUAL) and one ZRANGE, and its
+     * arguments are kept few, since each costs the server a string and a
+     * slot in a Lua table on every call: the wake prefix is derived from the
+     * channel and the cluster flag is sent only on a cluster; ZRANGE's
+     * bounds are strings, since a Lua number is formatted with
+     * snprintf("%.17g") on its way into a command; and now is read only
+     * when there is a line.
      */
     [SCRIPT_RELEASE_WAKE] =
         {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
-         "redis.call('del', KEYS[1]) local now = tonumber(ARGV[3]) for _, h "
-         "in ipairs(redis.call('zrange', KEYS[2], 0, 3)) do local a = "
-         "tonumber(redis.call('zscore', KEYS[3], h)) local w = "
-         "string.sub(h, -1) == 'w' if a and a >= now and w then local n = "
-         "redis.pcall('publish', ARGV[4] .. h, KEYS[1]) if type(n) ~= "
-         "'number' or n > 0 or ARGV[5] == '0' then return 1 end end if not "
-         "a or a < now or w then redis.call('zrem', KEYS[2], h) "
-         "redis.call('zrem', KEYS[3], h) end end redis.pcall('publish', "
-         "ARGV[2], KEYS[1]) return 1",
-         "b8796e0c0fa8d51bcf2282804b7dece70b74cebb"},
+         "redis.call('del', KEYS[1]) local line = redis.call('zrange', "
+         "KEYS[2], '0', '3') if line[1] then local now = tonumber(ARGV[3]) "
+         "local wake = string.sub(ARGV[2], 1, -10) .. ':wake:' for _, h in "
+         "ipairs(line) do local a = tonumber(redis.call('zscore', KEYS[3], "
+         "h)) local w = string.sub(h, -1) == 'w' if a and a >= now and w "
+         "then local n = redis.pcall('publish', wake .. h, KEYS[1]) if "
+         "type(n) ~= 'number' or n > 0 or ARGV[4] == 'cluster' then return "
+         "1 end end if not a or a < now or w then redis.call('zrem', "
+         "KEYS[2], h) redis.call('zrem', KEYS[3], h) end end end "
+         "redis.pcall('publish', ARGV[2], KEYS[1]) return 1",
+         "74490905dfde41b68b7264de6ba1f54ff3d03730"},
 };
 
 /*
@@ -419,14 +430,13 @@ int tslock__script_run_keys(tslock_client *c, enum tslock__script s, int nkeys,
                             const char *const *args, redisReply **out)
 {
     const char *argv[3 + SCRIPT_MAX_KEYS + SCRIPT_MAX_ARGS];
-    char count[4];
+    char count[2] = {(char)('0' + nkeys), '\0'};
     redisReply *r = NULL;
     int i, argc = 3, rc;
 
     *out = NULL;
     if (nkeys < 1 || nkeys > SCRIPT_MAX_KEYS || nargs > SCRIPT_MAX_ARGS)
         return tslock__fail(c, TSLOCK_EINVAL, "too many script arguments");
-    snprintf(count, sizeof(count), "%d", nkeys);
     argv[0] = "EVALSHA";
     argv[1] = scripts[s].sha;
     argv[2] = count;
