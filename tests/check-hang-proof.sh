@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# check-hang-proof.sh - a hang is a failure, shown on a planted one: the
+# CUnit program tests/hang_proof hangs in its first test with a
+# redis-server and a child process running; with a 2 s bound the
+# harness's watchdog must end it within a few seconds, non-zero, with
+# "HANG: proof/a planted hang exceeded 2 s", the server and the child
+# gone.  The same for a shell test through tests/harness.sh.
+set -u
+
+. "${top_srcdir:-.}/tests/harness.sh"
+need_server
+prog="${top_builddir:-.}/tests/hang_proof"
+dir=$(mktemp -d /tmp/tslock-hang.XXXXXX) || exit 1
+trap 'rm -rf "$dir"' EXIT
+out="$dir/out"
+err="$dir/err"
+
+# gone PID: the process is gone, or soon (a killed child whose parent
+# exited is a zombie until init reaps it).
+gone() {
+    n=0
+    while kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1")" != Z ]; do
+        n=$((n + 1))
+        [ $n -gt 200 ] && return 1
+        sleep 0.01
+    done
+}
+
+# The C harness.
+start=$(date +%s)
+TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 "$prog" >"$out" 2>"$err"
+rc=$?
+took=$(($(date +%s) - start))
+check "C: the hung program fails" [ $rc -ne 0 ]
+check "C: within 10 s (took $took s)" [ $took -le 10 ]
+check "C: the hang is named" has "^HANG: proof/a planted hang exceeded 2 s$" \
+    "$err"
+check "C: the next test never ran" eval '! grep -q "after the hang" "$out"'
+server=$(sed -n 's/^server \([0-9]*\) child [0-9]*$/\1/p' "$out")
+child=$(sed -n 's/^server [0-9]* child \([0-9]*\)$/\1/p' "$out")
+check "C: the pids were printed" eval '[ -n "$server" ] && [ -n "$child" ]'
+check "C: its redis-server is stopped" gone "${server:-0}"
+check "C: its child process is killed" gone "${child:-0}"
+
+# The shell harness: a check that runs a command that never ends.
+cat >"$dir/hung.sh" <<EOT
+. "${top_srcdir:-.}/tests/harness.sh"
+dir="$dir"
+out="$dir/hout"
+err="$dir/herr"
+t "a quick check" 0 true
+t "a planted hang" 0 sleep 3600
+finish
+EOT
+start=$(date +%s)
+TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 $SHELL "$dir/hung.sh" \
+    >"$out" 2>"$err"
+rc=$?
+took=$(($(date +%s) - start))
+check "sh: the hung script fails" [ $rc -ne 0 ]
+check "sh: within 10 s (took $took s)" [ $took -le 10 ]
+check "sh: the hang is named" \
+    has "^HANG: hung.sh/a planted hang exceeded 2 s$" "$out"
+finish
