@@ -29,10 +29,11 @@ skew_packages="faketime libfaketime"
 # (--enable-python) and its tests.
 # abigail-tools: make check's ABI check against abi/libtslock.abi.
 # dpkg-dev debhelper lintian fakeroot: make deb (the packages, tested).
+# stress-ng: make check-stress loads every core while the tests run.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libcunit1-dev redis-server python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
-          abigail-tools dpkg-dev debhelper lintian fakeroot"
+          abigail-tools dpkg-dev debhelper lintian fakeroot stress-ng"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.

@@ -5,7 +5,8 @@
 # redis-server and a child process running; with a 2 s bound the
 # harness's watchdog must end it within a few seconds, non-zero, with
 # "HANG: proof/a planted hang exceeded 2 s", the server and the child
-# gone.  The same for a shell test through tests/harness.sh.
+# gone.  The same for a shell test through tests/harness.sh, and for a
+# pytest test through tests/pytest_hang.py.
 set -u
 
 . "${top_srcdir:-.}/tests/harness.sh"
@@ -32,7 +33,7 @@ start=$(date +%s)
 TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 "$prog" >"$out" 2>"$err"
 rc=$?
 took=$(($(date +%s) - start))
-check "C: the hung program fails" [ $rc -ne 0 ]
+check "C: the hung program fails, 124" [ $rc -eq 124 ]
 check "C: within 10 s (took $took s)" [ $took -le 10 ]
 check "C: the hang is named" has "^HANG: proof/a planted hang exceeded 2 s$" \
     "$err"
@@ -62,4 +63,28 @@ check "sh: the hung script fails" [ $rc -ne 0 ]
 check "sh: within 10 s (took $took s)" [ $took -le 10 ]
 check "sh: the hang is named" \
     has "^HANG: hung.sh/a planted hang exceeded 2 s$" "$out"
+
+# The pytest plugin of tests/test_python.sh, where pytest is installed.
+python=${PYTHON:-python3}
+if "$python" -c 'import pytest' 2>/dev/null; then
+    cat >"$dir/test_hung.py" <<EOT
+import time
+def test_planted_hang():
+    time.sleep(3600)
+EOT
+    start=$(date +%s)
+    tests=$(cd "${top_srcdir:-.}/tests" && pwd)
+    (cd "$dir" && TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 \
+        PYTHONPATH="$tests" \
+        PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q \
+        -p no:cacheprovider -p pytest_hang test_hung.py) >"$out" 2>"$err"
+    rc=$?
+    took=$(($(date +%s) - start))
+    check "pytest: the hung test fails, 124" [ $rc -eq 124 ]
+    check "pytest: within 10 s (took $took s)" [ $took -le 10 ]
+    check "pytest: the hang is named" \
+        has "^HANG: test_hung.py::test_planted_hang exceeded 2 s$" "$out"
+else
+    echo "ok - pytest: skipped ($python has no pytest)"
+fi
 finish
