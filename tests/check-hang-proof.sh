@@ -3,10 +3,10 @@
 # check-hang-proof.sh - a hang is a failure, shown on a planted one: the
 # CUnit program tests/hang_proof hangs in its first test with a
 # redis-server and a child process running; with a 2 s bound the
-# harness's watchdog must end it within a few seconds, non-zero, with
-# "HANG: proof/a planted hang exceeded 2 s", the server and the child
-# gone.  The same for a shell test through tests/harness.sh, and for a
-# pytest test through tests/pytest_hang.py.
+# harness's watchdog must end it within seconds (30 at most on a loaded
+# machine), exit 124, with "HANG: proof/a planted hang exceeded 2 s",
+# the server and the child gone.  The same for a shell test through
+# tests/harness.sh, and for a pytest test through tests/pytest_hang.py.
 set -u
 
 . "${top_srcdir:-.}/tests/harness.sh"
@@ -34,7 +34,7 @@ TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 "$prog" >"$out" 2>"$err"
 rc=$?
 took=$(($(date +%s) - start))
 check "C: the hung program fails, 124" [ $rc -eq 124 ]
-check "C: within 10 s (took $took s)" [ $took -le 10 ]
+check "C: within 30 s (took $took s)" [ $took -le 30 ]
 check "C: the hang is named" has "^HANG: proof/a planted hang exceeded 2 s$" \
     "$err"
 check "C: the next test never ran" eval '! grep -q "after the hang" "$out"'
@@ -60,7 +60,7 @@ TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 $SHELL "$dir/hung.sh" \
 rc=$?
 took=$(($(date +%s) - start))
 check "sh: the hung script fails" [ $rc -ne 0 ]
-check "sh: within 10 s (took $took s)" [ $took -le 10 ]
+check "sh: within 30 s (took $took s)" [ $took -le 30 ]
 check "sh: the hang is named" \
     has "^HANG: hung.sh/a planted hang exceeded 2 s$" "$out"
 
@@ -81,7 +81,7 @@ EOT
     rc=$?
     took=$(($(date +%s) - start))
     check "pytest: the hung test fails, 124" [ $rc -eq 124 ]
-    check "pytest: within 10 s (took $took s)" [ $took -le 10 ]
+    check "pytest: within 30 s (took $took s)" [ $took -le 30 ]
     check "pytest: the hang is named" \
         has "^HANG: test_hung.py::test_planted_hang exceeded 2 s$" "$out"
 else

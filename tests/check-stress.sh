@@ -5,11 +5,13 @@
 # (default 4) hogging every core, then a table: each program, its passes
 # out of its runs, and for every failure the run and what failed (CUnit
 # "suite/test" names, shell "FAIL - " checks, pytest ids, HANG lines).
-# STRESS_TESTS (the test names as in TESTS) replaces the default list.
+# STRESS_TESTS (the test names as in TESTS) replaces the default list;
+# STRESS_JOBS runs that many tests at once (make -j), default one.
 # Each run is one "make check TESTS=..." in the build tree; its logs are
 # kept in stress/run-N/.  Exits 0 only when every program passed every
-# time.  stress-ng runs with its own --timeout, under timeout(1), and is
-# stopped by its pid however this script ends.
+# time; the table of the runs done so far is rewritten after each run
+# (stress/table.txt).  stress-ng runs with its own --timeout, under
+# timeout(1), and is stopped by its pid however this script ends.
 set -u
 
 builddir=${top_builddir:-.}
@@ -84,13 +86,43 @@ failures_in() {
         END { print out }' "$1"
 }
 
+# table DONE: the table of runs 1..DONE into stress/table.txt, and
+# $status 1 unless every program passed every one of them.
+table() {
+    status=0
+    {
+        printf '%-28s %-8s %s\n' program passes failures
+        for t in $tests; do
+            name=$(basename "$(log_of "$t")")
+            pass=0
+            what=
+            i=1
+            while [ "$i" -le "$1" ]; do
+                trs="$results/run-$i/$name.trs"
+                res=$(sed -n 's/^:test-result: //p' "$trs" 2>/dev/null)
+                if [ "$res" = PASS ]; then
+                    pass=$((pass + 1))
+                else
+                    f=$(failures_in "$results/run-$i/$name.log" 2>/dev/null)
+                    what="$what${what:+ | }run $i ${res:-NO RESULT}${f:+: $f}"
+                fi
+                i=$((i + 1))
+            done
+            [ "$pass" -eq "$1" ] || status=1
+            printf '%-28s %-8s %s\n' "$name" "$pass/$1" "$what"
+        done
+        echo "($1 of $runs runs in $(($(date +%s) - start)) s beside" \
+            "stress-ng --cpu $cpu; logs in $results/)"
+    } >"$results/table.txt"
+}
+
 start=$(date +%s)
 i=1
 while [ "$i" -le "$runs" ]; do
     echo "check-stress: run $i of $runs: $(echo $tests | wc -w) programs" \
         "beside stress-ng --cpu $cpu"
-    $make -C "$builddir" check TESTS="$(echo $tests)" \
-        >"$results/run-$i.make.log" 2>&1
+    $make -C "$builddir" ${STRESS_JOBS:+-j$STRESS_JOBS} check \
+        TESTS="$(echo $tests)" >"$results/run-$i.make.log" 2>&1
     mkdir -p "$results/run-$i"
     for t in $tests; do
         base=$(log_of "$t")
@@ -99,35 +131,11 @@ while [ "$i" -le "$runs" ]; do
                 && cp "$builddir/$base.$ext" "$results/run-$i/$(basename "$base").$ext"
         done
     done
+    # The table so far, so a run stopped early still leaves one.
+    table "$i"
     i=$((i + 1))
 done
 stop_stress
-took=$(($(date +%s) - start))
-
-# The table.
-status=0
-{
-    printf '%-28s %-8s %s\n' program passes failures
-    for t in $tests; do
-        name=$(basename "$(log_of "$t")")
-        pass=0
-        what=
-        i=1
-        while [ "$i" -le "$runs" ]; do
-            trs="$results/run-$i/$name.trs"
-            res=$(sed -n 's/^:test-result: //p' "$trs" 2>/dev/null)
-            if [ "$res" = PASS ]; then
-                pass=$((pass + 1))
-            else
-                f=$(failures_in "$results/run-$i/$name.log" 2>/dev/null)
-                what="$what${what:+ | }run $i ${res:-NO RESULT}${f:+: $f}"
-            fi
-            i=$((i + 1))
-        done
-        [ "$pass" -eq "$runs" ] || status=1
-        printf '%-28s %-8s %s\n' "$name" "$pass/$runs" "$what"
-    done
-    echo "($runs runs in $took s beside stress-ng --cpu $cpu; logs in $results/)"
-} >"$results/table.txt"
+table "$runs"
 cat "$results/table.txt"
 exit $status
