@@ -79,7 +79,10 @@ failures_in() {
             name = substr($0, 9)
             sub(/ \.\.\..*$/, "", name)
         }
-        /\.\.\.FAILED/ || /^FAILED *$/ { out = out sep suite "/" name; sep = "; " }
+        /\.\.\.FAILED/ || /^FAILED *$/ {
+            out = out sep suite "/" name
+            sep = "; "
+        }
         /^FAIL - / { out = out sep substr($0, 8); sep = "; " }
         /^FAILED [^ ]*::/ { out = out sep $2; sep = "; " }
         /^HANG: / { out = out sep $0; sep = "; " }
@@ -127,8 +130,8 @@ while [ "$i" -le "$runs" ]; do
     for t in $tests; do
         base=$(log_of "$t")
         for ext in log trs; do
-            [ -f "$builddir/$base.$ext" ] \
-                && cp "$builddir/$base.$ext" "$results/run-$i/$(basename "$base").$ext"
+            [ -f "$builddir/$base.$ext" ] && cp "$builddir/$base.$ext" \
+                "$results/run-$i/$(basename "$base").$ext"
         done
     done
     # The table so far, so a run stopped early still leaves one.
