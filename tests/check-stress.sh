@@ -90,7 +90,8 @@ failures_in() {
 }
 
 # table DONE: the table of runs 1..DONE into stress/table.txt, and
-# $status 1 unless every program passed every one of them.
+# $status 1 unless every program passed every one of them.  Its loop
+# variable is r: shell variables are global, and the caller's is i.
 table() {
     status=0
     {
@@ -99,17 +100,17 @@ table() {
             name=$(basename "$(log_of "$t")")
             pass=0
             what=
-            i=1
-            while [ "$i" -le "$1" ]; do
-                trs="$results/run-$i/$name.trs"
+            r=1
+            while [ "$r" -le "$1" ]; do
+                trs="$results/run-$r/$name.trs"
                 res=$(sed -n 's/^:test-result: //p' "$trs" 2>/dev/null)
                 if [ "$res" = PASS ]; then
                     pass=$((pass + 1))
                 else
-                    f=$(failures_in "$results/run-$i/$name.log" 2>/dev/null)
-                    what="$what${what:+ | }run $i ${res:-NO RESULT}${f:+: $f}"
+                    f=$(failures_in "$results/run-$r/$name.log" 2>/dev/null)
+                    what="$what${what:+ | }run $r ${res:-NO RESULT}${f:+: $f}"
                 fi
-                i=$((i + 1))
+                r=$((r + 1))
             done
             [ "$pass" -eq "$1" ] || status=1
             printf '%-28s %-8s %s\n' "$name" "$pass/$1" "$what"
