@@ -722,6 +722,130 @@ void th_clock_advance(th_clock *c, int64_t ms)
     c->mono_ms += ms;
 }
 
+/* ----------------------------------------------------------- watchdog */
+
+static int hang_default_s = TH_HANG_DEFAULT_S;
+
+void th_set_hang_default_s(int seconds)
+{
+    if (seconds > 0)
+        hang_default_s = seconds;
+}
+
+int th_hang_bound_s(void)
+{
+    const char *v = getenv("TSLOCK_TEST_TIMEOUT");
+    const char *f = getenv("TSLOCK_TEST_TIMEOUT_SCALE");
+    long bound = v != NULL && *v != '\0' ? strtol(v, NULL, 10) : 0;
+    long scale = f != NULL && *f != '\0' ? strtol(f, NULL, 10) : 1;
+
+    if (bound <= 0)
+        bound = hang_default_s;
+    if (scale <= 0)
+        scale = 1;
+    return bound * scale > 86400 ? 86400 : (int)(bound * scale);
+}
+
+int64_t th_deadline_ms(int64_t ms)
+{
+    const char *f = getenv("TSLOCK_TEST_TIMEOUT_SCALE");
+    long scale = f != NULL && *f != '\0' ? strtol(f, NULL, 10) : 1;
+
+    return th_mono_ms() + ms * (scale > 0 ? scale : 1);
+}
+
+/* The parent of the process /proc/NAME, or -1. */
+static long parent_of(const char *name)
+{
+    char path[PATH_SIZE], buf[512], *close_paren;
+    FILE *f;
+    size_t n = 0;
+    long ppid = -1;
+
+    snprintf(path, sizeof(path), "/proc/%s/stat", name);
+    if ((f = fopen(path, "r")) != NULL) {
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+    /* The command name may hold spaces; the fields after it do not. */
+    close_paren = strrchr(buf, ')');
+    if (close_paren == NULL || sscanf(close_paren, ") %*c %ld", &ppid) != 1)
+        ppid = -1;
+    return ppid;
+}
+
+/*
+ * Kill every process whose parent is this one: the proxies, forked
+ * workers and spawned tools a hung test leaves.  Read from /proc, so on
+ * systems without it only the registered servers are stopped.
+ */
+static void kill_children(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    long me = (long)getpid();
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9'
+            && parent_of(e->d_name) == me)
+            kill((pid_t)atol(e->d_name), SIGKILL);
+    closedir(d);
+}
+
+/*
+ * The watchdog: a thread that looks at CUnit's current test every 100 ms
+ * (CU_basic_run_tests installs its own test start handler, so the thread
+ * notes each new test itself) and ends the program when one test has run
+ * longer than the bound.  A test that hangs then fails in bounded time,
+ * named, instead of stalling make check; the servers it started are
+ * stopped and its child processes killed on the way out.
+ */
+static void *watchdog_main(void *arg)
+{
+    int bound_s = th_hang_bound_s();
+    CU_pTest last = NULL;
+    int64_t started = th_mono_ms();
+
+    (void)arg;
+    for (;;) {
+        CU_pTest t = CU_get_current_test();
+        CU_pSuite s = CU_get_current_suite();
+
+        if (t != last) {
+            last = t;
+            started = th_mono_ms();
+        } else if (t != NULL && th_mono_ms() - started > bound_s * 1000LL) {
+            fprintf(stderr, "\nHANG: %s/%s exceeded %d s\n",
+                    s != NULL && s->pName != NULL ? s->pName : "?",
+                    t->pName != NULL ? t->pName : "?", bound_s);
+            fflush(stderr);
+            stop_all_from_signal();
+            kill_children();
+            _exit(124);
+        }
+        poll(NULL, 0, 100);
+    }
+    return NULL;
+}
+
+static void watchdog_start(void)
+{
+    pthread_t thread;
+    sigset_t all, old;
+
+    /* The thread takes no signal meant for the tests' main thread. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&thread, NULL, watchdog_main, NULL) == 0)
+        pthread_detach(thread);
+    else
+        fprintf(stderr, "th_run_all: no watchdog; a hang will not end\n");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* ------------------------------------------------------------- runner */
 
 /*
@@ -739,6 +863,8 @@ int th_run_all(void)
         return 1;
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
+    install_cleanup();
+    watchdog_start();
     err = CU_basic_run_tests();
     if (err == CUE_SUCCESS)
         err = CU_get_error();

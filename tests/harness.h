@@ -116,8 +116,38 @@ void th_clock_advance(th_clock *c, int64_t ms);
  * registry.  Returns 0 only when at least one test ran, no assertion or
  * test failed, no suite failed to initialize or clean up and CUnit
  * reported no error; 1 otherwise.
+ *
+ * A hang is a failure: a watchdog thread ends the program when one test
+ * runs longer than th_hang_bound_s(), printing "HANG: SUITE/TEST exceeded
+ * N s" on stderr, stopping the servers started here, killing this
+ * process's children and exiting 124.
  */
 int th_run_all(void);
+
+/*
+ * The bound on one test, in seconds: $TSLOCK_TEST_TIMEOUT (default
+ * TH_HANG_DEFAULT_S) times $TSLOCK_TEST_TIMEOUT_SCALE (default 1; make
+ * check-valgrind and sanitizer builds set it, as their programs run many
+ * times slower).  tests/harness.sh bounds each shell check the same way.
+ */
+#define TH_HANG_DEFAULT_S 120
+int th_hang_bound_s(void);
+
+/*
+ * A program's own default for the bound, in place of TH_HANG_DEFAULT_S
+ * (still under $TSLOCK_TEST_TIMEOUT and scaled): for a program whose
+ * tests are CPU-bound by design and slow on a loaded machine.  Call it
+ * before th_run_all().
+ */
+void th_set_hang_default_s(int seconds);
+
+/*
+ * The monotonic time (th_mono_ms) ms from now, ms scaled by
+ * $TSLOCK_TEST_TIMEOUT_SCALE: the deadline of a test's wait for a state
+ * that should come at once, so a state that never comes fails the test
+ * (with an assertion) instead of hanging it.
+ */
+int64_t th_deadline_ms(int64_t ms);
 
 /*
  * Start tests/oldredis ($OLDREDIS, else $top_builddir/tests/oldredis) in

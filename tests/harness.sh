@@ -72,6 +72,52 @@ start_tcp_server() {
     return 1
 }
 
+# A hang is a failure.  The first check starts a watchdog process that
+# notes each check as it begins (t and check write its name to a state
+# file) and, when one check (with what follows it up to the next) runs
+# longer than the bound, prints "HANG: SCRIPT/CHECK exceeded N s", sends
+# the script SIGTERM (its own trap then stops its servers) and kills its
+# child processes.  The bound is the C harness's: $TSLOCK_TEST_TIMEOUT
+# seconds (default 120) times $TSLOCK_TEST_TIMEOUT_SCALE (default 1).
+th_watchdog_pid=
+th_check_n=0
+th_state=
+th_watchdog() {
+    th_bound=$((${TSLOCK_TEST_TIMEOUT:-120} * ${TSLOCK_TEST_TIMEOUT_SCALE:-1}))
+    [ "$th_bound" -gt 0 ] || th_bound=120
+    th_state=$(mktemp "${TMPDIR:-/tmp}/tslock-check.XXXXXX") || return 0
+    sh -c '
+        main=$1 state=$2 bound=$3 prog=$4
+        last= since=$(date +%s)
+        while kill -0 "$main" 2>/dev/null; do
+            cur=
+            read -r cur <"$state" 2>/dev/null
+            now=$(date +%s)
+            if [ "$cur" != "$last" ]; then
+                last=$cur
+                since=$now
+            elif [ $((now - since)) -gt "$bound" ]; then
+                echo "HANG: $prog/${cur#* } exceeded $bound s"
+                kids=$(ps -o pid= --ppid "$main" | grep -vx " *$$")
+                kill -TERM "$main" $kids 2>/dev/null
+                sleep 2
+                kill -KILL $kids 2>/dev/null
+                break
+            fi
+            sleep 1
+        done
+        rm -f "$state"' tslock-watchdog "$$" "$th_state" "$th_bound" \
+        "$(basename "$0")" &
+    th_watchdog_pid=$!
+}
+
+# th_begin NAME: the check NAME begins (for the watchdog).
+th_begin() {
+    [ -n "$th_watchdog_pid" ] || th_watchdog
+    th_check_n=$((th_check_n + 1))
+    [ -z "$th_state" ] || echo "$th_check_n $1" >"$th_state"
+}
+
 ok() {
     passed=$((passed + 1))
     echo "ok - $1"
@@ -90,6 +136,7 @@ t() {
     name=$1
     want=$2
     shift 2
+    th_begin "$name"
     "$@" >"$out" 2>"$err"
     rc=$?
     if [ "$rc" -eq "$want" ]; then
@@ -103,6 +150,7 @@ t() {
 check() {
     name=$1
     shift
+    th_begin "$name"
     if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
 
@@ -136,6 +184,8 @@ await_file() {
 
 # The summary line and the exit status of a test script.
 finish() {
+    [ -z "$th_watchdog_pid" ] || kill "$th_watchdog_pid" 2>/dev/null
+    [ -z "$th_state" ] || rm -f "$th_state"
     echo "$passed passed, $failed failed"
     [ $failed -eq 0 ]
 }

@@ -61,6 +61,16 @@ now_ms() {
 
 ts="$tool -u $U"
 
+# await_count TEXT FILE N: until N lines of FILE match, for up to 10 s.
+await_count() {
+    n=0
+    until [ "$(grep -c -- "$1" "$2" 2>/dev/null)" -ge "$3" ]; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
 # ------------------------------------------------------------ usage
 t "no arguments" 64 $tool
 check "no arguments: one line" one_line "missing KEY"
@@ -416,9 +426,14 @@ t "renewal fails: 75" 75 $ts -r -t 300 k10 -- \
 check "renewal fails: warned at once" has "WARNING: renewing the lease" "$err"
 # Every client connection killed once while COMMAND runs (the job does
 # it): the renewal reconnects and renews, warns, and the exit status is
-# COMMAND's.  The job outlasts the 600 ms lease, so renewals must work.
-t "renew through CLIENT KILL: 0" 0 $ts -r -t 600 k12 -- \
-    sh -c "'$cli' -s '$sock' client kill type normal >/dev/null; sleep 1.5"
+# COMMAND's.  The job ends once the warning is out (10 s at most, else it
+# exits 1), so the renewal after the kill must have worked; the lease is
+# long enough (3 s, renewed each second) for a loaded machine to
+# reconnect in, where a 600 ms one ran out under load.
+t "renew through CLIENT KILL: 0" 0 $ts -r -t 3000 k12 -- \
+    sh -c "'$cli' -s '$sock' client kill type normal >/dev/null; n=0; \
+    until grep -q 'recovered' '$err'; do n=\$((n + 1)); \
+    [ \$n -gt 1000 ] && exit 1; sleep 0.01; done"
 check "renew through CLIENT KILL: warned of the recovery" \
     has "recovered .*the lock is still ours" "$err"
 check "renew through CLIENT KILL: released" eval '! key_exists k12'
@@ -827,6 +842,9 @@ wcli set wk 0123456789abcdef0123456789abcdef NX PX 30000
 wcli del wk
 t "watch: a tslock hold meanwhile" 0 $tool -u "$WU" -m token wk -- true
 wcli set other-key $stamp
+# MONITOR's lines reach the watcher after the commands' replies: the
+# last one (the DEL of tslock's release) is awaited before the SIGTERM.
+await_count ' del "wk"$' "$dir/wout" 3
 kill -TERM $watcher
 wait $watcher
 rc=$?
@@ -887,6 +905,9 @@ for v in 2.4.18 2.0.5; do
     await "^tslock: watching 1 key on" "$dir/werr"
     "$legacy" -s "$osock" client x java 60000 client y java 60000 120000 \
         lock x wk lock y wk unlock x wk >"$dir/lg"
+    # Through the proxy, MONITOR's lines come later still: the last
+    # (x's DEL) is awaited before the SIGTERM.
+    await_count ' del "wk"$' "$dir/wout" 1
     kill -TERM $watcher
     wait $watcher
     rc=$?

@@ -51,5 +51,7 @@ if [ -n "$run" ]; then
     "$python" "$run" "$@"
     exit
 fi
-exec "$python" -m pytest -q -p no:cacheprovider "$@" \
+# tests/pytest_hang.py bounds each test as tests/harness.c bounds a C one.
+PYTHONPATH=$PYTHONPATH:$top_srcdir/tests
+exec "$python" -m pytest -q -p no:cacheprovider -p pytest_hang "$@" \
     "$top_srcdir/bindings/python/tests"

@@ -114,6 +114,34 @@ static void waiter_join(struct waiter *w)
 }
 
 /*
+ * Wait until *v is at least n: 1, or 0 after 10 s (th_deadline_ms).  A
+ * wake that never comes (a release that woke the wrong waiters, say)
+ * then fails the test instead of hanging it.
+ */
+static int await_at_least(atomic_int *v, int n)
+{
+    int64_t deadline = th_deadline_ms(10000);
+
+    while (atomic_load(v) < n) {
+        if (th_mono_ms() > deadline)
+            return 0;
+        poll(NULL, 0, 1);
+    }
+    return 1;
+}
+
+/* Let waiters first..n-1 go and join them, after a failure. */
+static void waiters_abandon(struct waiter *w, int first, int n)
+{
+    int i;
+
+    for (i = first; i < n; i++)
+        atomic_store(&w[i].go, 1);
+    for (i = first; i < n; i++)
+        waiter_join(&w[i]);
+}
+
+/*
  * Three waiters join the line in turn behind a holder.  Each release
  * wakes exactly the next one: it takes the lock, and the ones behind it
  * have sent nothing since they joined (their retry delay is a minute).
@@ -137,8 +165,11 @@ static void test_wakes_one_in_order(void)
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     for (i = 0; i < 3; i++) {
         int j;
-        while (atomic_load(&served) < i + 1)
-            poll(NULL, 0, 1);
+        if (!await_at_least(&served, i + 1)) {
+            CU_FAIL("a release woke no waiter that took the lock");
+            waiters_abandon(w, i, 3);
+            break;
+        }
         CU_ASSERT_EQUAL(w[i].order, i + 1);
         /* Only the one woken tried; those behind it sent nothing. */
         for (j = i + 1; j < 3; j++)
@@ -354,8 +385,9 @@ static void test_barging_client(void)
     CU_ASSERT_FATAL(th_await_queue(&srv, "one:barge", 1));
     atomic_store(&w.go, 1); /* from the next attempt on: after the wake */
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
-    while (atomic_load(&barged) != 2)
-        poll(NULL, 0, 1);
+    /* Failed, the rest fails too but ends: the waiter's wait is bounded. */
+    if (!await_at_least(&barged, 2))
+        CU_FAIL("the release woke no attempt for the barger to beat");
     CU_ASSERT_EQUAL(th_queue_length(&srv, "one:barge"), 1); /* still in line */
     CU_ASSERT_EQUAL(served, 0);
     CU_ASSERT_EQUAL(tslock_release(barger), TSLOCK_OK);
@@ -499,8 +531,7 @@ static void test_previous_protocol(void)
     w.hold = 1;
     CU_ASSERT_FATAL(th_await_queue(&srv, "one:mixed", 1));
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
-    while (atomic_load(&served) == 0)
-        poll(NULL, 0, 1);
+    CU_ASSERT(await_at_least(&served, 1));
     atomic_store(&w.go, 1);
     CU_ASSERT_TRUE(old_acquire(&o, 50, &woken));
     waiter_join(&w);

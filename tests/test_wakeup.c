@@ -348,23 +348,68 @@ static void test_subscriber_dies(void)
 }
 
 /* Polling mode subscribes nothing. */
+/*
+ * Polling mode: each attempt of a wait finds nobody subscribed to the
+ * key's channel.  The holder's lease is long (it cannot end during the
+ * test, however slow the machine); the waiter's test clock moves 10 ms at
+ * each attempt, so a 25 ms wait makes exactly three attempts and ends
+ * EBUSY, whatever the real time between them.
+ */
+struct poll_probe {
+    th_clock clock;
+    redisContext *raw;
+    int attempts;
+    int subscribers; /* the most seen at any attempt */
+};
+
+static int probe_attempt(tslock_client *c, tslock_step step, const char *key,
+                         void *userdata)
+{
+    struct poll_probe *p = userdata;
+    redisReply *r;
+
+    (void)c;
+    (void)key;
+    if (step != TSLOCK_STEP_SET)
+        return 0;
+    p->attempts++;
+    r = redisCommand(p->raw, "PUBSUB NUMSUB {wake:poll}:released");
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        p->subscribers = 1000; /* unknown counts as a failure */
+    else if (r->element[1]->integer > p->subscribers)
+        p->subscribers = (int)r->element[1]->integer;
+    freeReplyObject(r);
+    th_clock_advance(&p->clock, 10);
+    return 0;
+}
+
 static void test_polling_mode(void)
 {
     tslock_client *w = th_client(&srv);
     tslock_lock *l = new_lock(w, "wake:poll", TSLOCK_SCHEME_TOKEN, 30000);
-    redisContext *raw = th_redis(&srv);
+    struct poll_probe p = {.raw = th_redis(&srv)};
     redisReply *r;
+    th_bound b;
 
+    p.clock.wall_ms = th_wall_us() / 1000;
+    p.clock.mono_ms = th_mono_ms();
+    tslock_client_set_clock(w, th_clock_fn, &p.clock);
+    tslock_client_set_step_hook(w, probe_attempt, &p);
     CU_ASSERT_EQUAL(tslock_lock_set_wakeup(NULL, 1), TSLOCK_EINVAL);
     CU_ASSERT_EQUAL(tslock_lock_set_wakeup(l, 0), TSLOCK_OK);
-    freeReplyObject(redisCommand(raw, "SET wake:poll x PX 100"));
+    freeReplyObject(redisCommand(p.raw, "SET wake:poll x PX 600000"));
     tslock_lock_set_retry(l, 5, 10);
-    CU_ASSERT_EQUAL(tslock_acquire(l, 20), TSLOCK_EBUSY);
-    r = redisCommand(raw, "PUBSUB NUMSUB {wake:poll}:released");
+    th_bound_start(&b, l);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 25), TSLOCK_EBUSY);
+    th_bound_end(&b);
+    CU_ASSERT_EQUAL(p.attempts, 3);
+    CU_ASSERT_EQUAL(p.subscribers, 0);
+    r = redisCommand(p.raw, "PUBSUB NUMSUB {wake:poll}:released");
     CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_ARRAY);
     CU_ASSERT_EQUAL(r->element[1]->integer, 0);
     freeReplyObject(r);
-    redisFree(raw);
+    freeReplyObject(redisCommand(p.raw, "DEL wake:poll"));
+    redisFree(p.raw);
     tslock_lock_free(l);
     tslock_client_free(w);
 }

@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# check-hang-proof.sh - a hang is a failure, shown on a planted one: the
+# CUnit program tests/hang_proof hangs in its first test with a
+# redis-server and a child process running; with a 2 s bound the
+# harness's watchdog must end it within seconds (30 at most on a loaded
+# machine), exit 124, with "HANG: proof/a planted hang exceeded 2 s",
+# the server and the child gone.  The same for a shell test through
+# tests/harness.sh, and for a pytest test through tests/pytest_hang.py.
+set -u
+
+. "${top_srcdir:-.}/tests/harness.sh"
+need_server
+prog="${top_builddir:-.}/tests/hang_proof"
+dir=$(mktemp -d /tmp/tslock-hang.XXXXXX) || exit 1
+trap 'rm -rf "$dir"' EXIT
+out="$dir/out"
+err="$dir/err"
+
+# gone PID: the process is gone, or soon (a killed child whose parent
+# exited is a zombie until init reaps it).
+gone() {
+    n=0
+    while kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1")" != Z ]; do
+        n=$((n + 1))
+        [ $n -gt 200 ] && return 1
+        sleep 0.01
+    done
+}
+
+# The C harness.
+start=$(date +%s)
+TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 "$prog" >"$out" 2>"$err"
+rc=$?
+took=$(($(date +%s) - start))
+check "C: the hung program fails, 124" [ $rc -eq 124 ]
+check "C: within 30 s (took $took s)" [ $took -le 30 ]
+check "C: the hang is named" has "^HANG: proof/a planted hang exceeded 2 s$" \
+    "$err"
+check "C: the next test never ran" eval '! grep -q "after the hang" "$out"'
+server=$(sed -n 's/^server \([0-9]*\) child [0-9]*$/\1/p' "$out")
+child=$(sed -n 's/^server [0-9]* child \([0-9]*\)$/\1/p' "$out")
+check "C: the pids were printed" eval '[ -n "$server" ] && [ -n "$child" ]'
+check "C: its redis-server is stopped" gone "${server:-0}"
+check "C: its child process is killed" gone "${child:-0}"
+
+# The shell harness: a check that runs a command that never ends.
+cat >"$dir/hung.sh" <<EOT
+. "${top_srcdir:-.}/tests/harness.sh"
+dir="$dir"
+out="$dir/hout"
+err="$dir/herr"
+t "a quick check" 0 true
+t "a planted hang" 0 sleep 3600
+finish
+EOT
+start=$(date +%s)
+TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 $SHELL "$dir/hung.sh" \
+    >"$out" 2>"$err"
+rc=$?
+took=$(($(date +%s) - start))
+check "sh: the hung script fails" [ $rc -ne 0 ]
+check "sh: within 30 s (took $took s)" [ $took -le 30 ]
+check "sh: the hang is named" \
+    has "^HANG: hung.sh/a planted hang exceeded 2 s$" "$out"
+
+# The pytest plugin of tests/test_python.sh, where pytest is installed.
+python=${PYTHON:-python3}
+if "$python" -c 'import pytest' 2>/dev/null; then
+    cat >"$dir/test_hung.py" <<EOT
+import time
+def test_planted_hang():
+    time.sleep(3600)
+EOT
+    start=$(date +%s)
+    tests=$(cd "${top_srcdir:-.}/tests" && pwd)
+    (cd "$dir" && TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 \
+        PYTHONPATH="$tests" \
+        PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q \
+        -p no:cacheprovider -p pytest_hang test_hung.py) >"$out" 2>"$err"
+    rc=$?
+    took=$(($(date +%s) - start))
+    check "pytest: the hung test fails, 124" [ $rc -eq 124 ]
+    check "pytest: within 30 s (took $took s)" [ $took -le 30 ]
+    check "pytest: the hang is named" \
+        has "^HANG: test_hung.py::test_planted_hang exceeded 2 s$" "$out"
+else
+    echo "ok - pytest: skipped ($python has no pytest)"
+fi
+finish
