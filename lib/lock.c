@@ -435,12 +435,14 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
     return rc;
 }
 
-int tslock_release(tslock_lock *l)
+/*
+ * The opening every end of a hold shares: a lock that is not held is
+ * ESTATE, and an inner hold of a reentrant lock only drops one count.
+ * 1 when the caller goes on to end the hold on the server, else the
+ * code to return.
+ */
+static int hold_ending(tslock_lock *l)
 {
-    int rc;
-
-    if (l == NULL)
-        return TSLOCK_EINVAL;
     if (!l->held)
         return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
                             l->key);
@@ -449,6 +451,17 @@ int tslock_release(tslock_lock *l)
         l->held--;
         return TSLOCK_OK;
     }
+    return 1;
+}
+
+int tslock_release(tslock_lock *l)
+{
+    int rc;
+
+    if (l == NULL)
+        return TSLOCK_EINVAL;
+    if ((rc = hold_ending(l)) != 1)
+        return rc;
     rc = tslock__settle_pending(l);
     if (rc == TSLOCK_OK)
         rc = l->ops->release(l);
@@ -541,14 +554,8 @@ int tslock_release_after(tslock_lock *l, int64_t min_ms)
 
     if (l == NULL || min_ms < 0 || min_ms > INT64_C(315360000000))
         return TSLOCK_EINVAL;
-    if (!l->held)
-        return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
-                            l->key);
-    tslock__clear_error(l->client);
-    if (l->held > 1) { /* an inner hold of a reentrant lock */
-        l->held--;
-        return TSLOCK_OK;
-    }
+    if ((rc = hold_ending(l)) != 1)
+        return rc;
     rest = rest_of_minimum(l, min_ms, &capped);
     if (rest < 0)
         return tslock__fail(l->client, TSLOCK_ECLOCK, "a clock failed");
