@@ -44,6 +44,7 @@ struct target {
 static double row_seconds = 4;
 static long n_releases = 2000, n_locks = 100000, n_crash = 10000;
 static const char *parts = "bus rate memory crash";
+static int bus_first; /* the first cluster size: its row names the channel */
 
 static double now_ms(void)
 {
@@ -86,6 +87,25 @@ static redisContext *raw_owner(const struct target *t, const char *key)
     return th_redis(&t->cl->node[th_cluster_owner(t->cl, key)]);
 }
 
+/* CPU seconds a server has used, user and system (INFO cpu). */
+static double server_cpu(const th_server *s)
+{
+    redisContext *c = th_redis(s);
+    redisReply *r = redisCommand(c, "INFO cpu");
+    const char *u = NULL, *y = NULL;
+    double v = 0;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        u = strstr(r->str, "used_cpu_user:");
+        y = strstr(r->str, "used_cpu_sys:");
+    }
+    if (u != NULL && y != NULL)
+        v = atof(u + 14) + atof(y + 13);
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
 /* ------------------------------------------------------------ the bus */
 
 /* A CLUSTER INFO field summed over every node. */
@@ -110,10 +130,36 @@ static long bus_sum(const th_cluster *cl, const char *field)
 
 struct bus {
     long publish, shard;
+    long long wchar;            /* bytes every node wrote (/proc/PID/io) */
+    double cpu[TH_CLUSTER_MAX]; /* each node's CPU seconds */
 };
+
+/* What process pid has written, sockets included: wchar of its io. */
+static long long written(pid_t pid)
+{
+    char path[64], line[128];
+    long long v = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "wchar:", 6) == 0)
+            v = strtoll(line + 6, NULL, 10);
+    fclose(f);
+    return v;
+}
 
 static void bus_read(const th_cluster *cl, struct bus *b)
 {
+    int i;
+
+    b->wchar = 0;
+    for (i = 0; i < cl->n; i++) {
+        b->wchar += written(cl->node[i].pid);
+        b->cpu[i] = server_cpu(&cl->node[i]);
+    }
     b->publish = bus_sum(cl, "cluster_stats_messages_publish_sent");
     b->shard = bus_sum(cl, "cluster_stats_messages_publishshard_sent");
 }
@@ -124,6 +170,25 @@ static double bus_per(const struct bus *a, const struct bus *b, long ops)
     return ops > 0
                ? (double)(b->publish - a->publish + b->shard - a->shard) / ops
                : 0;
+}
+
+/* Bytes every node wrote per operation between two readings. */
+static double bytes_per(const struct bus *a, const struct bus *b, long ops)
+{
+    return ops > 0 ? (double)(b->wchar - a->wchar) / ops : 0;
+}
+
+/* CPU us per operation of node owner, or (others) of all the rest. */
+static double cpu_per(const th_cluster *cl, const struct bus *a,
+                      const struct bus *b, int owner, int others, long ops)
+{
+    double sum = 0;
+    int i;
+
+    for (i = 0; i < cl->n; i++)
+        if ((i == owner) != (others != 0))
+            sum += b->cpu[i] - a->cpu[i];
+    return ops > 0 ? sum * 1e6 / ops : 0;
 }
 
 /* n raw commands "VERB channel key", pipelined, on the slot's owner. */
@@ -252,7 +317,25 @@ static void *turns_main(void *arg)
     return NULL;
 }
 
-static double library_releases(const struct target *t, int turns)
+struct bus_row {
+    double msgs, bytes, owner_us, others_us;
+    int ok;
+};
+
+/* What happened between readings a and b over ops operations on key. */
+static void bus_fill(const th_cluster *cl, const char *key, const struct bus *a,
+                     const struct bus *b, long ops, struct bus_row *r)
+{
+    int owner = th_cluster_owner(cl, key);
+
+    r->msgs = bus_per(a, b, ops);
+    r->bytes = bytes_per(a, b, ops);
+    r->owner_us = cpu_per(cl, a, b, owner, 0, ops);
+    r->others_us = cpu_per(cl, a, b, owner, 1, ops);
+}
+
+static void library_releases(const struct target *t, int turns,
+                             struct bus_row *r)
 {
     struct waiter w[2];
     struct bus a, b;
@@ -286,7 +369,8 @@ static double library_releases(const struct target *t, int turns)
         tslock_lock_free(w[i].lock);
         tslock_client_free(w[i].client);
     }
-    return ok ? bus_per(&a, &b, k * (n_releases / 2)) : -1;
+    bus_fill(t->cl, "bench:bus:lib", &a, &b, k * (n_releases / 2), r);
+    r->ok = ok;
 }
 
 /*
@@ -320,6 +404,18 @@ static int replicas_known(const th_cluster *cl, int want)
  * waiter's subscriber), then n PUBLISH and n SPUBLISH of it on the
  * slot's owner, then releases through the library.
  */
+static void bus_print(int masters, int nodes, const char *what,
+                      const struct bus_row *r)
+{
+    if (!r->ok)
+        printf("%7d %5d  %-24s   (did not run cleanly)\n", masters, nodes,
+               what);
+    else
+        printf("%7d %5d  %-24s %8.2f %9.0f %9.1f %9.1f\n", masters, nodes, what,
+               r->msgs, r->bytes, r->owner_us, r->others_us);
+    fflush(stdout);
+}
+
 static void bus_row(int masters)
 {
     th_cluster cl;
@@ -330,7 +426,8 @@ static void bus_row(int masters)
     char channel[256];
     redisContext *raw;
     struct bus a, b, c;
-    double lib_idle, lib_turns;
+    struct bus_row pub, spub, lib;
+    long n_raw = 10 * n_releases;
     int64_t give_up;
 
     if (th_cluster_start_opts(&cl, masters, 1, NULL, 5000) != 0) {
@@ -356,50 +453,68 @@ static void bus_row(int masters)
     }
     raw = raw_owner(&t, "bench:bus");
     bus_read(&cl, &a);
-    raw_publish(raw, "PUBLISH", channel, "bench:bus", n_releases);
+    pub.ok = raw_publish(raw, "PUBLISH", channel, "bench:bus", n_raw) == 0;
     bus_read(&cl, &b);
-    raw_publish(raw, "SPUBLISH", channel, "bench:bus", n_releases);
+    spub.ok = raw_publish(raw, "SPUBLISH", channel, "bench:bus", n_raw) == 0;
     bus_read(&cl, &c);
     redisFree(raw);
     tslock_release(h);
     waiter_end(&w);
     tslock_lock_free(h);
     tslock_client_free(hc);
-    printf("%7d %5d %9.2f %9.2f", masters, cl.n, bus_per(&a, &b, n_releases),
-           bus_per(&b, &c, n_releases));
-    lib_idle = library_releases(&t, 0);
-    lib_turns = library_releases(&t, 1);
-    printf(" %9.2f %9.2f", lib_idle, lib_turns);
+    bus_fill(&cl, "bench:bus", &a, &b, n_raw, &pub);
+    bus_fill(&cl, "bench:bus", &b, &c, n_raw, &spub);
+    if (masters == bus_first)
+        printf("wake channel: %s\n", channel);
+    bus_print(masters, cl.n, "PUBLISH (raw)", &pub);
+    bus_print(masters, cl.n, "SPUBLISH (raw)", &spub);
+    library_releases(&t, 0, &lib);
+    bus_print(masters, cl.n, "release, nobody in line", &lib);
+    library_releases(&t, 1, &lib);
+    bus_print(masters, cl.n, "release, two in turn", &lib);
 #ifdef TSLOCK_PUBSUB_SHARDED
     t.pubsub = TSLOCK_PUBSUB_SHARDED;
-    printf(" %9.2f %9.2f", library_releases(&t, 0), library_releases(&t, 1));
-#else
-    printf(" %9s %9s", "n/a", "n/a");
+    library_releases(&t, 0, &lib);
+    bus_print(masters, cl.n, "sharded, nobody in line", &lib);
+    library_releases(&t, 1, &lib);
+    bus_print(masters, cl.n, "sharded, two in turn", &lib);
 #endif
-    printf("   %s\n", channel);
-    fflush(stdout);
     th_cluster_stop(&cl);
 }
 
 static void bus_table(const int *masters, int n)
 {
+#ifdef TSLOCK_PUBSUB_SHARDED
+    const char *sharded_note = "";
+#else
+    const char *sharded_note = " sharded rows: none, this build has no "
+                               "tslock_client_set_pubsub;";
+#endif
     int i;
 
-    printf("\ncluster bus messages per release (CLUSTER INFO "
-           "cluster_stats_messages_publish_sent + ..._publishshard_sent, "
-           "summed over every node; each master has one replica; %ld "
-           "releases a figure)\n",
-           n_releases);
-    printf("masters nodes   PUBLISH  SPUBLISH  lib-idle lib-turns "
-           "shd-idle shd-turns   wake channel\n");
+    printf("\ncluster bus cost per release: each master has one replica; "
+           "%ld raw publishes, %ld releases through the library a row\n",
+           10 * n_releases, n_releases);
+    printf("masters nodes  what                         msgs     bytes  "
+           "owner us others us\n");
+    if (n > 0)
+        bus_first = masters[0];
     for (i = 0; i < n; i++)
         bus_row(masters[i]);
-    printf("PUBLISH/SPUBLISH: the library's wake channel for a waiter, "
-           "published raw on the slot's owner; lib-idle: a release with "
-           "nobody in line (it announces on the key's channel); lib-turns: "
-           "two clients taking the key in turn (each release wakes the other "
-           "on its own channel); shd-*: the same with sharded wake-ups "
-           "(n/a: this build has no tslock_client_set_pubsub)\n");
+    printf("raw: the wake channel a real waiter's subscriber listens on "
+           "(PUBSUB CHANNELS), published on the slot's owner; release, "
+           "nobody in line: one client takes and releases a free key (the "
+           "release announces on the key's channel); two in turn: each "
+           "release wakes the other client, waiting in line, on its own "
+           "channel;%s"
+           " msgs = cluster bus messages sent (CLUSTER INFO "
+           "cluster_stats_messages_publish_sent + ..._publishshard_sent, "
+           "summed over the nodes); bytes = what every node process wrote "
+           "(/proc/PID/io wchar: the bus messages, the replies, and the "
+           "bus's own heartbeats meanwhile); owner us, others us = CPU "
+           "(INFO cpu) of the slot's master, and of every other node "
+           "summed\n",
+           sharded_note);
 }
 
 /* ------------------------------------------------------------ rates */
@@ -482,12 +597,42 @@ static void *rate_main(void *arg)
 }
 
 /* Holds per second of `clients` clients over n_keys keys on t. */
+/*
+ * The CPU of the node that owns the row's key (every node when the row
+ * spreads over many keys) and of the others, per hold, in us: set by
+ * rate_row(), printed by rate_print().
+ */
+static double cpu_owner_us, cpu_others_us;
+
+static void cpu_read(const struct target *t, int owner, double *own,
+                     double *others)
+{
+    int i;
+
+    *own = *others = 0;
+    if (t->cl == NULL) {
+        *own = server_cpu(t->srv);
+        return;
+    }
+    for (i = 0; i < t->cl->n; i++) {
+        if (owner < 0 || i == owner)
+            *own += server_cpu(&t->cl->node[i]);
+        else
+            *others += server_cpu(&t->cl->node[i]);
+    }
+}
+
 static double rate_row(const struct target *t, int clients, int n_keys,
                        int wait)
 {
     static struct rate_worker rw[MAX_THREADS];
     struct rate_shared rs;
     int i, started = 0;
+    int owner = t->cl != NULL && n_keys == 1
+                    ? th_cluster_owner(t->cl, "bench:one")
+                    : -1;
+    double own0, others0, own1, others1;
+    long holds;
 
     memset(&rs, 0, sizeof(rs));
     rs.n_keys = n_keys;
@@ -502,13 +647,19 @@ static double rate_row(const struct target *t, int clients, int n_keys,
     }
     while (atomic_load(&rs.ready) < started)
         th_sleep_us(2000);
+    cpu_read(t, owner, &own0, &others0);
     rs.end = now_ms() + row_seconds * 1000;
     rs.go = 1;
     for (i = 0; i < started; i++)
         pthread_join(rw[i].thread, NULL);
+    cpu_read(t, owner, &own1, &others1);
+    holds = atomic_load(&rs.holds);
+    cpu_owner_us = holds > 0 ? (own1 - own0) * 1e6 / holds : 0;
+    cpu_others_us =
+        holds > 0 && owner >= 0 ? (others1 - others0) * 1e6 / holds : -1;
     if (started < clients || atomic_load(&rs.failures) > 0)
         return -1;
-    return atomic_load(&rs.holds) / row_seconds;
+    return holds / row_seconds;
 }
 
 static void rate_print(const char *what, const struct target *t, double r,
@@ -521,8 +672,12 @@ static void rate_print(const char *what, const struct target *t, double r,
     if (r < 0)
         printf("%-34s %-20s   (did not run cleanly)\n", what, label);
     else
-        printf("%-34s %-20s %10.0f %7.2fx\n", what, label, r,
-               base > 0 ? r / base : 0);
+        printf("%-34s %-20s %10.0f %7.2fx %9.1f", what, label, r,
+               base > 0 ? r / base : 0, cpu_owner_us);
+    if (r >= 0 && cpu_others_us >= 0)
+        printf(" %9.1f\n", cpu_others_us);
+    else if (r >= 0)
+        printf(" %9s\n", "-");
     fflush(stdout);
 }
 
@@ -553,7 +708,8 @@ static void rate_table(void)
            "thread, all over loopback TCP; the cluster has 3 masters and "
            "no replicas\n",
            row_seconds);
-    printf("%-34s %-20s %10s %8s\n", "workload", "server", "per s", "ratio");
+    printf("%-34s %-20s %10s %8s %9s %9s\n", "workload", "server", "per s",
+           "ratio", "cpu us/op", "others");
     base = rate_row(&single, 64, 1, 1);
     rate_print("64 waiters, one key: handoffs", &single, base, base);
     for (i = 0; i < n_cls; i++)
@@ -569,14 +725,18 @@ static void rate_table(void)
     for (i = 0; i < n_cls; i++)
         rate_print("  the same, one try each", &cls[i],
                    rate_row(&cls[i], 64, 1000, 0), base);
-    printf("ratio = the row's rate over the single server's, in the same "
-           "run; a handoff is release, wake, acquire, then 0.5 ms before "
-           "asking again; an acquire takes a random key of the 1000 (spread "
-           "over the slots by their names) and releases it at once, waiting "
-           "for it "
-           "(a wait listens: a key other than the client's last one opens a "
-           "new subscriber connection) or, one try each, passing on to "
-           "another key when it is busy\n");
+    printf(
+        "ratio = the row's rate over the single server's, in the same "
+        "run; a handoff is release, wake, acquire, then 0.5 ms before "
+        "asking again; an acquire takes a random key of the 1000 (spread "
+        "over the slots by their names) and releases it at once, waiting "
+        "for it "
+        "(a wait listens: a key other than the client's last one opens a "
+        "new subscriber connection) or, one try each, passing on to "
+        "another key when it is busy; cpu us/op = server CPU (INFO cpu, user + "
+        "system) per hold: of the key's master on one key, of every "
+        "master over 1000 keys; others = the other masters' CPU per "
+        "hold on one key (what the bus costs them)\n");
     th_cluster_stop(&cl);
     th_server_stop(&srv);
 }
@@ -1004,9 +1164,11 @@ static void crash_table(void)
     struct target single = {"single", &srv, NULL, -1, ""};
     struct target cluster = {"cluster", NULL, &cl, -1, ""};
 
-    printf("\ncrashes: %ld waiters join the line of one held key, %d "
-           "processes of threads at a time, each process SIGKILLed once its "
-           "waiters are in line; the holder then releases\n",
+    printf("\ncrashes: %ld waiters join the line of one held key, in "
+           "processes of %d threads (one tslock client each), each process "
+           "SIGKILLed once its waiters are in line; then the holder "
+           "releases, and either nobody comes back or two live clients take "
+           "the key in turn\n",
            n_crash, CRASH_BATCH);
     if (th_server_start(&srv, "maxclients 20000\n") != 0)
         return;
