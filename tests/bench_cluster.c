@@ -385,12 +385,17 @@ static int replicas_known(const th_cluster *cl, int want)
         redisContext *c = th_redis(&cl->node[i]);
         redisReply *r = redisCommand(c, "CLUSTER NODES");
         const char *p =
-            r != NULL && r->type == REDIS_REPLY_STRING ? r->str : "";
+            r != NULL && r->type == REDIS_REPLY_STRING ? r->str : NULL;
         int n = 0;
 
-        while ((p = strstr(p, " slave ")) != NULL) {
-            n += strncmp(p + 7, "-", 1) != 0;
-            p += 7;
+        /* "<id> <addr> <flags> <master id or -> ...", one line a node. */
+        while (p != NULL && *p != '\0') {
+            char flags[128], master[64];
+            if (sscanf(p, "%*s %*s %127s %63s", flags, master) == 2
+                && strstr(flags, "slave") != NULL && strcmp(master, "-") != 0)
+                n++;
+            p = strchr(p, '\n');
+            p = p != NULL ? p + 1 : NULL;
         }
         ok = n == want;
         freeReplyObject(r);
