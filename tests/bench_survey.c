@@ -285,8 +285,13 @@ static int row(const struct where *w, long n, const char *tool,
     char *scan_sock[] = {(char *)rcli, "-s", (char *)w->socket, "--scan", NULL};
     char *keys_sock[] = {(char *)rcli, "-s", (char *)w->socket,
                          "KEYS",       "*",  NULL};
-    long rss_survey, rss_scan, rss_keys = 0;
+    char *floor_argv[] = {"/bin/true", NULL};
+    long rss_survey, rss_scan, rss_keys = 0, rss_floor = 0;
     double t_survey, t_scan, t_keys = 0;
+
+    /* What a peak measured this way cannot go below: see the header. */
+    if (run_measured(floor_argv, &rss_floor) < 0)
+        return -1;
 
     t_survey = best_of(runs, survey, &rss_survey);
     t_scan = w->cl == NULL ? best_of(runs, scan_sock, &rss_scan)
@@ -295,9 +300,9 @@ static int row(const struct where *w, long n, const char *tool,
         t_keys = best_of(1, keys_sock, &rss_keys);
     if (t_survey <= 0 || t_scan <= 0 || t_keys < 0)
         return -1;
-    printf("%-10s %9ld %4d %10.0f %10.0f %7.2fx %8.2f s %9ld KiB", w->name,
-           keys, runs, keys / t_scan, keys / t_survey, t_survey / t_scan,
-           t_survey, rss_survey);
+    printf("%-10s %9ld %4d %10.0f %10.0f %7.2fx %8.2f s %9ld KiB %6ld KiB",
+           w->name, keys, runs, keys / t_scan, keys / t_survey,
+           t_survey / t_scan, t_survey, rss_survey, rss_floor);
     if (w->socket[0])
         printf(" %9ld KiB\n", rss_keys);
     else
@@ -308,7 +313,7 @@ static int row(const struct where *w, long n, const char *tool,
 
 static const char *header =
     "where           keys runs  scan keys/s survey keys/s  ratio  survey "
-    "time  survey peak   KEYS peak\n";
+    "time  survey peak      floor   KEYS peak\n";
 
 int main(void)
 {
@@ -322,6 +327,7 @@ int main(void)
     int masters = cl_env != NULL ? atoi(cl_env) : 0;
     static int slot_node[16384];
     struct where w;
+    redisContext *ctx;
     th_server s;
     th_cluster cl;
 
@@ -338,18 +344,24 @@ int main(void)
     printf("\nsurvey: keys of seven kinds (timestamp ms, s, float, token, "
            "bridge with its owner key, a hash, a plain string); best time "
            "of `runs` runs; peak = the largest resident set of the process "
-           "(wait4 ru_maxrss); KEYS peak = redis-cli KEYS '*', which holds "
-           "every key at once, as the control that must grow\n%s",
+           "(wait4 ru_maxrss); floor = the same of /bin/true, what such a peak "
+           "cannot go below (a forked child starts with this process's pages, "
+           "and exec keeps the high-water mark); KEYS peak = redis-cli KEYS "
+           "'*', which holds every key at once, as the control that must "
+           "grow\n%s",
            header);
+    ctx = th_redis(&s);
     for (i = 0; i < n_sizes; i++) {
-        if (load(th_redis(&s), loaded, sizes[i]) != 0
+        if (load(ctx, loaded, sizes[i]) != 0
             || row(&w, sizes[i], tool, rcli_path) != 0) {
             fprintf(stderr, "bench_survey: %ld keys failed\n", sizes[i]);
+            redisFree(ctx);
             th_server_stop(&s);
             return 1;
         }
         loaded = sizes[i];
     }
+    redisFree(ctx);
     th_server_stop(&s);
     if (masters < 3)
         return 0;
