@@ -46,6 +46,15 @@ static long n_releases = 2000, n_locks = 100000, n_crash = 10000;
 static const char *parts = "bus rate memory crash";
 static int bus_first; /* the first cluster size: its row names the channel */
 
+/* The machine's load averages: the shared machine's noise, on record. */
+static void print_load(void)
+{
+    double l[3];
+
+    if (getloadavg(l, 3) == 3)
+        printf("(load average %.2f %.2f %.2f)\n", l[0], l[1], l[2]);
+}
+
 static double now_ms(void)
 {
     return bench_now_ns() / 1e6;
@@ -497,7 +506,9 @@ static void bus_table(const int *masters, int n)
 #endif
     int i;
 
-    printf("\ncluster bus cost per release: each master has one replica; "
+    printf("\n");
+    print_load();
+    printf("cluster bus cost per release: each master has one replica; "
            "%ld raw publishes, %ld releases through the library a row\n",
            10 * n_releases, n_releases);
     printf("masters nodes  what                         msgs     bytes  "
@@ -709,7 +720,9 @@ static void rate_table(void)
     cls[1].how = "sharded";
     n_cls = 2;
 #endif
-    printf("\nrates: %g s a row, every client its own tslock client and "
+    printf("\n");
+    print_load();
+    printf("rates: %g s a row, every client its own tslock client and "
            "thread, all over loopback TCP; the cluster has 3 masters and "
            "no replicas\n",
            row_seconds);
@@ -970,7 +983,9 @@ static void memory_table(void)
     struct target single = {"single", &srv, NULL, -1, ""};
     struct target cluster = {"cluster", NULL, &cl, -1, ""};
 
-    printf("\nbytes per lock: %ld held locks of each kind through the "
+    printf("\n");
+    print_load();
+    printf("bytes per lock: %ld held locks of each kind through the "
            "library, 1 h lease; INFO memory used_memory delta / locks "
            "(summed over the masters on the cluster), and MEMORY USAGE "
            "(SAMPLES 0) of one lock's keys\n",
@@ -1169,7 +1184,9 @@ static void crash_table(void)
     struct target single = {"single", &srv, NULL, -1, ""};
     struct target cluster = {"cluster", NULL, &cl, -1, ""};
 
-    printf("\ncrashes: %ld waiters join the line of one held key, in "
+    printf("\n");
+    print_load();
+    printf("crashes: %ld waiters join the line of one held key, in "
            "processes of %d threads (one tslock client each), each process "
            "SIGKILLed once its waiters are in line; then the holder "
            "releases, and either nobody comes back or two live clients take "

@@ -287,6 +287,7 @@ static int row(const struct where *w, long n, const char *tool,
                          "KEYS",       "*",  NULL};
     char *floor_argv[] = {"/bin/true", NULL};
     long rss_survey, rss_scan, rss_keys = 0, rss_floor = 0;
+    double load[1];
     double t_survey, t_scan, t_keys = 0;
 
     /* What a peak measured this way cannot go below: see the header. */
@@ -304,9 +305,12 @@ static int row(const struct where *w, long n, const char *tool,
            w->name, keys, runs, keys / t_scan, keys / t_survey,
            t_survey / t_scan, t_survey, rss_survey, rss_floor);
     if (w->socket[0])
-        printf(" %9ld KiB\n", rss_keys);
+        printf(" %9ld KiB", rss_keys);
     else
-        printf(" %13s\n", "-");
+        printf(" %13s", "-");
+    if (getloadavg(load, 1) == 1)
+        printf("  (load %.1f)", load[0]);
+    putchar('\n');
     fflush(stdout);
     return 0;
 }
