@@ -12,7 +12,7 @@
 
 #include "harness.h"
 
-#define TH_CLUSTER_MAX 6
+#define TH_CLUSTER_MAX 16
 
 typedef struct th_cluster {
     th_server node[TH_CLUSTER_MAX];
