@@ -228,6 +228,13 @@ struct tls_conn {
     int fd;
     char *host;     /* the name checked, again on reconnect */
     int check_host; /* whether it is checked */
+    /*
+     * The server asked for a client certificate and none was set: with
+     * TLS 1.3 it refuses only after the handshake, and its alert may be
+     * lost to the reset that follows, so the first read says so.
+     */
+    int cert_requested;
+    int got_data;
 };
 
 #define CONN(ctx) ((struct tls_conn *)(ctx)->reader->privdata)
@@ -286,6 +293,18 @@ static void conn_free(struct tls_conn *t)
     free(t);
 }
 
+/* Called only when the server asks for a certificate and none is set. */
+static int client_cert_cb(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    struct tls_conn *t = SSL_get_app_data(ssl);
+
+    (void)x509;
+    (void)pkey;
+    if (t != NULL)
+        t->cert_requested = 1;
+    return 0; /* send none */
+}
+
 /* OpenSSL never prompts on the terminal: the passphrase given, or none. */
 static int key_password_cb(char *buf, int size, int rwflag, void *ud)
 {
@@ -330,6 +349,7 @@ static int build_ctx(tslock_tls *t, char *why, size_t size)
 #endif
     SSL_CTX_set_mode(sc, SSL_MODE_AUTO_RETRY);
     SSL_CTX_set_default_passwd_cb(sc, key_password_cb);
+    SSL_CTX_set_client_cert_cb(sc, client_cert_cb);
     SSL_CTX_set_default_passwd_cb_userdata(sc, t->key_password);
     if (t->cacert != NULL || t->cacertdir != NULL)
         ok = SSL_CTX_load_verify_locations(sc, t->cacert, t->cacertdir);
@@ -494,8 +514,10 @@ static void handshake_error(SSL *ssl, int ret, const char *where, char *why,
                  "(%s; is it a plain-text port? use redis:// without --tls)",
                  where,
                  reason != NULL ? reason
-                 : saved != 0   ? strerror(saved)
-                                : "it closed the connection");
+                 : saved == EAGAIN || saved == EWOULDBLOCK
+                     ? "no answer before the timeout"
+                 : saved != 0 ? strerror(saved)
+                              : "it closed the connection");
     } else if (reason != NULL && strstr(reason, "certificate required")) {
         snprintf(why, size,
                  "TLS handshake with %s: the server requires a client "
@@ -545,6 +567,7 @@ static struct tls_conn *conn_new(SSL_CTX *sc, redisContext *ctx,
         goto fail;
     BIO_set_data(bio, t);
     SSL_set_bio(t->ssl, bio, bio);
+    SSL_set_app_data(t->ssl, t);
     SSL_set_verify(t->ssl, verify == VERIFY_NONE ? SSL_VERIFY_NONE
                                                  : SSL_VERIFY_PEER,
                    NULL);
@@ -687,7 +710,19 @@ int tslock__reconnect_ctx(redisContext *ctx, const struct tslock__peer *peer,
 static int tls_io_error(redisContext *ctx, SSL *ssl, int ret)
 {
     int err = SSL_get_error(ssl, ret), saved = errno;
+    struct tls_conn *t = SSL_get_app_data(ssl);
     char reason[160];
+
+    if (t->cert_requested && !t->got_data && err != SSL_ERROR_SSL) {
+        ctx->err = REDIS_ERR_OTHER;
+        snprintf(ctx->errstr, sizeof(ctx->errstr),
+                 "TLS: client certificate required by the server, none "
+                 "given (%.40s)",
+                 saved != 0 ? strerror(saved) : "connection closed");
+        ERR_clear_error();
+        errno = saved;
+        return REDIS_ERR;
+    }
 
     if (err == SSL_ERROR_ZERO_RETURN
         || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0
@@ -700,7 +735,9 @@ static int tls_io_error(redisContext *ctx, SSL *ssl, int ret)
         ctx->err = REDIS_ERR_IO;
         snprintf(ctx->errstr, sizeof(ctx->errstr), "%s", strerror(saved));
     } else {
-        ctx->err = REDIS_ERR_IO;
+        /* TLS's own failure (an alert, a bad record): tslock__io_failure
+         * reports REDIS_ERR_OTHER with "TLS: " as TSLOCK_ETLS. */
+        ctx->err = REDIS_ERR_OTHER;
         snprintf(ctx->errstr, sizeof(ctx->errstr), "TLS: %.100s",
                  ssl_reason(reason, sizeof(reason)));
         saved = EPROTO;
@@ -736,6 +773,7 @@ int tslock__tls_buffer_read(redisContext *ctx)
         int n = SSL_read(ssl, buf, sizeof(buf));
         if (n <= 0)
             return tls_io_error(ctx, ssl, n);
+        CONN(ctx)->got_data = 1;
         if (redisReaderFeed(ctx->reader, buf, (size_t)n) != REDIS_OK) {
             ctx->err = ctx->reader->err;
             snprintf(ctx->errstr, sizeof(ctx->errstr), "%s",

@@ -35,6 +35,23 @@ int tslock__io_failure(tslock_client *c, const char *what)
     if (ctx != NULL && ctx->err == REDIS_ERR_EOF)
         return tslock__fail(c, TSLOCK_EIO, "%s: server closed the connection",
                             what);
+    /*
+     * TLS 1.3 servers judge a client certificate after the handshake: a
+     * missing or refused one arrives as an alert on the first read.
+     */
+    if (ctx != NULL && ctx->err == REDIS_ERR_OTHER
+        && strncmp(ctx->errstr, "TLS: ", 5) == 0)
+        return tslock__fail(
+            c, TSLOCK_ETLS, "%s: the server ended the TLS session: %s%s", what,
+            ctx->errstr + 5,
+            strstr(ctx->errstr, "certificate required") != NULL
+                ? " (it requires a client certificate: --cert and --key, "
+                  "ssl_certfile= and ssl_keyfile=)"
+            : strstr(ctx->errstr, "unknown ca") != NULL
+                    || strstr(ctx->errstr, "bad certificate") != NULL
+                    || strstr(ctx->errstr, "expired") != NULL
+                ? " (it refused this client's certificate)"
+                : "");
     return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
 }
 
