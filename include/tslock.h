@@ -392,9 +392,8 @@ TSLOCK_EXTERN int tslock_client_set_tls(tslock_client *client,
  * Ownership: tls and host are not kept.  Threads: as for the context.
  */
 TSLOCK_EXTERN int tslock_conn_start_tls(struct redisContext *ctx,
-                                        const tslock_tls *tls,
-                                        const char *host, char *err,
-                                        size_t errsize);
+                                        const tslock_tls *tls, const char *host,
+                                        char *err, size_t errsize);
 
 /*
  * tslock_conn_write - write len bytes (RESP the caller formatted, say
@@ -412,8 +411,7 @@ TSLOCK_EXTERN int tslock_conn_start_tls(struct redisContext *ctx,
  */
 TSLOCK_EXTERN int tslock_conn_write(struct redisContext *ctx, const char *buf,
                                     size_t len);
-TSLOCK_EXTERN int tslock_conn_get_reply(struct redisContext *ctx,
-                                        void **reply);
+TSLOCK_EXTERN int tslock_conn_get_reply(struct redisContext *ctx, void **reply);
 TSLOCK_EXTERN int tslock_conn_read(struct redisContext *ctx);
 
 /* tslock_conn_free - close and free a context, plain or TLS.  NULL ok. */

@@ -139,8 +139,7 @@ static int parse_tls_param(const char *q, size_t len, size_t name,
                         names[i]),
                -1;
     if (name == len || name + 1 == len)
-        return url_fail(e, "the URL parameter '%s' has no value", names[i]),
-               -1;
+        return url_fail(e, "the URL parameter '%s' has no value", names[i]), -1;
     snprintf(key, sizeof(key), "%s", names[i]);
     if (decode(q + name + 1, len - name - 1, key, &value, e) != 0)
         return -1;

@@ -150,7 +150,7 @@ int tslock__tls_get_reply(redisContext *ctx, void **reply);
 int tslock__tls_buffer_read(redisContext *ctx);
 #define TSLOCK__IS_TLS(ctx) ((ctx)->reader->privdata != NULL)
 #else
-#define TSLOCK__IS_TLS(ctx) 0
+#define TSLOCK__IS_TLS(ctx)              0
 #define tslock__tls_write(ctx, buf, len) REDIS_ERR
 #define tslock__tls_get_reply(ctx, r)    REDIS_ERR
 #define tslock__tls_buffer_read(ctx)     REDIS_ERR
@@ -159,8 +159,7 @@ int tslock__tls_buffer_read(redisContext *ctx);
     (TSLOCK__IS_TLS(ctx) ? tslock__tls_get_reply((ctx), (r))                   \
                          : redisGetReply((ctx), (r)))
 #define tslock__buffer_read(ctx)                                               \
-    (TSLOCK__IS_TLS(ctx) ? tslock__tls_buffer_read(ctx)                        \
-                         : redisBufferRead(ctx))
+    (TSLOCK__IS_TLS(ctx) ? tslock__tls_buffer_read(ctx) : redisBufferRead(ctx))
 /* Write len bytes on ctx, plain (send, MSG_NOSIGNAL) or TLS. */
 int tslock__write(redisContext *ctx, const char *buf, size_t len);
 void tslock__ctx_free(redisContext *ctx);

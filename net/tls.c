@@ -103,8 +103,8 @@ static int set_fail(char *err, size_t size, const char *fmt, ...)
 static char **string_slot(tslock_tls *t, const char *name)
 {
     static const char *const names[][2] = {
-        {"cacert", "ssl_ca_certs"}, {"cacertdir", "ssl_ca_path"},
-        {"cert", "ssl_certfile"},   {"key", "ssl_keyfile"},
+        {"cacert", "ssl_ca_certs"},       {"cacertdir", "ssl_ca_path"},
+        {"cert", "ssl_certfile"},         {"key", "ssl_keyfile"},
         {"key_password", "ssl_password"}, {"sni", "ssl_server_hostname"}};
     char **slots[] = {&t->cacert, &t->cacertdir,    &t->cert,
                       &t->key,    &t->key_password, &t->sni};
@@ -362,8 +362,10 @@ static int build_ctx(tslock_tls *t, char *why, size_t size)
         goto fail;
     }
     if (t->key != NULL && t->cert == NULL) {
-        snprintf(why, size, "a client key ('%s') needs its certificate "
-                            "(--cert, ssl_certfile=)", t->key);
+        snprintf(why, size,
+                 "a client key ('%s') needs its certificate "
+                 "(--cert, ssl_certfile=)",
+                 t->key);
         goto fail;
     }
     if (t->cert != NULL) {
@@ -374,8 +376,7 @@ static int build_ctx(tslock_tls *t, char *why, size_t size)
             goto fail;
         }
         if (SSL_CTX_use_PrivateKey_file(sc, key, SSL_FILETYPE_PEM) != 1) {
-            snprintf(why, size,
-                     "cannot load the client key '%s': %s (%s)", key,
+            snprintf(why, size, "cannot load the client key '%s': %s (%s)", key,
                      ssl_reason(reason, sizeof(reason)),
                      t->key_password != NULL
                          ? "is the key's passphrase right?"
@@ -384,8 +385,10 @@ static int build_ctx(tslock_tls *t, char *why, size_t size)
             goto fail;
         }
         if (SSL_CTX_check_private_key(sc) != 1) {
-            snprintf(why, size, "the client key '%s' does not match the "
-                                "certificate '%s'", key, t->cert);
+            snprintf(why, size,
+                     "the client key '%s' does not match the "
+                     "certificate '%s'",
+                     key, t->cert);
             goto fail;
         }
     }
@@ -401,11 +404,12 @@ fail:
 
 static int copy_settings(tslock_tls *to, const tslock_tls *from)
 {
-    const char *const *src[] = {
-        (const char *const *)&from->cacert, (const char *const *)&from->cacertdir,
-        (const char *const *)&from->cert,   (const char *const *)&from->key,
-        (const char *const *)&from->key_password,
-        (const char *const *)&from->sni};
+    const char *const *src[] = {(const char *const *)&from->cacert,
+                                (const char *const *)&from->cacertdir,
+                                (const char *const *)&from->cert,
+                                (const char *const *)&from->key,
+                                (const char *const *)&from->key_password,
+                                (const char *const *)&from->sni};
     char **dst[] = {&to->cacert, &to->cacertdir,    &to->cert,
                     &to->key,    &to->key_password, &to->sni};
     size_t i;
@@ -500,8 +504,9 @@ static void handshake_error(SSL *ssl, int ret, const char *where, char *why,
 
     if (v != X509_V_OK) {
         hint = verify_hint(v);
-        snprintf(why, size, "TLS handshake with %s: certificate verify failed: "
-                            "%s%s%s",
+        snprintf(why, size,
+                 "TLS handshake with %s: certificate verify failed: "
+                 "%s%s%s",
                  where, X509_verify_cert_error_string(v), hint[0] ? "; " : "",
                  hint);
     } else if (lib_reason == SSL_R_WRONG_VERSION_NUMBER
@@ -524,9 +529,10 @@ static void handshake_error(SSL *ssl, int ret, const char *where, char *why,
                  "certificate (%s; give --cert and --key, ssl_certfile= "
                  "and ssl_keyfile=)",
                  where, reason);
-    } else if (reason != NULL && (strstr(reason, "unknown ca")
-                                  || strstr(reason, "bad certificate")
-                                  || strstr(reason, "certificate expired"))) {
+    } else if (reason != NULL
+               && (strstr(reason, "unknown ca")
+                   || strstr(reason, "bad certificate")
+                   || strstr(reason, "certificate expired"))) {
         snprintf(why, size,
                  "TLS handshake with %s: the server refused this client's "
                  "certificate (%s)",
@@ -534,16 +540,16 @@ static void handshake_error(SSL *ssl, int ret, const char *where, char *why,
     } else {
         snprintf(why, size, "TLS handshake with %s failed: %s", where,
                  reason != NULL ? reason
-                 : saved != 0   ? strerror(saved)
-                                : "no reason given");
+                 : saved != 0 ? strerror(saved)
+                              : "no reason given");
     }
     ERR_clear_error();
 }
 
 /* A new SSL on ctx's socket, checking host; NULL when out of memory. */
 static struct tls_conn *conn_new(SSL_CTX *sc, redisContext *ctx,
-                                 const char *host, const char *sni,
-                                 int verify, int check_host)
+                                 const char *host, const char *sni, int verify,
+                                 int check_host)
 {
     struct tls_conn *t = calloc(1, sizeof(*t));
     const char *name = sni != NULL ? sni : host;
@@ -568,8 +574,8 @@ static struct tls_conn *conn_new(SSL_CTX *sc, redisContext *ctx,
     BIO_set_data(bio, t);
     SSL_set_bio(t->ssl, bio, bio);
     SSL_set_app_data(t->ssl, t);
-    SSL_set_verify(t->ssl, verify == VERIFY_NONE ? SSL_VERIFY_NONE
-                                                 : SSL_VERIFY_PEER,
+    SSL_set_verify(t->ssl,
+                   verify == VERIFY_NONE ? SSL_VERIFY_NONE : SSL_VERIFY_PEER,
                    NULL);
     if (!is_ip_literal(name))
         (void)SSL_set_tlsext_host_name(t->ssl, name);
@@ -689,8 +695,8 @@ int tslock__reconnect_ctx(redisContext *ctx, const struct tslock__peer *peer,
     rc = tslock__redis_reconnect(ctx, peer, connect_ms);
     if (rc == REDIS_OK) {
         ctx->reader->privdata = NULL;
-        rc = handshake(sc, ctx, t->host, NULL, verify, t->check_host,
-                       t->host, why, sizeof(why));
+        rc = handshake(sc, ctx, t->host, NULL, verify, t->check_host, t->host,
+                       why, sizeof(why));
         if (rc != TSLOCK_OK) {
             ctx->err = REDIS_ERR_OTHER;
             snprintf(ctx->errstr, sizeof(ctx->errstr), "%.120s", why);

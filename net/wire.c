@@ -58,8 +58,9 @@ int tslock__io_failure(tslock_client *c, const char *what)
 /*
  * Write the whole of buf with send(MSG_NOSIGNAL), so a connection the
  * server closed gives EPIPE and never SIGPIPE, at no cost in system
- * calls; on a TLS context, through OpenSSL (tls.c), likewise.  hiredis's own writer uses write(2), which raises SIGPIPE.  The
- * socket's send timeout (set with the command timeout) bounds a stall.
+ * calls; on a TLS context, through OpenSSL (tls.c), likewise.  hiredis's own
+ * writer uses write(2), which raises SIGPIPE.  The socket's send timeout (set
+ * with the command timeout) bounds a stall.
  */
 static int write_plain(redisContext *ctx, const char *buf, size_t len)
 {

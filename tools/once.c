@@ -112,8 +112,8 @@ static int64_t once_now(struct cli_once *w)
 static int once_command(struct cli_once *w, const char *what, int argc,
                         const char **argv)
 {
-    redisReply *r =
-        cli_raw_reply(w->ctx, what, cli_raw_command_argv(w->ctx, argc, argv, NULL));
+    redisReply *r = cli_raw_reply(
+        w->ctx, what, cli_raw_command_argv(w->ctx, argc, argv, NULL));
 
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;

@@ -14,8 +14,8 @@
 
 #include "rawcmd.h"
 
-redisReply *cli_raw_command_argv(redisContext *ctx, int argc,
-                                 const char **argv, const size_t *lens)
+redisReply *cli_raw_command_argv(redisContext *ctx, int argc, const char **argv,
+                                 const size_t *lens)
 {
     char *cmd = NULL;
     void *r = NULL;
@@ -70,4 +70,3 @@ int cli_raw_append(redisContext *ctx, const char *fmt, ...)
     va_end(ap);
     return rc == 0 ? REDIS_OK : REDIS_ERR;
 }
-

@@ -118,9 +118,8 @@ int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
     redisSetTimeout(ctx, tv);
     if (u->tls != NULL) {
         char why[512];
-        int rc = tslock_conn_start_tls(ctx, u->tls,
-                                       host != NULL ? host : u->host, why,
-                                       sizeof(why));
+        int rc = tslock_conn_start_tls(
+            ctx, u->tls, host != NULL ? host : u->host, why, sizeof(why));
         if (rc != TSLOCK_OK) {
             cli_error("cannot connect: %s: %s", tslock_errname(rc), why);
             tslock_conn_free(ctx);
@@ -197,8 +196,8 @@ static long cluster_node(struct cli_cluster *cl, const char *host, int port)
 int cli_raw_cluster(redisContext *ctx, const char *fallback_host,
                     struct cli_cluster **out)
 {
-    redisReply *r =
-        cli_raw_reply(ctx, "CLUSTER SLOTS", cli_raw_command(ctx, "CLUSTER SLOTS"));
+    redisReply *r = cli_raw_reply(ctx, "CLUSTER SLOTS",
+                                  cli_raw_command(ctx, "CLUSTER SLOTS"));
     struct cli_cluster *cl;
     size_t i;
 

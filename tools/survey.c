@@ -402,8 +402,8 @@ static int walk_keys(struct survey *s)
 static int scan_step(struct survey *s, char *cursor, size_t size)
 {
     const char *match = s->o->survey_match ? s->o->survey_match : "*";
-    redisReply *r = cli_raw_command(s->ctx, "SCAN %s MATCH %s COUNT " SCAN_COUNT,
-                                 cursor, match);
+    redisReply *r = cli_raw_command(
+        s->ctx, "SCAN %s MATCH %s COUNT " SCAN_COUNT, cursor, match);
     int status;
 
     if (r != NULL && r->type == REDIS_REPLY_ERROR

@@ -241,11 +241,10 @@ static int client_init(pytslock_client *self, PyObject *args, PyObject *kw)
     int server_time = 0;
     pytslock_target t;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sizOzizzzziipO", names,
-                                     &host, &port, &path, &sentinels, &master,
-                                     &db, &user, &password, &s_user, &s_pass,
-                                     &connect_ms, &command_ms, &server_time,
-                                     &tls))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "|sizOzizzzziipO", names, &host, &port, &path, &sentinels,
+            &master, &db, &user, &password, &s_user, &s_pass, &connect_ms,
+            &command_ms, &server_time, &tls))
         return -1;
     memset(&t, 0, sizeof(t));
     if (pytslock_tls_from_dict(tls, &t.tls) != 0)

@@ -310,8 +310,8 @@ static PyObject *reply_to_python(const redisReply *r)
 
 static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"host", "port", "unix_socket_path", "timeout_ms",
-                            "tls", NULL};
+    static char *names[] = {"host",       "port", "unix_socket_path",
+                            "timeout_ms", "tls",  NULL};
     const char *host = "127.0.0.1", *path = NULL;
     int port = 6379, timeout_ms = 5000, rc = TSLOCK_OK;
     PyObject *tls_dict = Py_None;
