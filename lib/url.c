@@ -576,22 +576,11 @@ static int find_userinfo(char *text, char **start, char **end)
     return 1;
 }
 
-/* Hide the value of ?NAME= (or &NAME=) the same way. */
-static int scrub_param(char *text, const char *name)
+/* Hide the value at v, up to the next '&': 1 when there was one. */
+static int scrub_value(char *v)
 {
-    char *q = strchr(text, '?'), *v;
-    size_t hidden, stars, tail, len = strlen(name);
+    size_t hidden = strcspn(v, "&"), stars, tail;
 
-    while (q != NULL) {
-        q++;
-        if (strncmp(q, name, len) == 0 && q[len] == '=')
-            break;
-        q = strchr(q, '&');
-    }
-    if (q == NULL)
-        return 0;
-    v = q + len + 1;
-    hidden = strcspn(v, "&");
     if (hidden == 0)
         return 0;
     stars = hidden < 3 ? hidden : 3;
@@ -602,6 +591,22 @@ static int scrub_param(char *text, const char *name)
     return 1;
 }
 
+/* Hide the value of every ?NAME= (and &NAME=) the same way. */
+static int scrub_param(char *text, const char *name)
+{
+    char *q = strchr(text, '?');
+    size_t len = strlen(name);
+    int found = 0;
+
+    while (q != NULL) {
+        q++;
+        if (strncmp(q, name, len) == 0 && q[len] == '='
+            && scrub_value(q + len + 1))
+            found = 1;
+        q = strchr(q, '&');
+    }
+    return found;
+}
 int tslock_url_scrub(char *text)
 {
     char *start, *at, *colon, *hide;
