@@ -215,6 +215,23 @@ t "unix:// plain, same server" 0 $tool -u "unix://$sock" pk -- true
 t "redis:// plain port, same server" 0 $tool -u "redis://127.0.0.1:$P" pk -- true
 check "plain: nothing on stderr" eval '[ ! -s "$err" ]'
 
+# ------------------------------------------------------- the library
+api="${top_builddir:-.}/tests/tls_api"
+if [ -x "$api" ]; then
+    th_begin "tls_api"
+    "$api" "$T" "$P" "$sock" "$c/ca.crt" "$c/client.crt" "$c/client.key" \
+        "$c/other.crt" >"$out" 2>"$err"
+    while IFS= read -r line; do
+        case $line in
+        "ok - "*) ok "library: ${line#ok - }" ;;
+        "FAIL - "*) not_ok "library: ${line#FAIL - }" ;;
+        esac
+    done <"$out"
+    grep -q "^ok - " "$out" || not_ok "tests/tls_api ran"
+else
+    not_ok "tests/tls_api built"
+fi
+
 # ------------------------------------------------------- Redlock
 t "Redlock over three rediss:// URLs" 0 $tool \
     -u "rediss://localhost:$T/1?$CA&$CERT" \
