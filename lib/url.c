@@ -563,6 +563,15 @@ static int find_userinfo(char *text, char **start, char **end)
     rest = sep + 3;
     if ((size_t)(sep - text) == 4 && strncasecmp(text, "unix", 4) == 0) {
         at = rest[0] != '/' ? strstr(rest, "@/") : NULL;
+        /*
+         * A malformed unix:// URL ("unix://u:pw@relative") is refused
+         * by the parser, but its password is in argv all the same: the
+         * last '@' before the query ends the user information then.
+         */
+        auth_len = at == NULL && rest[0] != '/' ? strcspn(rest, "?") : 0;
+        for (p = rest; p < rest + auth_len; p++)
+            if (*p == '@')
+                at = p;
     } else {
         auth_len = strcspn(rest, "/?");
         for (p = rest; p < rest + auth_len; p++)
