@@ -232,6 +232,17 @@ else
     not_ok "tests/tls_api built"
 fi
 
+ex="${top_builddir:-.}/doc/examples/tls"
+if [ -x "$ex" ]; then
+    t "doc/examples/tls.c runs" 0 "$ex" localhost "$T" "$c/ca.crt" \
+        "$c/client.crt" "$c/client.key" ex-key
+    check "doc/examples/tls.c: held over TLS" has "held over TLS" "$out"
+    t "doc/examples/tls.c, wrong CA: TSLOCK_ETLS" 1 "$ex" localhost "$T" \
+        "$c/other.crt" "$c/client.crt" "$c/client.key" ex-key
+    check "doc/examples/tls.c, wrong CA: its words" \
+        has "TSLOCK_ETLS: TLS handshake with localhost:$T: certificate verify failed" "$err"
+fi
+
 # ------------------------------------------------------- Redlock
 t "Redlock over three rediss:// URLs" 0 $tool \
     -u "rediss://localhost:$T/1?$CA&$CERT" \
