@@ -170,8 +170,7 @@ static void check_wrapped(int port, const char *sock, tslock_tls *t,
     ctx = redisConnect("localhost", port);
     rc = tslock_conn_start_tls(ctx, wrong, "localhost", err, sizeof(err));
     result(rc == TSLOCK_ETLS && strstr(err, "certificate verify failed"),
-           "tslock_conn_start_tls with a wrong CA: ETLS, OpenSSL's words",
-           err);
+           "tslock_conn_start_tls with a wrong CA: ETLS, OpenSSL's words", err);
     tslock_conn_free(ctx);
 }
 
