@@ -181,7 +181,30 @@ handle=$(cat "$out")
 t "release over TLS with the handle" 0 $tool -u "$U" release th "$handle"
 t "survey over TLS" 0 $tool -u "$U" survey
 check "survey over TLS: its summary" has "keys" "$out"
-t "watch over TLS" 0 $tool -u "$U" watch --for 200 wk
+# watch reads MONITOR over TLS by poll(2): the lines of a lock taken
+# once it is watching (its MONITOR seen by the server) must all come.
+$tool -u "$U" watch --for 20000 wk >"$dir/watch.out" 2>"$dir/watch.err" &
+wpid=$!
+n=0
+until rcli client list | grep -q "cmd=monitor"; do
+    n=$((n + 1))
+    [ $n -gt 500 ] && break
+    sleep 0.01
+done
+t "a lock while watched over TLS" 0 $tool -u "$U" wk -- true
+await 'del "wk"' "$dir/watch.out"
+kill -INT $wpid 2>/dev/null
+wait $wpid
+cp "$dir/watch.out" "$out"
+cp "$dir/watch.err" "$err"
+check "watch over TLS: saw set, the release's get and del" \
+    eval 'has "token set \"wk\"" "$out" && has "del \"wk\"" "$out"'
+check "watch over TLS: its summary" has "summary: .* token=1 danger=0" "$out"
+t "--once-per over TLS" 0 $tool -u "$U" --once-per 1d ok1 -- sh -c 'echo ran'
+t "--once-per over TLS: the second run of the period skips" 3 \
+    $tool -u "$U" --once-per 1d ok1 -- sh -c 'echo ran'
+t "history over TLS" 0 $tool -u "$U" history ok1
+check "history over TLS: the run is listed, ok" has " ok  " "$out"
 t "check over TLS" 0 $tool -u "$U" check ck
 check "check over TLS: lists commands" has "ok" "$out"
 

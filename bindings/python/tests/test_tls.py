@@ -180,3 +180,13 @@ def test_bad_tls_parameter_is_named_and_password_hidden(tls_server):
                                               ssl_password="KEYSECRET"))
     assert "ssl_cert_reqs" in str(e.value)
     assert "KEYSECRET" not in str(e.value)
+
+
+def test_a_key_file_others_may_read_is_warned_about(tls_server, key):
+    loose = os.path.join(tls_server.dir, "loose.key")
+    shutil.copy(tls_server.key, loose)
+    os.chmod(loose, 0o644)
+    with pytest.warns(UserWarning, match="readable by its group or others"):
+        client = tslock.Client.from_url(tls_server.url(ssl_keyfile=loose))
+    with client.lock(key, timeout=5) as lock:
+        assert lock.owned()

@@ -35,8 +35,10 @@ import collections as _collections
 import functools as _functools
 import logging as _logging
 import math as _math
+import os as _os
 import threading as _threading
 import time as _time
+import warnings as _warnings
 import weakref as _weakref
 
 from . import _tslock
@@ -811,6 +813,13 @@ def _tls_settings(on, **kw):
             raise ValueError("%s given without ssl=True (or rediss://)"
                              % ", ".join(sorted(given)))
         return None
+    key = kw.get("ssl_keyfile")
+    try:
+        if key is not None and _os.stat(key).st_mode & 0o077:
+            _warnings.warn("the key file %r is readable by its group or "
+                           "others (chmod 600 it)" % (key,), stacklevel=4)
+    except OSError:
+        pass  # libtslock names a missing file when it loads it
     tls = {}
     for name, value in kw.items():
         if value is None:
