@@ -560,8 +560,12 @@ static struct tls_conn *conn_new(SSL_CTX *sc, redisContext *ctx,
     t->fd = ctx->fd;
     t->check_host = check_host && verify != VERIFY_NONE;
     t->host = strdup(name);
-    t->meth = BIO_meth_new(BIO_TYPE_SOURCE_SINK | BIO_get_new_index(),
-                           "tslock socket");
+    /*
+     * A method of our own per connection, so there is no global state;
+     * its type is not registered (BIO_get_new_index() hands out an index
+     * per call, and would run out of them), as nothing looks it up.
+     */
+    t->meth = BIO_meth_new(BIO_TYPE_SOURCE_SINK, "tslock socket");
     t->ssl = SSL_new(sc);
     if (t->host == NULL || t->meth == NULL || t->ssl == NULL)
         goto fail;
@@ -664,11 +668,13 @@ void tslock__ctx_free(redisContext *ctx)
     if (ctx != NULL && ctx->reader != NULL) {
         struct tls_conn *t = CONN(ctx);
         ctx->reader->privdata = NULL;
-        if (t != NULL) {
-            SSL_shutdown(t->ssl); /* close_notify, never waited for */
-            ERR_clear_error();
-            conn_free(t);
-        }
+        /*
+         * No close_notify: closing sends nothing, as on a plain
+         * connection, so a child after fork() closing its copy of a
+         * parent's connection (the Python module's pool does) leaves the
+         * parent's TLS session intact.  Redis needs none.
+         */
+        conn_free(t);
     }
     redisFree(ctx);
 }

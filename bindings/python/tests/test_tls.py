@@ -190,3 +190,29 @@ def test_a_key_file_others_may_read_is_warned_about(tls_server, key):
         client = tslock.Client.from_url(tls_server.url(ssl_keyfile=loose))
     with client.lock(key, timeout=5) as lock:
         assert lock.owned()
+
+
+def test_a_forked_child_leaves_the_parents_tls_session(tls_server, key):
+    # The child closes its copies of the pool's connections: that must
+    # send nothing (no close_notify), or the server ends the parent's.
+    import redis
+    watcher = redis.Redis(unix_socket_path=tls_server.socket)
+    watcher.ping()
+    client = tslock.Client.from_url(tls_server.url())
+    with client.lock(key, timeout=5):
+        pass  # one pooled TLS connection now
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            with client.lock(key + ":child", timeout=5):
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    before = watcher.info("stats")["total_connections_received"]
+    with client.lock(key, timeout=5):
+        pass
+    after = watcher.info("stats")["total_connections_received"]
+    assert after == before  # the parent's pooled connection still served
