@@ -122,6 +122,8 @@ start() {
         tport=$((port_base + try * 37))
         pport=$((tport + 1))
         port_base=$((port_base + 400))
+        # A fresh directory each try: no nodes.conf of a failed one.
+        rm -rf "$dir/$name"
         mkdir -p "$dir/$name"
         { tls_conf; printf '%s\n' "$@"; } >"$dir/$name/extra.conf"
         "$server" "$dir/$name/extra.conf" --port "$pport" \
@@ -143,7 +145,8 @@ start() {
         kill "$started" 2>/dev/null
         wait "$started" 2>/dev/null
     done
-    echo "redis-server $name did not start"
+    echo "redis-server $name did not start; its last log lines:"
+    tail -5 "$dir/$name/log" 2>/dev/null | sed 's/^/    /'
     exit 1
 }
 start main "tls-auth-clients yes"
