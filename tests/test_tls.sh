@@ -174,6 +174,9 @@ for m in token timestamp bridge auto; do
     t "-m $m over TLS" 0 $tool -u "$U" -m $m "tk-$m" -- true
     check "-m $m over TLS: released" gone "tk-$m"
 done
+t "--renew over TLS: the lease outlives its ttl" 0 $tool -u "$U" -t 300 \
+    -r rnk -- sh -c 'sleep 1; echo renewed'
+check "--renew over TLS: no warning" eval '[ ! -s "$err" ] && has renewed "$out"'
 t "--fair over TLS" 0 $tool -u "$U" --fair tkf -- true
 t "--shared over TLS" 0 $tool -u "$U" --shared tkr -- true
 t "--permits over TLS" 0 $tool -u "$U" --permits 2 tks -- true
@@ -332,6 +335,12 @@ t "a key file others may read: works" 0 $tool -u "redis://localhost:$T" \
     --tls --cacert "$c/ca.crt" --cert "$c/client.crt" --key "$dir/open.key" \
     sk -- true
 check "a key file others may read: a warning" \
+    eval 'one_line "warning: the key file .*open.key. is readable by others"'
+
+t "a URL's ssl_keyfile= others may read: works" 0 $tool \
+    -u "rediss://localhost:$T?$CA&ssl_certfile=$c/client.crt&ssl_keyfile=$dir/open.key" \
+    sk -- true
+check "a URL's ssl_keyfile= others may read: a warning" \
     eval 'one_line "warning: the key file .*open.key. is readable by others"'
 
 t "encrypted key, passphrase from \$TSLOCK_TLS_KEY_PASSWORD" 0 \

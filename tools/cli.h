@@ -111,7 +111,7 @@ struct cli_request {
     int n_urls;                        /* how many -u (may exceed the max) */
     int password_in_argv;              /* a -u or -a carried a password */
     int no_auth_warning;
-    char *password;  /* -a's value, owned (argv's copy is scrubbed) */
+    char *password;   /* -a's value, owned (argv's copy is scrubbed) */
     const char *user; /* --user */
     /* --tls and its settings, for every URL (tslock_tls_set() names). */
     int tls;
@@ -178,11 +178,12 @@ static inline int cli_url_parse(const char *text, struct tslock_url *out,
 
 /*
  * What the options add to a URL just parsed: -a's password, --user, and
- * TLS (--tls, --cacert, ...; $TSLOCK_TLS_KEY_PASSWORD).  0, or an exit
- * status with the reason printed.
+ * TLS (--tls, --cacert, ...; $TSLOCK_TLS_KEY_PASSWORD); a key file of
+ * --key or of text's ssl_keyfile= that others may read is warned about.
+ * 0, or an exit status with the reason printed.
  */
 int cli_url_finish(const struct cli_request *r, struct tslock_url *u,
-                   const char *which);
+                   const char *text, const char *which);
 
 /* ---- session.c: connections, locks and what their codes mean */
 

@@ -680,6 +680,33 @@ static void check_key_file(const char *path)
                   path, (st.st_mode & 007) ? "others" : "its group");
 }
 
+/*
+ * The key file a URL names (ssl_keyfile=, the last one, as the parser
+ * takes it; the URL was parsed already), checked as --key is.  Each URL
+ * once.
+ */
+static void check_url_key_file(const char *url)
+{
+    static const char *checked[CLI_MAX_MASTERS];
+    const char *q = strchr(url, '?'), *p, *v = NULL;
+    char path[4096];
+    size_t len, i;
+
+    for (i = 0; i < CLI_MAX_MASTERS && checked[i] != NULL; i++)
+        if (checked[i] == url)
+            return;
+    if (i < CLI_MAX_MASTERS)
+        checked[i] = url;
+    for (p = q; p != NULL; p = strchr(p + 1, '&'))
+        if (strncmp(p + 1, "ssl_keyfile=", 12) == 0)
+            v = p + 13;
+    if (v == NULL || (len = strcspn(v, "&")) == 0 || len >= sizeof(path))
+        return;
+    memcpy(path, v, len);
+    path[len] = '\0';
+    check_key_file(path);
+}
+
 static int url_tls(const struct cli_request *r, struct tslock_url *u,
                    const char *which)
 {
@@ -709,7 +736,7 @@ static int url_tls(const struct cli_request *r, struct tslock_url *u,
 }
 
 int cli_url_finish(const struct cli_request *r, struct tslock_url *u,
-                   const char *which)
+                   const char *text, const char *which)
 {
     static int key_checked;
     char *copy;
@@ -741,5 +768,7 @@ int cli_url_finish(const struct cli_request *r, struct tslock_url *u,
         key_checked = 1; /* once, however many -u */
         check_key_file(r->tls_key);
     }
+    if (u->tls != NULL && text != NULL)
+        check_url_key_file(text);
     return url_tls(r, u, which);
 }

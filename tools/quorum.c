@@ -79,7 +79,9 @@ int cli_masters_parse(const struct cli_request *r, struct cli_options *o,
             return cli_usage_error("--url (number %d of %d): %s", i + 1, n,
                                    err);
         }
-        if ((status = cli_url_finish(r, &o->masters[i], "--url")) != 0) {
+        if ((status =
+                 cli_url_finish(r, &o->masters[i], r->url_copies[i], "--url"))
+            != 0) {
             tslock_url_free(&o->masters[i]);
             cli_masters_free(o);
             return status;

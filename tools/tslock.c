@@ -175,7 +175,7 @@ static int parse_url(const struct cli_request *r, struct cli_options *o,
         return status;
     if (cli_url_parse(r->url_text, &o->url, err, sizeof(err)) != 0)
         return cli_usage_error("%s: %s", r->url_origin, err);
-    if ((status = cli_url_finish(r, &o->url, r->url_origin)) != 0)
+    if ((status = cli_url_finish(r, &o->url, r->url_text, r->url_origin)) != 0)
         return status;
     if (r->password_in_argv && !r->no_auth_warning)
         cli_error("warning: a password in -u/--url or -a on the command line "
