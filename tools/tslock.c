@@ -145,7 +145,8 @@ static const char *const help_text[] = {
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "3 --once-per skipped (this period ran already);\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
-    "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
+    "lease lost (mutual exclusion may have been broken); 77 denied by the\n"
+    "server's ACL; 78 TLS failed (certificate, CA or key); 126/127 COMMAND\n"
     "not runnable; 128+N signal N.  replay: 0 when both schemes end as\n"
     "documented, 70 when not.\n"
     "See tslock(1).\n",
