@@ -36,7 +36,8 @@ skew_packages="faketime libfaketime"
 # the sdist with the system setuptools and wheel, no package index).
 # stress-ng: make check-stress loads every core while the tests run.
 packages="build-essential autoconf automake libtool pkg-config
-          libhiredis-dev libcunit1-dev redis-server python3-redis clang
+          libhiredis-dev libssl-dev openssl libcunit1-dev redis-server
+          python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
           rpm rpmlint file dh-python python3-venv python3-wheel stress-ng"
@@ -74,7 +75,7 @@ fi
 [ -x configure ] || autoreconf -fi
 mkdir -p _build
 cd _build
-[ -f Makefile ] || ../configure --enable-werror --enable-python --enable-java \
+[ -f Makefile ] || ../configure --enable-werror --with-tls --enable-python --enable-java \
     ${TSLOCK_CONFIGURE_FLAGS:-}
 make -j"$(nproc)"
 if [ "$what" = demo ]; then

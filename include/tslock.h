@@ -77,7 +77,10 @@ TSLOCK_EXTERN const char *tslock_version(void);
       "TRYAGAIN, CLUSTERDOWN or keys in different slots)")                     \
     X(ENOPERM, -20,                                                            \
       "the server's access rules (ACL) deny this user a command, key or "      \
-      "channel the lock needs")
+      "channel the lock needs")                                                \
+    X(ETLS, -21,                                                               \
+      "TLS failed: the handshake, the server's certificate or this "           \
+      "client's certificate and key")
 
 #define TSLOCK_ERRNO_ENUM(name, num, msg) TSLOCK_##name = (num),
 /* The error codes.  TSLOCK_OK is 0; all others are negative. */
@@ -311,6 +314,109 @@ TSLOCK_EXTERN int tslock_client_set_sentinel_auth(tslock_client *client,
                                                   const char *user,
                                                   const char *password);
 
+/* ================================================================ TLS ==== */
+
+/*
+ * TLS settings (rediss://), opaque: where the CA is, this client's
+ * certificate and key, how the server is checked.  tslock speaks TLS
+ * itself, with OpenSSL, over any hiredis (doc/tls.md).
+ */
+typedef struct tslock_tls tslock_tls;
+
+/*
+ * tslock_tls_new - new TLS settings: the server's certificate checked
+ * against the system's CAs and its name against the host connected to.
+ *
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (out NULL), TSLOCK_ENOMEM, or
+ * TSLOCK_EUNSUPPORTED when libtslock was built without TLS.
+ * Ownership: *out is new; free it with tslock_tls_free().
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_tls_new(tslock_tls **out);
+
+/* tslock_tls_free - free TLS settings (a key password is wiped).  NULL ok. */
+TSLOCK_EXTERN void tslock_tls_free(tslock_tls *tls);
+
+/*
+ * tslock_tls_set - set one TLS setting by name, with redis-cli's or
+ * redis-py's spelling: "cacert" / "ssl_ca_certs" (a PEM file of CAs),
+ * "cacertdir" / "ssl_ca_path" (a hashed directory), "cert" /
+ * "ssl_certfile" and "key" / "ssl_keyfile" (this client's certificate
+ * chain and key, PEM), "key_password" / "ssl_password" (the key's
+ * passphrase), "sni" / "ssl_server_hostname" (the name sent in SNI and
+ * checked in the certificate), "verify" / "ssl_cert_reqs" ("required",
+ * "optional" or "none"), "insecure" (value ignored: "verify" "none"),
+ * "check_hostname" / "ssl_check_hostname" ("true" or "false").  Files are
+ * read when a connection is set up, not here.
+ *
+ * err, errsize: on failure receive one line naming the setting and what
+ * was expected, never the value of key_password (err may be NULL).
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (an unknown name or a bad value) or
+ * TSLOCK_ENOMEM.
+ * Ownership: value is copied.  Threads: as for the settings.
+ */
+TSLOCK_EXTERN int tslock_tls_set(tslock_tls *tls, const char *name,
+                                 const char *value, char *err, size_t errsize);
+
+/*
+ * tslock_client_set_tls - speak TLS on every TCP connection the client
+ * makes from now on (the server, each sentinel, each cluster node, the
+ * subscriber of waiting acquires), with these settings; NULL for plain
+ * text.  The CA, certificate and key are loaded here, so a bad file or
+ * a wrong passphrase is reported now.
+ *
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (client NULL), TSLOCK_ETLS (a file
+ * could not be loaded, or the key does not match the certificate; the
+ * detail in tslock_client_errstr() names which and why),
+ * TSLOCK_EUNSUPPORTED (built without TLS) or TSLOCK_ENOMEM.
+ * Ownership: tls is copied; the caller keeps and frees its own.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_tls(tslock_client *client,
+                                        const tslock_tls *tls);
+
+/*
+ * tslock_conn_start_tls - start TLS on a connected hiredis context (one
+ * the caller made with redisConnect*()), checking the server as tls
+ * says, with host as the name to check and to send in SNI unless tls
+ * names one.  From then on the context is read and written through the
+ * tslock_conn_* calls below only, and freed by tslock_conn_free();
+ * tslock_client_wrap() takes it as it is.  Uses the context's reader's
+ * privdata, which must be NULL.
+ *
+ * err, errsize: on failure receive one line naming what failed (the
+ * certificate check's own words), never a password.
+ * Returns TSLOCK_OK, TSLOCK_ETLS, TSLOCK_EINVAL, TSLOCK_EUNSUPPORTED
+ * (built without TLS) or TSLOCK_ENOMEM.  On failure the context is
+ * unusable: free it.
+ * Ownership: tls and host are not kept.  Threads: as for the context.
+ */
+TSLOCK_EXTERN int tslock_conn_start_tls(struct redisContext *ctx,
+                                        const tslock_tls *tls, const char *host,
+                                        char *err, size_t errsize);
+
+/*
+ * tslock_conn_write - write len bytes (RESP the caller formatted, say
+ * with redisFormatCommandArgv()) on a context, plain or TLS, without
+ * SIGPIPE; tslock_conn_get_reply - the next reply, as redisGetReply()
+ * (buffers written with redisAppendCommand() are not sent on a TLS
+ * context: write them with tslock_conn_write()); tslock_conn_read - read
+ * what has come into the context's reader, as redisBufferRead() (for a
+ * caller that polls the context's fd; no decrypted byte is left behind
+ * in the TLS layer).
+ *
+ * Returns TSLOCK_OK, or TSLOCK_EIO with ctx->err and ctx->errstr set as
+ * hiredis sets them (TSLOCK_EINVAL for a NULL argument).
+ * Ownership: *reply is new (freeReplyObject()).  Threads: as for ctx.
+ */
+TSLOCK_EXTERN int tslock_conn_write(struct redisContext *ctx, const char *buf,
+                                    size_t len);
+TSLOCK_EXTERN int tslock_conn_get_reply(struct redisContext *ctx, void **reply);
+TSLOCK_EXTERN int tslock_conn_read(struct redisContext *ctx);
+
+/* tslock_conn_free - close and free a context, plain or TLS.  NULL ok. */
+TSLOCK_EXTERN void tslock_conn_free(struct redisContext *ctx);
+
 /* The most sentinels a redis+sentinel:// URL may list. */
 #define TSLOCK_URL_MAX_SENTINELS 16
 
@@ -334,6 +440,12 @@ struct tslock_url {
     int sentinel_ports[TSLOCK_URL_MAX_SENTINELS];
     char *master_name;
     char *sentinel_password; /* ?sentinel_password=, or NULL */
+    /*
+     * rediss:// (and rediss+sentinel://): the TLS settings of the URL's
+     * query (ssl_ca_certs=, ssl_cert_reqs=, ...); NULL for a plain URL.
+     * Owned by the URL; tslock_tls_set() may add to it.
+     */
+    struct tslock_tls *tls;
 };
 
 /*

@@ -113,6 +113,46 @@ static int parse_db(const char *s, size_t len, int *db, struct parse_error *e)
  * a database was seen.  An unknown parameter is named without its value,
  * which may be a secret.
  */
+/*
+ * A TLS parameter of the query, as redis-py spells it (ssl_ca_certs=,
+ * ssl_cert_reqs=none|optional|required, ...): 1 when q is one (handled,
+ * or -1 on error), 0 when it is not.
+ */
+static int parse_tls_param(const char *q, size_t len, size_t name,
+                           struct tslock_url *u, struct parse_error *e)
+{
+    static const char *const names[] = {
+        "ssl_ca_certs",       "ssl_ca_path",         "ssl_certfile",
+        "ssl_keyfile",        "ssl_password",        "ssl_cert_reqs",
+        "ssl_check_hostname", "ssl_server_hostname", NULL};
+    char key[24], *value = NULL, err[200];
+    size_t i;
+    int rc;
+
+    for (i = 0; names[i] != NULL; i++)
+        if (strlen(names[i]) == name && strncmp(q, names[i], name) == 0)
+            break;
+    if (names[i] == NULL)
+        return 0;
+    if (u->tls == NULL)
+        return url_fail(e, "the URL parameter '%s' needs rediss:// (TLS)",
+                        names[i]),
+               -1;
+    if (name == len || name + 1 == len)
+        return url_fail(e, "the URL parameter '%s' has no value", names[i]), -1;
+    snprintf(key, sizeof(key), "%s", names[i]);
+    if (decode(q + name + 1, len - name - 1, key, &value, e) != 0)
+        return -1;
+    rc = tslock_tls_set(u->tls, key, value, err, sizeof(err));
+    memset(value, 0, strlen(value)); /* ssl_password= is a secret */
+    free(value);
+    if (rc == TSLOCK_ENOMEM)
+        e->nomem = 1;
+    if (rc != TSLOCK_OK)
+        return url_fail(e, "in the URL: %s", err), -1;
+    return 1;
+}
+
 static int parse_query(const char *q, struct tslock_url *u, int *have_db,
                        struct parse_error *e)
 {
@@ -121,7 +161,12 @@ static int parse_query(const char *q, struct tslock_url *u, int *have_db,
     while (*q != '\0') {
         size_t len = strcspn(q, "&");
         size_t name = strcspn(q, "=&");
-        if (len > 3 && strncmp(q, "db=", 3) == 0) {
+        int tls = parse_tls_param(q, len, name, u, e);
+        if (tls < 0)
+            return -1;
+        if (tls > 0) {
+            /* taken */
+        } else if (len > 3 && strncmp(q, "db=", 3) == 0) {
             if (*have_db)
                 return url_fail(e, "the URL names the database twice");
             if (parse_db(q + 3, len - 3, &u->db, e) != 0)
@@ -137,11 +182,13 @@ static int parse_query(const char *q, struct tslock_url *u, int *have_db,
                 return -1;
         } else if (len > 0) {
             return url_fail(e,
-                            "unknown URL parameter '%.*s' (only db=N%s is "
+                            "unknown URL parameter '%.*s' (only db=N%s%s is "
                             "understood)",
                             (int)(name > 40 ? 40 : name), q,
-                            u->nsentinels > 0 ? " and sentinel_password=P"
-                                              : "");
+                            u->nsentinels > 0 ? ", sentinel_password=P" : "",
+                            u->tls != NULL ? " and redis-py's ssl_* "
+                                             "parameters"
+                                           : "");
         }
         q += len + (q[len] == '&');
     }
@@ -354,6 +401,26 @@ static int parse_unix(const char *rest, struct tslock_url *u,
     return 0;
 }
 
+static int is_scheme(const char *text, size_t len, const char *scheme)
+{
+    return strlen(scheme) == len && strncasecmp(text, scheme, len) == 0;
+}
+
+/* rediss://: TLS settings to fill from the query. */
+static int start_tls(struct tslock_url *u, struct parse_error *e)
+{
+    int rc = tslock_tls_new(&u->tls);
+
+    if (rc == TSLOCK_ENOMEM) {
+        e->nomem = 1;
+        return url_fail(e, "out of memory");
+    }
+    if (rc != TSLOCK_OK)
+        return url_fail(e, "rediss:// (TLS): this libtslock was built "
+                           "without TLS (configure --with-tls, OpenSSL)");
+    return 0;
+}
+
 /*
  * With TSLOCK_URL_ENV_AUTH, a URL without a password takes the one in
  * $REDISCLI_AUTH, as redis-cli does; a user needs a password either way.
@@ -404,20 +471,27 @@ int tslock_url_parse(const char *text, unsigned flags, struct tslock_url *u,
     u->port = DEFAULT_PORT;
     if (sep == NULL || scheme_len == 0 || strcspn(text, ":@/") < scheme_len)
         rc = url_fail(&e, "expected redis://, unix:// or redis+sentinel:// "
-                          "at the start of the URL");
-    else if (scheme_len == 14 && strncasecmp(text, "redis+sentinel", 14) == 0)
+                          "(rediss:// for TLS) at the start of the URL");
+    else if (is_scheme(text, scheme_len, "rediss")
+             || is_scheme(text, scheme_len, "rediss+sentinel"))
+        rc = start_tls(u, &e);
+    else
+        rc = 0;
+    if (rc != 0)
+        ; /* no TLS in this libtslock, or no memory */
+    else if (is_scheme(text, scheme_len, "redis+sentinel")
+             || is_scheme(text, scheme_len, "rediss+sentinel"))
         rc = parse_sentinel_url(sep + 3, u, &e);
-    else if (scheme_len == 5 && strncasecmp(text, "redis", 5) == 0)
+    else if (is_scheme(text, scheme_len, "redis")
+             || is_scheme(text, scheme_len, "rediss"))
         rc = parse_redis(sep + 3, u, &e);
-    else if (scheme_len == 4 && strncasecmp(text, "unix", 4) == 0)
+    else if (is_scheme(text, scheme_len, "unix"))
         rc = parse_unix(sep + 3, u, &e);
-    else if (scheme_len == 6 && strncasecmp(text, "rediss", 6) == 0)
-        rc = url_fail(&e, "rediss:// (TLS) is not supported; expected "
-                          "redis:// or unix://");
     else
         rc = url_fail(&e,
-                      "expected redis://, unix:// or redis+sentinel:// at "
-                      "the start of the URL, got '%.*s://'",
+                      "expected redis://, unix:// or redis+sentinel:// "
+                      "(rediss:// for TLS) at the start of the URL, got "
+                      "'%.*s://'",
                       (int)(scheme_len > 20 ? 20 : scheme_len), text);
     if (rc == 0)
         rc = complete_auth(u, flags, &e);
@@ -438,6 +512,7 @@ void tslock_url_free(struct tslock_url *u)
     for (i = 0; i < u->nsentinels; i++)
         free(u->sentinel_hosts[i]);
     free(u->master_name);
+    tslock_tls_free(u->tls);
     if (u->sentinel_password != NULL) {
         memset(u->sentinel_password, 0, strlen(u->sentinel_password));
         free(u->sentinel_password);
@@ -468,9 +543,10 @@ void tslock_url_describe(const struct tslock_url *u, char *buf, size_t size)
         n = snprintf(buf, size, "%s port %d", u->host, u->port);
     if (n < 0 || (size_t)n >= size)
         return;
-    snprintf(buf + n, size - n, ", db %d%s%s%s", u->db,
+    snprintf(buf + n, size - n, ", db %d%s%s%s%s", u->db,
              u->user != NULL ? ", user " : "", u->user != NULL ? u->user : "",
-             u->password != NULL ? ", with a password" : "");
+             u->password != NULL ? ", with a password" : "",
+             u->tls != NULL ? ", TLS" : "");
 }
 
 /*
@@ -487,6 +563,15 @@ static int find_userinfo(char *text, char **start, char **end)
     rest = sep + 3;
     if ((size_t)(sep - text) == 4 && strncasecmp(text, "unix", 4) == 0) {
         at = rest[0] != '/' ? strstr(rest, "@/") : NULL;
+        /*
+         * A malformed unix:// URL ("unix://u:pw@relative") is refused
+         * by the parser, but its password is in argv all the same: the
+         * last '@' before the query ends the user information then.
+         */
+        auth_len = at == NULL && rest[0] != '/' ? strcspn(rest, "?") : 0;
+        for (p = rest; p < rest + auth_len; p++)
+            if (*p == '@')
+                at = p;
     } else {
         auth_len = strcspn(rest, "/?");
         for (p = rest; p < rest + auth_len; p++)
@@ -500,22 +585,11 @@ static int find_userinfo(char *text, char **start, char **end)
     return 1;
 }
 
-/* Hide the value of ?sentinel_password= (or &...) the same way. */
-static int scrub_sentinel_password(char *text)
+/* Hide the value at v, up to the next '&': 1 when there was one. */
+static int scrub_value(char *v)
 {
-    char *q = strchr(text, '?'), *v;
-    size_t hidden, stars, tail;
+    size_t hidden = strcspn(v, "&"), stars, tail;
 
-    while (q != NULL) {
-        q++;
-        if (strncmp(q, "sentinel_password=", 18) == 0)
-            break;
-        q = strchr(q, '&');
-    }
-    if (q == NULL)
-        return 0;
-    v = q + 18;
-    hidden = strcspn(v, "&");
     if (hidden == 0)
         return 0;
     stars = hidden < 3 ? hidden : 3;
@@ -526,6 +600,22 @@ static int scrub_sentinel_password(char *text)
     return 1;
 }
 
+/* Hide the value of every ?NAME= (and &NAME=) the same way. */
+static int scrub_param(char *text, const char *name)
+{
+    char *q = strchr(text, '?');
+    size_t len = strlen(name);
+    int found = 0;
+
+    while (q != NULL) {
+        q++;
+        if (strncmp(q, name, len) == 0 && q[len] == '='
+            && scrub_value(q + len + 1))
+            found = 1;
+        q = strchr(q, '&');
+    }
+    return found;
+}
 int tslock_url_scrub(char *text)
 {
     char *start, *at, *colon, *hide;
@@ -534,7 +624,9 @@ int tslock_url_scrub(char *text)
 
     if (text == NULL)
         return 0;
-    sentinel = scrub_sentinel_password(text);
+    /* The query's secrets: the sentinels' password, the key's. */
+    sentinel = scrub_param(text, "sentinel_password");
+    sentinel |= scrub_param(text, "ssl_password");
     if (!find_userinfo(text, &start, &at))
         return sentinel;
     colon = memchr(start, ':', (size_t)(at - start));
@@ -574,6 +666,8 @@ int tslock_client_connect_parsed_url(tslock_client *client,
     if (rc == TSLOCK_OK && u->sentinel_password != NULL)
         rc =
             tslock_client_set_sentinel_auth(client, NULL, u->sentinel_password);
+    if (rc == TSLOCK_OK && u->tls != NULL)
+        rc = tslock_client_set_tls(client, u->tls);
     if (rc != TSLOCK_OK)
         return rc;
     if (u->nsentinels > 0)

@@ -38,7 +38,7 @@ static void drop_connection(tslock_client *c)
         return;
     }
     if (c->ctx != NULL && c->transport != TRANSPORT_WRAPPED)
-        redisFree(c->ctx);
+        tslock__ctx_free(c->ctx);
     if (c->transport != TRANSPORT_WRAPPED)
         c->ctx = NULL;
 }
@@ -60,6 +60,7 @@ void tslock_client_free(tslock_client *c)
     }
     (void)tslock__replace_string(&c->sentinel_user, NULL);
     (void)tslock__replace_string(&c->sentinel_password, NULL);
+    tslock_tls_free(c->tls);
     free(c);
 }
 
@@ -157,6 +158,24 @@ static int select_db(tslock_client *c)
     return rc;
 }
 
+/*
+ * A server on a TLS port reads plain text as a broken handshake and
+ * closes the connection (or resets it) without a word: say what that
+ * usually means.
+ */
+static void hint_tls(tslock_client *c)
+{
+    static const char hint[] =
+        " (the server may require TLS: use rediss:// or --tls)";
+    size_t len = strlen(c->errstr);
+
+    if ((strstr(c->errstr, "closed the connection") == NULL
+         && strstr(c->errstr, "reset by peer") == NULL)
+        || len + sizeof(hint) > sizeof(c->errstr))
+        return;
+    memcpy(c->errstr + len, hint, sizeof(hint));
+}
+
 /* Everything done after the socket is up: AUTH, SELECT, probe. */
 static int finish_connect(tslock_client *c, int send_auth)
 {
@@ -188,6 +207,9 @@ static int finish_connect(tslock_client *c, int send_auth)
         rc = tslock__cluster_setup(c);
     if (rc != TSLOCK_OK)
         c->broken = 1;
+    if (rc == TSLOCK_EIO && c->ctx != NULL && !TSLOCK__IS_TLS(c->ctx)
+        && c->transport != TRANSPORT_UNIX)
+        hint_tls(c);
     return rc;
 }
 
@@ -195,7 +217,8 @@ static int finish_connect(tslock_client *c, int send_auth)
  * Connect to the address asked for; on a cluster whose node there is
  * down, to the other nodes the slot map named, in turn.
  */
-static redisContext *connect_first(tslock_client *c)
+static redisContext *connect_first(tslock_client *c, const char **at,
+                                   int *at_port)
 {
     struct timeval tv = tslock__ms_to_timeval(c->connect_ms);
     redisContext *ctx = c->connect_ms > 0
@@ -204,6 +227,8 @@ static redisContext *connect_first(tslock_client *c)
     const char *host;
     int i, port;
 
+    *at = c->host;
+    *at_port = c->port;
     for (i = 0; c->cluster != NULL && ctx != NULL && ctx->err
                 && tslock__cluster_seed(c, i, &host, &port);
          i++) {
@@ -211,10 +236,12 @@ static redisContext *connect_first(tslock_client *c)
                                  ? redisConnectWithTimeout(host, port, tv)
                                  : redisConnect(host, port);
         if (next != NULL && !next->err) {
-            redisFree(ctx);
+            tslock__ctx_free(ctx);
+            *at = host;
+            *at_port = port;
             return next;
         }
-        redisFree(next);
+        tslock__ctx_free(next);
     }
     return ctx;
 }
@@ -222,11 +249,12 @@ static redisContext *connect_first(tslock_client *c)
 int tslock__open_socket(tslock_client *c)
 {
     struct timeval tv = tslock__ms_to_timeval(c->connect_ms);
-    int rc, flags;
+    const char *at = c->host;
+    int rc, flags, at_port = c->port;
 
     drop_connection(c);
     if (c->transport == TRANSPORT_TCP)
-        c->ctx = connect_first(c);
+        c->ctx = connect_first(c, &at, &at_port);
     else
         c->ctx = c->connect_ms > 0 ? redisConnectUnixWithTimeout(c->host, tv)
                                    : redisConnectUnix(c->host);
@@ -247,6 +275,11 @@ int tslock__open_socket(tslock_client *c)
     flags = fcntl(c->ctx->fd, F_GETFD);
     if (flags != -1)
         (void)fcntl(c->ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+    if (c->transport == TRANSPORT_TCP
+        && (rc = tslock__tls_attach(c, c->ctx, at, at_port)) != TSLOCK_OK) {
+        c->broken = 1;
+        return rc;
+    }
     return finish_connect(c, 1);
 }
 
@@ -254,7 +287,7 @@ int tslock__open_socket(tslock_client *c)
 void tslock__sub_close(tslock_client *c)
 {
     if (c->sub != NULL)
-        redisFree(c->sub);
+        tslock__ctx_free(c->sub);
     c->sub = NULL;
     free(c->sub_channel);
     c->sub_channel = NULL;
@@ -363,7 +396,7 @@ int tslock_client_reconnect(tslock_client *c)
     case TRANSPORT_NONE:
         return tslock__fail(c, TSLOCK_ESTATE, "client was never connected");
     case TRANSPORT_WRAPPED:
-        if (tslock__redis_reconnect(c->ctx, &c->wrapped_peer, c->connect_ms)
+        if (tslock__reconnect_ctx(c->ctx, &c->wrapped_peer, c->connect_ms)
             != REDIS_OK) {
             c->broken = 1;
             return tslock__fail(c, TSLOCK_EIO, "reconnect: %s", c->ctx->errstr);
@@ -588,7 +621,7 @@ int tslock__probe(tslock_client *c)
         rc = tslock__io_failure(c, "probe");
     for (i = 0; i < n && rc == TSLOCK_OK; i++) {
         void *reply = NULL;
-        if (redisGetReply(c->ctx, &reply) != REDIS_OK)
+        if (tslock__get_reply(c->ctx, &reply) != REDIS_OK)
             rc = tslock__io_failure(c, "probe");
         r[i] = reply;
     }

@@ -138,11 +138,11 @@ void tslock__cluster_close(tslock_client *c)
         if (cl->nodes[i].ctx == c->ctx)
             owned = 1;
         if (cl->nodes[i].ctx != NULL)
-            redisFree(cl->nodes[i].ctx);
+            tslock__ctx_free(cl->nodes[i].ctx);
         cl->nodes[i].ctx = NULL;
     }
     if (!owned && c->ctx != NULL)
-        redisFree(c->ctx);
+        tslock__ctx_free(c->ctx);
     c->ctx = NULL;
     cl->current = -1;
     cl->watch_node = -1;
@@ -280,7 +280,7 @@ int tslock__cluster_setup(tslock_client *c)
             rc = idx;
         } else {
             if (cl->nodes[idx].ctx != NULL && cl->nodes[idx].ctx != c->ctx)
-                redisFree(cl->nodes[idx].ctx);
+                tslock__ctx_free(cl->nodes[idx].ctx);
             cl->nodes[idx].ctx = c->ctx;
             cl->current = idx;
         }

@@ -48,7 +48,7 @@ int tslock__ready_connection(const tslock_client *c, redisContext *ctx,
         if (why != NULL)
             snprintf(why, why_size, "%s",
                      ctx != NULL ? ctx->errstr : "out of memory");
-        redisFree(ctx);
+        tslock__ctx_free(ctx);
         return ctx == NULL ? TSLOCK_ENOMEM : TSLOCK_EIO;
     }
     flags = fcntl(ctx->fd, F_GETFD);
@@ -86,6 +86,11 @@ int tslock__connect_node(tslock_client *c, const char *host, int port,
         return TSLOCK_EUNSUPPORTED; /* a wrapped connection: where to? */
     if (tslock__ready_connection(c, ctx, &ctx, NULL, 0) != TSLOCK_OK)
         return TSLOCK_EIO;
+    if ((c->transport == TRANSPORT_TCP || host != c->host)
+        && tslock__tls_attach(c, ctx, host, port) != TSLOCK_OK) {
+        tslock__ctx_free(ctx);
+        return TSLOCK_ETLS;
+    }
     if (c->password != NULL) {
         if (c->user == NULL)
             argv[1] = c->password;
@@ -93,7 +98,7 @@ int tslock__connect_node(tslock_client *c, const char *host, int port,
                 != REDIS_OK
             || r->type == REDIS_REPLY_ERROR) {
             freeReplyObject(r);
-            redisFree(ctx);
+            tslock__ctx_free(ctx);
             return TSLOCK_EAUTH;
         }
         freeReplyObject(r);

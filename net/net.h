@@ -78,6 +78,7 @@ struct tslock_client {
      */
     int functions_mode;
     int use_functions;
+    tslock_tls *tls; /* tslock_client_set_tls(): TLS on every TCP link */
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -135,6 +136,43 @@ const char *tslock__reply_describe(const redisReply *r, char *buf, size_t size);
 /* Fail with EPROTO naming what was expected and what came. */
 int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
                        const redisReply *r);
+
+/*
+ * ---- tls.c: TLS with OpenSSL.  A TLS context keeps its state in its
+ * reader's privdata (NULL on a plain one), so the plain path costs one
+ * pointer test: tslock__write, tslock__get_reply and tslock__buffer_read
+ * stand for send(2), redisGetReply and redisBufferRead on every context
+ * the library made, and tslock__ctx_free for redisFree.
+ */
+#ifdef TSLOCK_HAVE_TLS
+int tslock__tls_write(redisContext *ctx, const char *buf, size_t len);
+int tslock__tls_get_reply(redisContext *ctx, void **reply);
+int tslock__tls_buffer_read(redisContext *ctx);
+#define TSLOCK__IS_TLS(ctx) ((ctx)->reader->privdata != NULL)
+#else
+#define TSLOCK__IS_TLS(ctx)              0
+#define tslock__tls_write(ctx, buf, len) REDIS_ERR
+#define tslock__tls_get_reply(ctx, r)    REDIS_ERR
+#define tslock__tls_buffer_read(ctx)     REDIS_ERR
+#endif
+#define tslock__get_reply(ctx, r)                                              \
+    (TSLOCK__IS_TLS(ctx) ? tslock__tls_get_reply((ctx), (r))                   \
+                         : redisGetReply((ctx), (r)))
+#define tslock__buffer_read(ctx)                                               \
+    (TSLOCK__IS_TLS(ctx) ? tslock__tls_buffer_read(ctx) : redisBufferRead(ctx))
+/* Write len bytes on ctx, plain (send, MSG_NOSIGNAL) or TLS. */
+int tslock__write(redisContext *ctx, const char *buf, size_t len);
+void tslock__ctx_free(redisContext *ctx);
+/*
+ * With the client's TLS settings (none: nothing to do), the handshake on
+ * a connection just made to host:port.  TSLOCK_ETLS with the reason in
+ * the client's errstr; the caller frees ctx.
+ */
+int tslock__tls_attach(tslock_client *c, redisContext *ctx, const char *host,
+                       int port);
+/* tslock__redis_reconnect, and a new handshake on a TLS context. */
+int tslock__reconnect_ctx(redisContext *ctx, const struct tslock__peer *peer,
+                          int connect_ms);
 
 /* ---- connect.c: a new connection, and helpers of every connecting file */
 struct timeval tslock__ms_to_timeval(int ms);

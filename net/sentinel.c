@@ -72,7 +72,21 @@ static int connect_sentinel(tslock_client *c, int i, redisContext **ctx,
                                       tslock__ms_to_timeval(c->connect_ms))
             : redisConnect(c->sentinel_hosts[i], c->sentinel_ports[i]);
 
-    return tslock__ready_connection(c, made, ctx, why, why_size);
+    int rc = tslock__ready_connection(c, made, ctx, why, why_size);
+
+    if (rc == TSLOCK_OK
+        && (rc = tslock__tls_attach(c, *ctx, c->sentinel_hosts[i],
+                                    c->sentinel_ports[i]))
+               != TSLOCK_OK) {
+        size_t n = strlen(c->errstr);
+        if (n >= why_size)
+            n = why_size - 1;
+        memcpy(why, c->errstr, n);
+        why[n] = '\0';
+        tslock__ctx_free(*ctx);
+        *ctx = NULL;
+    }
+    return rc;
 }
 
 /* Sends AUTH (when set) and the question in one round trip; *n replies. */
@@ -100,7 +114,7 @@ static int query_sentinel(tslock_client *c, redisContext *ctx, redisReply **r,
         rc = TSLOCK_EIO;
     for (k = 0; k < *n && rc == TSLOCK_OK; k++) {
         void *reply = NULL;
-        if (redisGetReply(ctx, &reply) != REDIS_OK || reply == NULL)
+        if (tslock__get_reply(ctx, &reply) != REDIS_OK || reply == NULL)
             rc = TSLOCK_EIO;
         r[k] = reply;
     }
@@ -167,7 +181,7 @@ static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
     }
     freeReplyObject(r[0]);
     freeReplyObject(r[1]);
-    redisFree(ctx);
+    tslock__ctx_free(ctx);
     return rc;
 }
 

@@ -35,16 +35,34 @@ int tslock__io_failure(tslock_client *c, const char *what)
     if (ctx != NULL && ctx->err == REDIS_ERR_EOF)
         return tslock__fail(c, TSLOCK_EIO, "%s: server closed the connection",
                             what);
+    /*
+     * TLS 1.3 servers judge a client certificate after the handshake: a
+     * missing or refused one arrives as an alert on the first read.
+     */
+    if (ctx != NULL && ctx->err == REDIS_ERR_OTHER
+        && strncmp(ctx->errstr, "TLS: ", 5) == 0)
+        return tslock__fail(
+            c, TSLOCK_ETLS, "%s: the server ended the TLS session: %s%s", what,
+            ctx->errstr + 5,
+            strstr(ctx->errstr, "certificate required") != NULL
+                ? " (it requires a client certificate: --cert and --key, "
+                  "ssl_certfile= and ssl_keyfile=)"
+            : strstr(ctx->errstr, "unknown ca") != NULL
+                    || strstr(ctx->errstr, "bad certificate") != NULL
+                    || strstr(ctx->errstr, "expired") != NULL
+                ? " (it refused this client's certificate)"
+                : "");
     return tslock__fail(c, TSLOCK_EIO, "%s: %s", what, cause);
 }
 
 /*
  * Write the whole of buf with send(MSG_NOSIGNAL), so a connection the
  * server closed gives EPIPE and never SIGPIPE, at no cost in system
- * calls.  hiredis's own writer uses write(2), which raises SIGPIPE.  The
- * socket's send timeout (set with the command timeout) bounds a stall.
+ * calls; on a TLS context, through OpenSSL (tls.c), likewise.  hiredis's own
+ * writer uses write(2), which raises SIGPIPE.  The socket's send timeout (set
+ * with the command timeout) bounds a stall.
  */
-static int send_nosignal(redisContext *ctx, const char *buf, size_t len)
+static int write_plain(redisContext *ctx, const char *buf, size_t len)
 {
     size_t done = 0;
 
@@ -61,6 +79,12 @@ static int send_nosignal(redisContext *ctx, const char *buf, size_t len)
         done += (size_t)n;
     }
     return REDIS_OK;
+}
+
+int tslock__write(redisContext *ctx, const char *buf, size_t len)
+{
+    return TSLOCK__IS_TLS(ctx) ? tslock__tls_write(ctx, buf, len)
+                               : write_plain(ctx, buf, len);
 }
 
 char *tslock__i64_str(char out[TSLOCK__I64_STR], int64_t v)
@@ -123,6 +147,7 @@ int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
     size_t bound = resp_bound(n, q);
     int i, a, rc;
 
+    stack[0] = '\0'; /* for the compiler: the TLS writer is not inlined */
     if (bound > sizeof(stack) && (buf = malloc(bound)) == NULL) {
         ctx->err = REDIS_ERR_OOM;
         snprintf(ctx->errstr, sizeof(ctx->errstr), "out of memory");
@@ -140,7 +165,9 @@ int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
             *p++ = '\n';
         }
     }
-    rc = send_nosignal(ctx, buf, (size_t)(p - buf));
+    /* The plain writer inlined, as before TLS: one pointer test more. */
+    rc = TSLOCK__IS_TLS(ctx) ? tslock__tls_write(ctx, buf, (size_t)(p - buf))
+                             : write_plain(ctx, buf, (size_t)(p - buf));
     if (buf != stack)
         free(buf);
     return rc;
@@ -154,7 +181,7 @@ int tslock__roundtrip(redisContext *ctx, int argc, const char **argv,
 
     *out = NULL;
     if (tslock__send(ctx, 1, &q) != REDIS_OK
-        || redisGetReply(ctx, &r) != REDIS_OK || r == NULL)
+        || tslock__get_reply(ctx, &r) != REDIS_OK || r == NULL)
         return REDIS_ERR;
     *out = r;
     return REDIS_OK;
@@ -171,7 +198,7 @@ int tslock__exchange(tslock_client *c, int n, const struct tslock__queued *q,
         return tslock__io_failure(c, tslock_step_name(q[0].step));
     for (i = 0; i < n; i++) {
         void *r = NULL;
-        if (redisGetReply(c->ctx, &r) != REDIS_OK || r == NULL) {
+        if (tslock__get_reply(c->ctx, &r) != REDIS_OK || r == NULL) {
             tslock__free_replies(i, out);
             return tslock__io_failure(c, tslock_step_name(q[i].step));
         }

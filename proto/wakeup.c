@@ -58,7 +58,7 @@ static int drain(tslock_client *c)
             return -1;
         if (poll(&p, 1, 0) != 1)
             return heard;
-        if (redisBufferRead(c->sub) != REDIS_OK)
+        if (tslock__buffer_read(c->sub) != REDIS_OK)
             return -1;
     }
 }
@@ -116,7 +116,7 @@ static int subscribe(tslock_lock *l)
     freeReplyObject(r);
     /* One confirmation per channel. */
     if (ok && own != NULL) {
-        ok = redisGetReply(c->sub, &second) == REDIS_OK
+        ok = tslock__get_reply(c->sub, &second) == REDIS_OK
              && is_subscribed((redisReply *)second);
         if (second != NULL)
             freeReplyObject(second);

@@ -69,7 +69,7 @@ tar -tzf "$sdist" >"$dir/listing"
 for f in COPYING PKG-INFO setup.py src/pytslock.h tslock/__init__.py \
     libtslock/include/tslock.h libtslock/lib/lock.c \
     libtslock/compat/watch.c libtslock/proto/proto.h \
-    libtslock/net/hiredis_compat.c; do
+    libtslock/net/hiredis_compat.c libtslock/net/tls.c; do
     check "the sdist carries $f" grep -qx "tslock-$version/$f" "$dir/listing"
 done
 tar -xzOf "$sdist" "tslock-$version/PKG-INFO" >"$dir/PKG-INFO"
@@ -114,6 +114,9 @@ assert client.lock("sdist-key").acquire(blocking=False) is False
 assert lock.owned() and lock.locked()
 lock.release()
 assert not lock.locked()
+# Built with OpenSSL (libssl-dev is installed): TLS settings are taken;
+# without it they raise UnsupportedError.
+tslock.Client(host="localhost", ssl=True, ssl_cert_reqs="none")
 print("libtslock", tslock.library_version())
 PY
 )

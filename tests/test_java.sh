@@ -70,6 +70,52 @@ if [ -x "$oldredis" ]; then
         props="$props -Dtslock.socket.$v=$dir/redis-$v.sock"
     done
 fi
+# A server on TLS only, client certificates required, with a CA and
+# certificates made here (TlsTest; skipped without openssl).
+if command -v openssl >/dev/null 2>&1; then
+    c="$dir/pki"
+    mkdir -p "$c"
+    ossl() { openssl "$@" >/dev/null 2>&1; }
+    for n in ca other server client; do
+        ossl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+            -out "$c/$n.key"
+    done
+    ossl req -x509 -new -key "$c/ca.key" -out "$c/ca.crt" -days 2 \
+        -subj "/CN=tslock test CA"
+    ossl req -x509 -new -key "$c/other.key" -out "$c/other.crt" -days 2 \
+        -subj "/CN=some other CA"
+    echo "subjectAltName=DNS:localhost,IP:127.0.0.1" >"$c/server.ext"
+    echo "extendedKeyUsage=clientAuth" >"$c/client.ext"
+    for n in server client; do
+        ossl req -new -key "$c/$n.key" -out "$c/$n.csr" -subj "/CN=$n"
+        ossl x509 -req -in "$c/$n.csr" -CA "$c/ca.crt" -CAkey "$c/ca.key" \
+            -CAcreateserial -days 2 -out "$c/$n.crt" -extfile "$c/$n.ext"
+    done
+    for try in 1 2 3 4 5; do
+        tport=$((21000 + ($$ * 13 + try * 911) % 15000))
+        "$server" --port 0 --tls-port $tport --bind 127.0.0.1 \
+            --unixsocket "$dir/tls.sock" --tls-cert-file "$c/server.crt" \
+            --tls-key-file "$c/server.key" --tls-ca-cert-file "$c/ca.crt" \
+            --tls-auth-clients yes --save '' --appendonly no \
+            --dir "$c" --logfile "$dir/tls.log" &
+        tpid=$!
+        n=0
+        while kill -0 $tpid 2>/dev/null && [ $n -le 200 ] \
+            && ! "$cli" -s "$dir/tls.sock" ping >/dev/null 2>&1; do
+            n=$((n + 1))
+            sleep 0.05
+        done
+        kill -0 $tpid 2>/dev/null && break
+        wait $tpid 2>/dev/null
+        tpid=
+    done
+    if [ -n "$tpid" ]; then
+        pids="$pids $tpid"
+        q="ssl_certfile=$c/client.crt&ssl_keyfile=$c/client.key"
+        props="$props -Dtslock.tlsurl=rediss://localhost:$tport?ssl_ca_certs=$c/ca.crt&$q"
+        props="$props -Dtslock.tlsurl.wrongca=rediss://localhost:$tport?ssl_ca_certs=$c/other.crt&$q"
+    fi
+fi
 LD_LIBRARY_PATH=$top_builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
 jvm="${JAVA_OPTS:-} -Dtslock.jni=$jni $props"

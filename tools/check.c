@@ -195,7 +195,7 @@ static int unanswered(redisContext *ctx, const redisReply *r)
                "the scheme cannot work for this user (doc/acl.md)\n");
         return CLI_EXIT_NOPERM;
     }
-    who = redisCommand(ctx, "ACL WHOAMI");
+    who = cli_raw_command(ctx, "ACL WHOAMI");
     if (strncmp(line, "ERR unknown command", 19) == 0
         || (who != NULL && who->type == REDIS_REPLY_ERROR
             && strstr(who->str, "unknown") != NULL)) {
@@ -230,13 +230,13 @@ static redisReply *ask_function(redisContext *ctx, int argc, const char **argv,
     argv[1] = fname;
     for (i = 0; i < 2; i++)
         lens[i] = strlen(argv[i]);
-    r = redisCommandArgv(ctx, argc, argv, lens);
+    r = cli_raw_command_argv(ctx, argc, argv, lens);
     if (r == NULL || r->type != REDIS_REPLY_ERROR
         || strstr(r->str, "Function not found") == NULL || text == NULL)
         return r;
     freeReplyObject(r);
-    freeReplyObject(redisCommandArgv(ctx, 3, load, load_lens));
-    return redisCommandArgv(ctx, argc, argv, lens);
+    freeReplyObject(cli_raw_command_argv(ctx, 3, load, load_lens));
+    return cli_raw_command_argv(ctx, argc, argv, lens);
 }
 
 /*
@@ -269,7 +269,7 @@ static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
     }
     for (i = 0; i < (size_t)argc; i++)
         lens[i] = strlen(argv[i]);
-    r = redisCommandArgv(ctx, argc, argv, lens);
+    r = cli_raw_command_argv(ctx, argc, argv, lens);
     if (r != NULL && r->type == REDIS_REPLY_ERROR
         && (strstr(r->str, "NOPERM") != NULL
             || strstr(r->str, "can't run") != NULL)) {
@@ -358,7 +358,7 @@ int cli_check(const struct cli_options *o, const char *key)
 out:
     for (i = 0; i < N_RULES; i++)
         free(names[i]);
-    redisFree(ctx);
+    tslock_conn_free(ctx);
     return rc;
 }
 
@@ -392,17 +392,17 @@ int cli_functions(const struct cli_options *o, const char *action)
     lens[0] = 8;
     lens[1] = 4;
     lens[2] = strlen(text);
-    r = redisCommandArgv(ctx, 3, argv, lens);
+    r = cli_raw_command_argv(ctx, 3, argv, lens);
     if (r != NULL && r->type == REDIS_REPLY_ERROR
         && strstr(r->str, "already exists") != NULL) {
         printf("%s is loaded already\n", name);
     } else if ((r = cli_raw_reply(ctx, "FUNCTION LOAD", r)) == NULL) {
-        redisFree(ctx);
+        tslock_conn_free(ctx);
         return CLI_EXIT_SOFTWARE;
     } else {
         printf("loaded %s\n", name);
     }
     freeReplyObject(r);
-    redisFree(ctx);
+    tslock_conn_free(ctx);
     return 0;
 }

@@ -16,6 +16,8 @@
 
 #include <tslock.h>
 
+#include "rawcmd.h"
+
 /*
  * Exit statuses.  The busy status is an option (-E); the rest are fixed
  * and documented in tslock(1).  They follow sysexits.h where one fits,
@@ -31,6 +33,7 @@
 #define CLI_EXIT_OSERR       71 /* EX_OSERR: fork, pipe, memory, temp dir */
 #define CLI_EXIT_LOST        75 /* EX_TEMPFAIL: lease lost while in use */
 #define CLI_EXIT_NOPERM      77 /* EX_NOPERM: the server's ACL denied it */
+#define CLI_EXIT_TLS         78 /* EX_CONFIG: TLS: certificate, CA, key */
 #define CLI_EXIT_NOEXEC      126
 #define CLI_EXIT_NOTFOUND    127
 #define CLI_EXIT_SIGNAL_BASE 128
@@ -106,8 +109,16 @@ struct cli_request {
     char *url_copy;         /* -u's value, owned: argv's copy is scrubbed */
     char *url_copies[CLI_MAX_MASTERS]; /* every -u, owned, in order */
     int n_urls;                        /* how many -u (may exceed the max) */
-    int password_in_argv;              /* a -u carried a password */
+    int password_in_argv;              /* a -u or -a carried a password */
     int no_auth_warning;
+    char *password;   /* -a's value, owned (argv's copy is scrubbed) */
+    const char *user; /* --user */
+    /* --tls and its settings, for every URL (tslock_tls_set() names). */
+    int tls;
+    int n_tls;
+    const char *tls_name[8];
+    const char *tls_value[8];
+    const char *tls_key; /* --key: its permissions are checked */
     int help, version;
     char **words; /* KEY, or a form's name and its arguments */
     int n_words;
@@ -164,6 +175,15 @@ static inline int cli_url_parse(const char *text, struct tslock_url *out,
 {
     return tslock_url_parse(text, TSLOCK_URL_ENV_AUTH, out, err, errsize);
 }
+
+/*
+ * What the options add to a URL just parsed: -a's password, --user, and
+ * TLS (--tls, --cacert, ...; $TSLOCK_TLS_KEY_PASSWORD); a key file of
+ * --key or of text's ssl_keyfile= that others may read is warned about.
+ * 0, or an exit status with the reason printed.
+ */
+int cli_url_finish(const struct cli_request *r, struct tslock_url *u,
+                   const char *text, const char *which);
 
 /* ---- session.c: connections, locks and what their codes mean */
 
@@ -305,7 +325,8 @@ struct redisReply *cli_raw_reply(struct redisContext *ctx, const char *what,
                                  struct redisReply *r);
 /*
  * Connect as o's URL says, with --timeout, AUTH and (select_db) SELECT:
- * 0 with *out new (redisFree() it), or an exit status, the reason printed.
+ * 0 with *out new (tslock_conn_free() it), or an exit status, the reason
+ * printed.  With TLS (rediss://, --tls) the handshake is made first.
  */
 int cli_raw_connect(const struct cli_options *o, int select_db,
                     struct redisContext **out);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "naive.h"
+#include "rawcmd.h"
 
 static int step(naive_client *n, const char *name)
 {
@@ -18,7 +19,7 @@ static int step(naive_client *n, const char *name)
 static redisReply *cmd(naive_client *n, const char *fmt, const char *key,
                        const char *arg)
 {
-    redisReply *r = redisCommand(n->redis, fmt, key, arg);
+    redisReply *r = cli_raw_command(n->redis, fmt, key, arg);
 
     if (r == NULL) {
         fprintf(stderr, "naive client: %s\n", n->redis->errstr);

@@ -99,7 +99,7 @@ static int64_t once_now(struct cli_once *w)
 
     if (!w->have_time)
         return ms;
-    r = redisCommand(w->ctx, "TIME");
+    r = cli_raw_command(w->ctx, "TIME");
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
         ms = strtoll(r->element[0]->str, NULL, 10) * 1000
              + strtoll(r->element[1]->str, NULL, 10) / 1000;
@@ -112,8 +112,8 @@ static int64_t once_now(struct cli_once *w)
 static int once_command(struct cli_once *w, const char *what, int argc,
                         const char **argv)
 {
-    redisReply *r =
-        cli_raw_reply(w->ctx, what, redisCommandArgv(w->ctx, argc, argv, NULL));
+    redisReply *r = cli_raw_reply(
+        w->ctx, what, cli_raw_command_argv(w->ctx, argc, argv, NULL));
 
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
@@ -173,7 +173,7 @@ static int record_read(struct cli_once *w, struct once_record *r)
 {
     const char *get[2] = {"GET", w->rec_key};
     redisReply *rep = cli_raw_reply(w->ctx, "GET of the run's record",
-                                    redisCommandArgv(w->ctx, 2, get, NULL));
+                                    cli_raw_command_argv(w->ctx, 2, get, NULL));
     int found;
 
     if (rep == NULL)
@@ -188,7 +188,7 @@ static void free_once(struct cli_once *w)
     if (w == NULL)
         return;
     if (w->ctx != NULL)
-        redisFree(w->ctx);
+        tslock_conn_free(w->ctx);
     free(w->rec_key);
     free(w->hist_key);
     free(w);
@@ -393,7 +393,7 @@ int cli_history(const struct cli_options *o, const char *key)
         range[1] = w->hist_key;
         snprintf(last, sizeof(last), "%" PRId64, o->history_last - 1);
         rep = cli_raw_reply(w->ctx, "LRANGE of the history",
-                            redisCommandArgv(w->ctx, 4, range, NULL));
+                            cli_raw_command_argv(w->ctx, 4, range, NULL));
         status = rep == NULL ? CLI_EXIT_SOFTWARE : 0;
     }
     for (i = 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -55,13 +56,30 @@ enum long_only {
     OPT_RETRY_FAILED,
     OPT_KEEP_PERIODS,
     OPT_HOST_NAME,
-    OPT_LAST
+    OPT_LAST,
+    OPT_TLS, /* the TLS options and --user: after the ranges above */
+    OPT_CACERT,
+    OPT_CACERTDIR,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_SNI,
+    OPT_INSECURE,
+    OPT_USER
 };
 
-static const char short_options[] = ":u:m:t:w:rE:qvVh";
+static const char short_options[] = ":u:a:m:t:w:rE:qvVh";
 
 static const struct option long_options[] = {
     {"url", required_argument, NULL, 'u'},
+    {"pass", required_argument, NULL, 'a'},
+    {"user", required_argument, NULL, OPT_USER},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cacertdir", required_argument, NULL, OPT_CACERTDIR},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"sni", required_argument, NULL, OPT_SNI},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
     {"mode", required_argument, NULL, 'm'},
     {"stamp", required_argument, NULL, OPT_STAMP},
     {"clock", required_argument, NULL, OPT_CLOCK},
@@ -308,6 +326,51 @@ static int take_url(char *arg, struct cli_request *r)
     return 0;
 }
 
+/*
+ * -a PASSWORD, as redis-cli's: kept, then overwritten in argv itself, as
+ * mysql's client does, so ps and /proc/PID/cmdline show "***" while
+ * tslock runs.  The rest of the argument becomes NULs.
+ */
+static int take_password(char *arg, struct cli_request *r)
+{
+    size_t len = strlen(arg), stars = len < 3 ? len : 3;
+
+    if (r->password != NULL) {
+        memset(r->password, 0, strlen(r->password));
+        free(r->password);
+    }
+    r->password = strdup(arg);
+    if (r->password == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    memset(arg, '*', stars);
+    memset(arg + stars, 0, len - stars);
+    r->password_in_argv = 1;
+    return 0;
+}
+
+/* --tls, --cacert, ...: kept by name, applied to each URL later. */
+static int apply_tls_option(int opt, const char *arg, struct cli_request *r)
+{
+    static const char *const names[] = {"cacert", "cacertdir", "cert",
+                                        "key",    "sni",       "insecure"};
+
+    r->tls = 1;
+    if (opt == OPT_TLS)
+        return 0;
+    if (opt == OPT_KEY)
+        r->tls_key = arg;
+    if (opt == OPT_INSECURE)
+        cli_error("warning: --insecure: the server's certificate is not "
+                  "checked, so anyone on the path can pose as the server");
+    if (r->n_tls == (int)(sizeof(r->tls_name) / sizeof(r->tls_name[0])))
+        return cli_usage_error("too many TLS options");
+    r->tls_name[r->n_tls] = names[opt - OPT_CACERT];
+    r->tls_value[r->n_tls++] = arg != NULL ? arg : "";
+    return 0;
+}
+
 /* The options of the survey form: OPT_MATCH to OPT_KEYS of long_only. */
 static int apply_survey_option(int opt, struct cli_options *o)
 {
@@ -475,6 +538,14 @@ static int apply_schedule_option(int opt, struct cli_options *o)
 
 static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
 {
+    if (opt >= OPT_TLS && opt <= OPT_INSECURE)
+        return apply_tls_option(opt, optarg, r);
+    if (opt == OPT_USER) {
+        r->user = optarg;
+        return 0;
+    }
+    if (opt == 'a')
+        return take_password(optarg, r);
     if (opt >= OPT_AT_LEAST && opt <= OPT_LAST)
         return apply_schedule_option(opt, o);
     if (opt == 'w')
@@ -591,4 +662,113 @@ void cli_request_free(struct cli_request *r)
     r->n_urls = 0;
     r->url_copy = NULL;
     r->url_text = NULL;
+    if (r->password != NULL) {
+        memset(r->password, 0, strlen(r->password));
+        free(r->password);
+        r->password = NULL;
+    }
+}
+
+/* A key file others may read is a key others may have. */
+static void check_key_file(const char *path)
+{
+    struct stat st;
+
+    if (path != NULL && stat(path, &st) == 0 && (st.st_mode & 077) != 0)
+        cli_error("warning: the key file '%s' is readable by %s (chmod 600 "
+                  "it)",
+                  path, (st.st_mode & 007) ? "others" : "its group");
+}
+
+/*
+ * The key file a URL names (ssl_keyfile=, the last one, as the parser
+ * takes it; the URL was parsed already), checked as --key is.  Each URL
+ * once.
+ */
+static void check_url_key_file(const char *url)
+{
+    static const char *checked[CLI_MAX_MASTERS];
+    const char *q = strchr(url, '?'), *p, *v = NULL;
+    char path[4096];
+    size_t len, i;
+
+    for (i = 0; i < CLI_MAX_MASTERS && checked[i] != NULL; i++)
+        if (checked[i] == url)
+            return;
+    if (i < CLI_MAX_MASTERS)
+        checked[i] = url;
+    for (p = q; p != NULL; p = strchr(p + 1, '&'))
+        if (strncmp(p + 1, "ssl_keyfile=", 12) == 0)
+            v = p + 13;
+    if (v == NULL || (len = strcspn(v, "&")) == 0 || len >= sizeof(path))
+        return;
+    memcpy(path, v, len);
+    path[len] = '\0';
+    check_key_file(path);
+}
+
+static int url_tls(const struct cli_request *r, struct tslock_url *u,
+                   const char *which)
+{
+    const char *pw = getenv("TSLOCK_TLS_KEY_PASSWORD");
+    char err[256];
+    int i, rc = TSLOCK_OK;
+
+    if (u->is_unix && r->tls)
+        return cli_usage_error("%s: --tls and its options are for TCP; a "
+                               "unix:// socket is plain text",
+                               which);
+    if (u->tls == NULL && r->tls && (rc = tslock_tls_new(&u->tls)) != 0)
+        return rc == TSLOCK_EUNSUPPORTED
+                   ? cli_usage_error("--tls: this tslock was built without "
+                                     "TLS (configure --with-tls)")
+                   : cli_usage_error("out of memory");
+    if (u->tls == NULL)
+        return 0;
+    for (i = 0; i < r->n_tls && rc == TSLOCK_OK; i++)
+        rc = tslock_tls_set(u->tls, r->tls_name[i], r->tls_value[i], err,
+                            sizeof(err));
+    if (rc == TSLOCK_OK && pw != NULL && pw[0] != '\0')
+        rc = tslock_tls_set(u->tls, "key_password", pw, err, sizeof(err));
+    if (rc != TSLOCK_OK)
+        return cli_usage_error("%s: %s", which, err);
+    return 0;
+}
+
+int cli_url_finish(const struct cli_request *r, struct tslock_url *u,
+                   const char *text, const char *which)
+{
+    static int key_checked;
+    char *copy;
+
+    if (r->password != NULL) {
+        if ((copy = strdup(r->password)) == NULL) {
+            cli_error("out of memory");
+            return CLI_EXIT_OSERR;
+        }
+        if (u->password != NULL) {
+            memset(u->password, 0, strlen(u->password));
+            free(u->password);
+        }
+        u->password = copy;
+    }
+    if (r->user != NULL) {
+        if ((copy = strdup(r->user)) == NULL) {
+            cli_error("out of memory");
+            return CLI_EXIT_OSERR;
+        }
+        free(u->user);
+        u->user = copy;
+        if (u->password == NULL)
+            return cli_usage_error("--user %s needs a password (-a, the "
+                                   "URL or $REDISCLI_AUTH)",
+                                   r->user);
+    }
+    if (!key_checked) {
+        key_checked = 1; /* once, however many -u */
+        check_key_file(r->tls_key);
+    }
+    if (u->tls != NULL && text != NULL)
+        check_url_key_file(text);
+    return url_tls(r, u, which);
 }

@@ -50,7 +50,7 @@ int cli_masters_parse(const struct cli_request *r, struct cli_options *o,
 {
     char err[256], why[512];
     const char *bad;
-    int i, n = r->n_urls;
+    int i, status, n = r->n_urls;
 
     if (n <= 1)
         return 0;
@@ -78,6 +78,13 @@ int cli_masters_parse(const struct cli_request *r, struct cli_options *o,
             cli_masters_free(o);
             return cli_usage_error("--url (number %d of %d): %s", i + 1, n,
                                    err);
+        }
+        if ((status =
+                 cli_url_finish(r, &o->masters[i], r->url_copies[i], "--url"))
+            != 0) {
+            tslock_url_free(&o->masters[i]);
+            cli_masters_free(o);
+            return status;
         }
         o->n_masters = i + 1;
     }

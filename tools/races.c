@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "naive.h"
+#include "rawcmd.h"
 #include "races.h"
 
 /*
@@ -45,14 +46,14 @@ typedef struct actor {
 /* The key's PTTL; from TTL where the server has no PTTL (before 2.6). */
 static long long observe_pttl(replay *rp)
 {
-    redisReply *t = redisCommand(rp->observer, "PTTL %s", rp->key);
+    redisReply *t = cli_raw_command(rp->observer, "PTTL %s", rp->key);
     long long ms = -2;
 
     if (t != NULL && t->type == REDIS_REPLY_INTEGER)
         ms = t->integer;
     else if (t != NULL && t->type == REDIS_REPLY_ERROR) {
         freeReplyObject(t);
-        t = redisCommand(rp->observer, "TTL %s", rp->key);
+        t = cli_raw_command(rp->observer, "TTL %s", rp->key);
         if (t != NULL && t->type == REDIS_REPLY_INTEGER)
             ms = t->integer > 0 ? t->integer * 1000 : t->integer;
     }
@@ -62,7 +63,7 @@ static long long observe_pttl(replay *rp)
 
 static void observe(replay *rp, const char *who, const char *command)
 {
-    redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
+    redisReply *r = cli_raw_command(rp->observer, "GET %s", rp->key);
     race_step st;
 
     st.actor = who;
@@ -162,15 +163,15 @@ static int replay_open(replay *rp, race_env *env, const char *key,
         snprintf(out->error, sizeof(out->error), "cannot connect");
         return -1;
     }
-    freeReplyObject(redisCommand(rp->observer, "DEL %s", key));
+    freeReplyObject(cli_raw_command(rp->observer, "DEL %s", key));
     return 0;
 }
 
 static void replay_close(replay *rp)
 {
     flush_pending(rp);
-    freeReplyObject(redisCommand(rp->observer, "DEL %s", rp->key));
-    redisFree(rp->observer);
+    freeReplyObject(cli_raw_command(rp->observer, "DEL %s", rp->key));
+    tslock_conn_free(rp->observer);
 }
 
 /* Leave a stamp that expired `ago` ms before now, as if P1 had died. */
@@ -179,7 +180,7 @@ static void plant_expired_stamp(replay *rp, int64_t ago)
     char stamp[32];
 
     snprintf(stamp, sizeof(stamp), "%" PRId64, rp->env->wall_ms - ago);
-    freeReplyObject(redisCommand(rp->observer, "SET %s %s", rp->key, stamp));
+    freeReplyObject(cli_raw_command(rp->observer, "SET %s %s", rp->key, stamp));
     observe(rp, "P1", "SET (then dies)");
 }
 
@@ -258,8 +259,8 @@ static int takeover_broken(const takeover *t, race_env *env, const char *key,
         snprintf(out->error, sizeof(out->error), "cannot connect");
     out->holds[0] = out->believes[0] = outer.inner_rc == NAIVE_HELD;
     out->holds[1] = out->believes[1] = rc == NAIVE_HELD;
-    redisFree(n_in.redis);
-    redisFree(n_out.redis);
+    tslock_conn_free(n_in.redis);
+    tslock_conn_free(n_out.redis);
     replay_close(&rp);
     return out->error[0] != '\0' ? -1 : 0;
 }
@@ -325,7 +326,7 @@ static int race_b_tslock(race_env *env, const char *key, race_result *out)
 /* Whether the key still holds what naive client n wrote. */
 static int naive_stands(replay *rp, const naive_client *n)
 {
-    redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
+    redisReply *r = cli_raw_command(rp->observer, "GET %s", rp->key);
     int same = r != NULL && r->type == REDIS_REPLY_STRING
                && strcmp(r->str, n->value) == 0;
 
@@ -336,7 +337,7 @@ static int naive_stands(replay *rp, const naive_client *n)
 /* Whether the key still holds what lock l wrote. */
 static int value_stands(replay *rp, tslock_lock *l)
 {
-    redisReply *r = redisCommand(rp->observer, "GET %s", rp->key);
+    redisReply *r = cli_raw_command(rp->observer, "GET %s", rp->key);
     int same = r != NULL && r->type == REDIS_REPLY_STRING
                && strcmp(r->str, tslock_lock_value(l)) == 0;
 
@@ -365,7 +366,7 @@ static void lease_runs_out(replay *rp, const char *whose)
 {
     char what[64];
 
-    freeReplyObject(redisCommand(rp->observer, "PEXPIRE %s 0", rp->key));
+    freeReplyObject(cli_raw_command(rp->observer, "PEXPIRE %s 0", rp->key));
     snprintf(what, sizeof(what), "%s's lease runs out (PEXPIRE 0)", whose);
     observe(rp, "server", what);
 }
@@ -447,7 +448,7 @@ static int expiry_race(int token, int broken, race_env *env, const char *key,
                 naive_unconditional_release(&na, key);
             else if (na.redis != NULL)
                 naive_java_release(&na, key);
-            redisFree(na.redis);
+            tslock_conn_free(na.redis);
         } else if (tslock_release(p.la) == TSLOCK_ELOST && !token)
             observe(&rp, "A", "(lease over: sends nothing)");
         judge_b(&rp, p.lb, out);
@@ -523,7 +524,7 @@ static int release_race(int token, tslock_release_form form, int naive,
 
             if (na.redis != NULL)
                 naive_token_get_then_del(&na, key, tslock_lock_value(p.la));
-            redisFree(na.redis);
+            tslock_conn_free(na.redis);
         } else
             tslock_release(p.la);
         judge_b(&rp, p.lb, out);
@@ -556,7 +557,7 @@ static int race_g_tslock(race_env *env, const char *key, race_result *out)
 /* Nobody holds the lock, yet the key is there: whoever wrote it is dead. */
 static void note_stuck(replay *rp, race_result *out)
 {
-    redisReply *r = redisCommand(rp->observer, "EXISTS %s", rp->key);
+    redisReply *r = cli_raw_command(rp->observer, "EXISTS %s", rp->key);
 
     out->stuck = race_holders(out) == 0 && r != NULL
                  && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -586,8 +587,8 @@ static int race_e_broken(race_env *env, const char *key, race_result *out)
         note_stuck(&rp, out);
     } else
         snprintf(out->error, sizeof(out->error), "cannot connect");
-    redisFree(na.redis);
-    redisFree(nb.redis);
+    tslock_conn_free(na.redis);
+    tslock_conn_free(nb.redis);
     replay_close(&rp);
     return out->error[0] != '\0' ? -1 : 0;
 }
@@ -679,8 +680,8 @@ static int race_h(tslock_scheme scheme, race_env *env, const char *key,
         snprintf(out->error, sizeof(out->error), "cannot take the lock");
     tslock_lock_free(h.la);
     tslock_client_free(ca);
-    redisFree(n1.redis);
-    redisFree(n2.redis);
+    tslock_conn_free(n1.redis);
+    tslock_conn_free(n2.redis);
     replay_close(&rp);
     return out->error[0] != '\0' ? -1 : 0;
 }

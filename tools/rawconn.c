@@ -35,16 +35,16 @@ static int raw_prepare(redisContext *ctx, const struct tslock_url *u,
     redisReply *r = NULL;
 
     if (u->password != NULL && u->user != NULL)
-        r = redisCommand(ctx, "AUTH %s %s", u->user, u->password);
+        r = cli_raw_command(ctx, "AUTH %s %s", u->user, u->password);
     else if (u->password != NULL)
-        r = redisCommand(ctx, "AUTH %s", u->password);
+        r = cli_raw_command(ctx, "AUTH %s", u->password);
     if (u->password != NULL) {
         if ((r = cli_raw_reply(ctx, "AUTH", r)) == NULL)
             return CLI_EXIT_UNAVAILABLE;
         freeReplyObject(r);
     }
     if (select_db && u->db != 0) {
-        r = redisCommand(ctx, "SELECT %d", u->db);
+        r = cli_raw_command(ctx, "SELECT %d", u->db);
         if ((r = cli_raw_reply(ctx, "SELECT", r)) == NULL)
             return CLI_EXIT_SOFTWARE;
         freeReplyObject(r);
@@ -115,14 +115,24 @@ int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
         redisFree(ctx);
         return CLI_EXIT_UNAVAILABLE;
     }
+    redisSetTimeout(ctx, tv);
+    if (u->tls != NULL) {
+        char why[512];
+        int rc = tslock_conn_start_tls(
+            ctx, u->tls, host != NULL ? host : u->host, why, sizeof(why));
+        if (rc != TSLOCK_OK) {
+            cli_error("cannot connect: %s: %s", tslock_errname(rc), why);
+            tslock_conn_free(ctx);
+            return rc == TSLOCK_ETLS ? CLI_EXIT_TLS : CLI_EXIT_UNAVAILABLE;
+        }
+    }
     /* A COMMAND of the run form must not inherit it (it never does). */
     flags = fcntl(ctx->fd, F_GETFD);
     if (flags != -1)
         (void)fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-    redisSetTimeout(ctx, tv);
     status = raw_prepare(ctx, u, select_db);
     if (status != 0)
-        redisFree(ctx);
+        tslock_conn_free(ctx);
     else
         *out = ctx;
     return status;
@@ -130,7 +140,7 @@ int cli_raw_connect_to(const struct cli_options *o, const char *host, int port,
 
 int cli_raw_version(redisContext *ctx, int *major, int *minor, int *cluster)
 {
-    redisReply *r = cli_raw_reply(ctx, "INFO", redisCommand(ctx, "INFO"));
+    redisReply *r = cli_raw_reply(ctx, "INFO", cli_raw_command(ctx, "INFO"));
     const char *v;
 
     if (r == NULL)
@@ -186,8 +196,8 @@ static long cluster_node(struct cli_cluster *cl, const char *host, int port)
 int cli_raw_cluster(redisContext *ctx, const char *fallback_host,
                     struct cli_cluster **out)
 {
-    redisReply *r =
-        cli_raw_reply(ctx, "CLUSTER SLOTS", redisCommand(ctx, "CLUSTER SLOTS"));
+    redisReply *r = cli_raw_reply(ctx, "CLUSTER SLOTS",
+                                  cli_raw_command(ctx, "CLUSTER SLOTS"));
     struct cli_cluster *cl;
     size_t i;
 

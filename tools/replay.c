@@ -24,30 +24,16 @@ struct narration {
     int failed; /* a connection could not be made */
 };
 
-/* A raw connection with the URL's AUTH and SELECT, or NULL. */
+/* A raw connection with the URL's TLS, AUTH and SELECT, or NULL. */
 static redisContext *replay_raw(void *ud)
 {
     struct narration *n = ud;
-    const struct tslock_url *u = &n->o->url;
-    struct timeval tv = {n->o->timeout_ms / 1000,
-                         (n->o->timeout_ms % 1000) * 1000};
-    redisContext *c = u->is_unix
-                          ? redisConnectUnixWithTimeout(u->host, tv)
-                          : redisConnectWithTimeout(u->host, u->port, tv);
+    redisContext *c = NULL;
 
-    if (c == NULL || c->err) {
-        cli_error("cannot connect: %s", c != NULL ? c->errstr : "no memory");
-        redisFree(c);
+    if (cli_raw_connect(n->o, 1, &c) != 0) {
         n->failed = 1;
         return NULL;
     }
-    redisSetTimeout(c, tv);
-    if (u->password != NULL && u->user != NULL)
-        freeReplyObject(redisCommand(c, "AUTH %s %s", u->user, u->password));
-    else if (u->password != NULL)
-        freeReplyObject(redisCommand(c, "AUTH %s", u->password));
-    if (u->db != 0)
-        freeReplyObject(redisCommand(c, "SELECT %d", u->db));
     return c;
 }
 

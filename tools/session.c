@@ -115,6 +115,8 @@ int cli_status_for(int code)
         return CLI_EXIT_OSERR;
     case TSLOCK_ENOPERM:
         return CLI_EXIT_NOPERM;
+    case TSLOCK_ETLS:
+        return CLI_EXIT_TLS;
     default:
         return CLI_EXIT_SOFTWARE;
     }

@@ -16,7 +16,7 @@
 int cli_raw_clock_offset(struct redisContext *ctx, int64_t *offset_ms)
 {
     int64_t sent = cli_wall_ms(), received, server;
-    redisReply *r = redisCommand(ctx, "TIME");
+    redisReply *r = cli_raw_command(ctx, "TIME");
     int ok;
 
     received = cli_wall_ms();

@@ -129,7 +129,7 @@ static redisReply *next_reply(struct survey *s)
 {
     void *r = NULL;
 
-    if (redisGetReply(s->ctx, &r) != REDIS_OK) {
+    if (tslock_conn_get_reply(s->ctx, &r) != REDIS_OK) {
         cli_error("reading the keys: %s", s->ctx->errstr);
         return NULL;
     }
@@ -207,8 +207,8 @@ static int read_values(struct survey *s, struct entry *es, size_t n)
     int bad = 0;
 
     for (i = 0; i < n; i++) {
-        redisAppendCommand(s->ctx, "GET %b", es[i].key, es[i].len);
-        redisAppendCommand(s->ctx, ttl, es[i].key, es[i].len);
+        cli_raw_append(s->ctx, "GET %b", es[i].key, es[i].len);
+        cli_raw_append(s->ctx, ttl, es[i].key, es[i].len);
     }
     s->now_ms = cli_wall_ms();
     for (i = 0; i < n; i++) {
@@ -246,7 +246,7 @@ static int read_owners(struct survey *s, struct entry *es, size_t n)
             cli_error("out of memory");
             return CLI_EXIT_OSERR;
         }
-        redisAppendCommand(s->ctx, "EXISTS %b", name, len);
+        cli_raw_append(s->ctx, "EXISTS %b", name, len);
         free(name);
     }
     for (i = 0; i < n; i++) {
@@ -380,7 +380,7 @@ static int no_scan(void)
 static int walk_keys(struct survey *s)
 {
     const char *match = s->o->survey_match ? s->o->survey_match : "*";
-    redisReply *r = redisCommand(s->ctx, "KEYS %s", match);
+    redisReply *r = cli_raw_command(s->ctx, "KEYS %s", match);
     size_t i, n;
     int status = 0;
 
@@ -402,8 +402,8 @@ static int walk_keys(struct survey *s)
 static int scan_step(struct survey *s, char *cursor, size_t size)
 {
     const char *match = s->o->survey_match ? s->o->survey_match : "*";
-    redisReply *r = redisCommand(s->ctx, "SCAN %s MATCH %s COUNT " SCAN_COUNT,
-                                 cursor, match);
+    redisReply *r = cli_raw_command(
+        s->ctx, "SCAN %s MATCH %s COUNT " SCAN_COUNT, cursor, match);
     int status;
 
     if (r != NULL && r->type == REDIS_REPLY_ERROR
@@ -458,7 +458,7 @@ static int walk_cluster(struct survey *s)
         status = cli_raw_connect_to(s->o, cl->host[i], cl->port[i], 0, &s->ctx);
         if (status == 0) {
             status = walk(s);
-            redisFree(s->ctx);
+            tslock_conn_free(s->ctx);
             s->nodes++;
         }
     }
@@ -550,7 +550,7 @@ int cli_survey(const struct cli_options *o)
     if (status == 0)
         print_summary(&s);
     if (s.ctx != NULL)
-        redisFree(s.ctx);
+        tslock_conn_free(s.ctx);
     if (status == 0 && fflush(stdout) != 0) {
         cli_error("cannot write the survey");
         status = CLI_EXIT_OSERR;

@@ -53,13 +53,27 @@ static const char *const help_text[] = {
     "                       redis+sentinel://[[user]:password@]host[:port]\n"
     "                       [,host[:port]...]/MASTER[/db]"
     "[?sentinel_password=P];\n"
+    "                       rediss:// and rediss+sentinel:// speak TLS\n"
+    "                       (?ssl_ca_certs=, ssl_cert_reqs=, ... as redis-py)\n"
     "                       default $REDIS_URL,\n"
     "                       else " CLI_DEFAULT_URL "; password also from\n"
     "                       $REDISCLI_AUTH (safer: ps never shows it)\n"
     "                       given N times (N odd, >= 3): a Redlock over\n"
     "                       those independent masters"
     "\n",
-    "      --no-auth-warning  no warning about a password in -u\n"
+    "  -a, --pass PASSWORD  AUTH with PASSWORD (hidden from ps at once;\n"
+    "                       $REDISCLI_AUTH is safer)\n"
+    "      --user NAME      the ACL user of the password\n"
+    "      --no-auth-warning  no warning about a password in -a or -u\n"
+    "      --tls            TLS to every server (as rediss:// does)\n"
+    "      --cacert FILE    CA certificates (PEM) to check the server with\n"
+    "      --cacertdir DIR  a directory of hashed CA certificates\n"
+    "      --cert FILE      this client's certificate (PEM)\n"
+    "      --key FILE       its private key (PEM; passphrase from\n"
+    "                       $TSLOCK_TLS_KEY_PASSWORD)\n"
+    "      --sni NAME       server name to send and to check in its\n"
+    "                       certificate (default: the host connected to)\n"
+    "      --insecure       do not check the server's certificate (warns)\n"
     "  -m, --mode MODE      auto, token, timestamp or bridge (default auto)\n"
     "      --stamp UNIT     ms, s or float: timestamp stamps (default ms)\n"
     "      --clock SOURCE   stamps from the local clock (default, as legacy\n"
@@ -131,7 +145,8 @@ static const char *const help_text[] = {
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "3 --once-per skipped (this period ran already);\n"
     "64 usage; 69 cannot connect; 70 server error; 71 system error; 75\n"
-    "lease lost (mutual exclusion may have been broken); 126/127 COMMAND\n"
+    "lease lost (mutual exclusion may have been broken); 77 denied by the\n"
+    "server's ACL; 78 TLS failed (certificate, CA or key); 126/127 COMMAND\n"
     "not runnable; 128+N signal N.  replay: 0 when both schemes end as\n"
     "documented, 70 when not.\n"
     "See tslock(1).\n",
@@ -161,10 +176,12 @@ static int parse_url(const struct cli_request *r, struct cli_options *o,
         return status;
     if (cli_url_parse(r->url_text, &o->url, err, sizeof(err)) != 0)
         return cli_usage_error("%s: %s", r->url_origin, err);
+    if ((status = cli_url_finish(r, &o->url, r->url_text, r->url_origin)) != 0)
+        return status;
     if (r->password_in_argv && !r->no_auth_warning)
-        cli_error("warning: a password in -u/--url on the command line is not "
-                  "safe (shell history; ps until tslock hides it); set "
-                  "$REDISCLI_AUTH instead, or pass --no-auth-warning");
+        cli_error("warning: a password in -u/--url or -a on the command line "
+                  "is not safe (shell history; ps until tslock hides it); "
+                  "set $REDISCLI_AUTH instead, or pass --no-auth-warning");
     return 0;
 }
 

@@ -482,7 +482,7 @@ static int add_key(struct watch *w, const char *name, const char *suffix)
                != tslock_key_slot(name, strlen(name)))
         return 0;
     r = cli_raw_reply(w->ctx, "GET",
-                      redisCommand(w->ctx, "GET %b", k->name, k->len));
+                      cli_raw_command(w->ctx, "GET %b", k->name, k->len));
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
     if (r->type == REDIS_REPLY_STRING && r->len < MAX_TEXT) {
@@ -562,7 +562,7 @@ static int follow(struct watch *w)
         }
         if ((rc = wait_readable(w, end_ms)) <= 0)
             return rc == 0 ? 0 : CLI_EXIT_OSERR;
-        if (rc == 2 && redisBufferRead(w->ctx) != REDIS_OK) {
+        if (rc == 2 && tslock_conn_read(w->ctx) != REDIS_OK) {
             cli_error("MONITOR: %s",
                       w->ctx->errstr[0] ? w->ctx->errstr : "connection lost");
             return CLI_EXIT_UNAVAILABLE;
@@ -573,7 +573,7 @@ static int follow(struct watch *w)
 static int start_monitor(struct watch *w)
 {
     redisReply *r =
-        cli_raw_reply(w->ctx, "MONITOR", redisCommand(w->ctx, "MONITOR"));
+        cli_raw_reply(w->ctx, "MONITOR", cli_raw_command(w->ctx, "MONITOR"));
     char where[512];
 
     if (r == NULL)
@@ -671,7 +671,7 @@ static int follow_owner(struct watch *w, char **keys, int n_keys)
     if (status == 0 && owner != 0) {
         cli_verbose("watching cluster master %s:%d", cl->host[owner - 1],
                     cl->port[owner - 1]);
-        redisFree(w->ctx);
+        tslock_conn_free(w->ctx);
         w->ctx = NULL;
         status = cli_raw_connect_to(w->o, cl->host[owner - 1],
                                     cl->port[owner - 1], 0, &w->ctx);
@@ -707,7 +707,7 @@ int cli_watch(const struct cli_options *o, char **keys, int n_keys)
     if (w.n_keys > 0 && (status == 0 || w.n_seen > 0))
         print_summary(&w);
     if (w.ctx != NULL)
-        redisFree(w.ctx);
+        tslock_conn_free(w.ctx);
     free(w.keys);
     if (fflush(stdout) != 0) {
         cli_error("cannot write the watch");

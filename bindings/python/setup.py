@@ -90,9 +90,26 @@ def _links(cc, code, args):
         return r.returncode == 0
 
 
-def _config_h(path, hiredis_version, hiredis_args):
+def _openssl_flags():
+    """OpenSSL's flags where pkg-config finds 1.1.1 or later (TLS, as
+    ./configure --with-tls=auto decides), else None."""
+    try:
+        ok = subprocess.run(["pkg-config", "--atleast-version=1.1.1",
+                             "openssl"], capture_output=True).returncode == 0
+    except FileNotFoundError:
+        ok = False
+    if not ok:
+        print("tslock: OpenSSL 1.1.1 or later not found: built without TLS "
+              "(rediss://); apt-get install libssl-dev for it")
+        return None
+    return pkg_config("--cflags", "--libs", "openssl",
+                      hint="apt-get install libssl-dev")
+
+
+def _config_h(path, hiredis_version, hiredis_args, tls=False):
     """What ./configure would define for libtslock's sources (the same
-    checks: headers, functions, and what hiredis has after 0.11)."""
+    checks: headers, functions, and what hiredis has after 0.11; TLS
+    where OpenSSL was found)."""
     cc = shlex.split(os.environ.get("CC")
                      or sysconfig.get_config_var("CC") or "cc")
     main = "int main(void) { return 0; }\n"
@@ -112,6 +129,8 @@ def _config_h(path, hiredis_version, hiredis_args):
             defs["HAVE_" + func.upper()] = "1"
     if tuple(int(p) for p in hiredis_version.split(".")[:2]) < (0, 12):
         defs["TSLOCK_HIREDIS_FREE_NEEDS_NONNULL"] = "1"
+    if tls:
+        defs["TSLOCK_HAVE_TLS"] = "1"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write("/* Written by bindings/python/setup.py. */\n")
@@ -153,9 +172,10 @@ class BuildExt(build_ext):
         if tuple(int(p) for p in re.findall(r"\d+", hv)[:2]) < (0, 11):
             raise SystemExit("tslock: hiredis %s is too old (%s)" % (hv, hint))
         flags = pkg_config("--cflags", "--libs", "hiredis", hint=hint)
-        incs, libdirs, libs, other = _split(flags)
+        tls = _openssl_flags()
         conf = os.path.join(self.build_temp, "libtslock-config")
-        _config_h(os.path.join(conf, "config.h"), hv, flags)
+        _config_h(os.path.join(conf, "config.h"), hv, flags, tls is not None)
+        incs, libdirs, libs, other = _split(flags + (tls or []))
         ext.include_dirs += [conf] + [os.path.join("libtslock", d)
                                       for d in ("include",) + LAYERS] + incs
         ext.library_dirs += libdirs

@@ -7,7 +7,8 @@
  * URL as is (one line), or four or more lines
  * "SCHEME\nUSER\nPASSWORD-TAIL\nREST" from which the target builds
  * SCHEME://USER:<canary>PASSWORD-TAIL@REST with a canary password it can
- * look for.
+ * look for, and rediss://REST?ssl_password=<canary>PASSWORD-TAIL with a
+ * canary key passphrase.
  */
 #include <string.h>
 
@@ -49,7 +50,9 @@ static void check_url(const char *text, int with_canary)
 
     FUZZ_CHECK(copy != NULL && strlen(copy) <= before);
     if (rc == 0) {
-        FUZZ_CHECK(u.host != NULL && u.port >= 1 && u.port <= 65535);
+        /* A Sentinel URL names sentinels, not a host. */
+        FUZZ_CHECK(u.nsentinels > 0
+                   || (u.host != NULL && u.port >= 1 && u.port <= 65535));
         FUZZ_CHECK(u.db >= 0 && (u.user == NULL || u.password != NULL));
         tslock_url_describe(&u, desc, sizeof(desc));
         /* A password parsed from the URL is one the scrub found. */
@@ -93,6 +96,25 @@ static void check_built(char *lines[4])
     free(text);
 }
 
+/*
+ * The key's passphrase in the query: "rediss://REST?ssl_password=<canary>
+ * PASSWORD-TAIL" (or &ssl_password= when REST has a query) must never
+ * show either.
+ */
+static void check_query_secret(char *lines[4])
+{
+    size_t n = strlen(lines[2]) + strlen(lines[3]) + sizeof(canary) + 40;
+    char *text = malloc(n);
+
+    FUZZ_CHECK(text != NULL);
+    snprintf(text, n, "rediss://%s%sssl_password=%s%s", lines[3],
+             strchr(lines[3], '?') != NULL ? "&" : "?", canary, lines[2]);
+    check_url(text, count(text, canary) == 1
+                        && strcspn(lines[2], "&") == strlen(lines[2])
+                        && strcspn(lines[3], "#") == strlen(lines[3]));
+    free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = malloc(size + 1), *lines[4], *p;
@@ -114,6 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             *lines[n]++ = '\0';
         }
         check_built(lines);
+        check_query_secret(lines);
     }
     free(text);
     return 0;

@@ -38,6 +38,7 @@ static void target_clear(pytslock_target *t)
     }
     free(t->sentinel_user);
     free(t->sentinel_password);
+    tslock_tls_free(t->tls);
     memset(t, 0, sizeof(*t));
 }
 
@@ -58,6 +59,8 @@ static int connect_target(const pytslock_target *t, tslock_client **out,
         rc = tslock_client_set_db(c, t->db);
     if (rc == TSLOCK_OK && t->server_time)
         rc = tslock_client_set_time_source(c, TSLOCK_TIME_SERVER);
+    if (rc == TSLOCK_OK && t->tls != NULL)
+        rc = tslock_client_set_tls(c, t->tls);
     if (rc == TSLOCK_OK && t->n_sentinels > 0) {
         rc = tslock_client_set_sentinel_auth(c, t->sentinel_user,
                                              t->sentinel_password);
@@ -229,34 +232,37 @@ static int client_init(pytslock_client *self, PyObject *args, PyObject *kw)
                             "connect_timeout_ms",
                             "command_timeout_ms",
                             "server_time",
+                            "tls",
                             NULL};
     const char *host = "127.0.0.1", *path = NULL, *master = NULL;
     const char *user = NULL, *password = NULL, *s_user = NULL, *s_pass = NULL;
-    PyObject *sentinels = Py_None;
+    PyObject *sentinels = Py_None, *tls = Py_None;
     int port = 6379, db = 0, connect_ms = 5000, command_ms = 5000;
     int server_time = 0;
     pytslock_target t;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sizOzizzzziip", names, &host,
-                                     &port, &path, &sentinels, &master, &db,
-                                     &user, &password, &s_user, &s_pass,
-                                     &connect_ms, &command_ms, &server_time))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "|sizOzizzzziipO", names, &host, &port, &path, &sentinels,
+            &master, &db, &user, &password, &s_user, &s_pass, &connect_ms,
+            &command_ms, &server_time, &tls))
         return -1;
     memset(&t, 0, sizeof(t));
+    if (pytslock_tls_from_dict(tls, &t.tls) != 0)
+        return -1;
     if (port < 1 || port > 65535 || db < 0 || connect_ms < 0
         || command_ms < 0) {
         PyErr_Format(PyExc_ValueError,
                      "expected port 1..65535, db >= 0 and timeouts >= 0; "
                      "got port %d, db %d, timeouts %d and %d ms",
                      port, db, connect_ms, command_ms);
-        return -1;
+        goto fail;
     }
     if (sentinels != Py_None) {
         if (master == NULL || *master == '\0') {
             PyErr_SetString(PyExc_ValueError,
                             "sentinels given without a service_name "
                             "(the master's name)");
-            return -1;
+            goto fail;
         }
         if (parse_sentinels(&t, sentinels) != 0)
             goto fail;

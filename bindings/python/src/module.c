@@ -154,7 +154,59 @@ static PyObject *url_kwargs(const struct tslock_url *u)
     if (more == NULL || PyDict_Update(kw, more) != 0)
         Py_CLEAR(kw);
     Py_XDECREF(more);
+    if (kw != NULL && u->tls != NULL
+        && PyDict_SetItemString(kw, "ssl", Py_True) != 0)
+        Py_CLEAR(kw);
     return kw;
+}
+
+int pytslock_tls_from_dict(PyObject *dict, tslock_tls **out)
+{
+    PyObject *name, *value;
+    Py_ssize_t pos = 0;
+    char err[256];
+    int rc;
+
+    *out = NULL;
+    if (dict == Py_None)
+        return 0;
+    if (!PyDict_Check(dict)) {
+        PyErr_SetString(PyExc_TypeError, "tls: expected a dict or None");
+        return -1;
+    }
+    rc = tslock_tls_new(out);
+    if (rc == TSLOCK_ENOMEM) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rc != TSLOCK_OK) {
+        pytslock_raise(rc, "TLS (ssl=True, rediss://): this libtslock was "
+                           "built without TLS");
+        return -1;
+    }
+    while (PyDict_Next(dict, &pos, &name, &value)) {
+        const char *n = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        const char *v = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
+        if (n == NULL || v == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError,
+                                "tls: expected str names and values");
+            goto fail;
+        }
+        rc = tslock_tls_set(*out, n, v, err, sizeof(err));
+        if (rc != TSLOCK_OK) {
+            if (rc == TSLOCK_ENOMEM)
+                PyErr_NoMemory();
+            else
+                PyErr_SetString(PyExc_ValueError, err);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    tslock_tls_free(*out);
+    *out = NULL;
+    return -1;
 }
 
 /* parse_url(url) -> Client keyword arguments; ValueError names the fault. */
@@ -258,15 +310,20 @@ static PyObject *reply_to_python(const redisReply *r)
 
 static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"host", "port", "unix_socket_path", "timeout_ms",
-                            NULL};
+    static char *names[] = {"host",       "port", "unix_socket_path",
+                            "timeout_ms", "tls",  NULL};
     const char *host = "127.0.0.1", *path = NULL;
-    int port = 6379, timeout_ms = 5000;
+    int port = 6379, timeout_ms = 5000, rc = TSLOCK_OK;
+    PyObject *tls_dict = Py_None;
+    tslock_tls *tls = NULL;
+    char why[512] = "";
     struct timeval tv;
     redisContext *ctx;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sizi", names, &host, &port,
-                                     &path, &timeout_ms))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|siziO", names, &host, &port,
+                                     &path, &timeout_ms, &tls_dict))
+        return -1;
+    if (pytslock_tls_from_dict(tls_dict, &tls) != 0)
         return -1;
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (timeout_ms % 1000) * 1000;
@@ -276,7 +333,15 @@ static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
                            : redisConnectWithTimeout(host, port, tv);
         if (ctx != NULL && ctx->err == 0)
             (void)redisSetTimeout(ctx, tv);
+        if (ctx != NULL && ctx->err == 0 && tls != NULL && path == NULL)
+            rc = tslock_conn_start_tls(ctx, tls, host, why, sizeof(why));
         PyEval_RestoreThread(gil_);
+    }
+    tslock_tls_free(tls);
+    if (rc != TSLOCK_OK) {
+        tslock_conn_free(ctx);
+        pytslock_raise(rc, why);
+        return -1;
     }
     if (ctx == NULL || ctx->err != 0) {
         char msg[512];
@@ -287,12 +352,12 @@ static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
         else
             snprintf(msg, sizeof(msg), "cannot connect to %.200s:%d: %.200s",
                      host, port, ctx ? ctx->errstr : "out of memory");
-        redisFree(ctx);
+        tslock_conn_free(ctx);
         pytslock_raise(TSLOCK_EIO, msg);
         return -1;
     }
     if (self->ctx != NULL)
-        redisFree(self->ctx);
+        tslock_conn_free(self->ctx);
     self->ctx = ctx;
     return 0;
 }
@@ -300,7 +365,7 @@ static int raw_init(raw_conn *self, PyObject *args, PyObject *kw)
 static void raw_dealloc(raw_conn *self)
 {
     if (self->ctx != NULL)
-        redisFree(self->ctx);
+        tslock_conn_free(self->ctx);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -336,9 +401,16 @@ static int append_command(raw_conn *self, PyObject *item)
             break;
         lens[j] = (size_t)len;
     }
-    if (argv != NULL && lens != NULL && j == argc)
-        rc = redisAppendCommandArgv(self->ctx, (int)argc, argv, lens);
-    else if (!PyErr_Occurred())
+    if (argv != NULL && lens != NULL && j == argc) {
+        /* Formatted here, written by libtslock: plain or TLS alike. */
+        char *buf = NULL;
+        int len = redisFormatCommandArgv(&buf, (int)argc, argv, lens);
+        rc = len < 0 ? REDIS_ERR
+                     : tslock_conn_write(self->ctx, buf, (size_t)len);
+        free(buf);
+        if (rc != TSLOCK_OK)
+            rc = REDIS_ERR;
+    } else if (!PyErr_Occurred())
         PyErr_NoMemory();
     PyMem_Free(argv);
     PyMem_Free(lens);
@@ -346,7 +418,7 @@ static int append_command(raw_conn *self, PyObject *item)
     if (PyErr_Occurred())
         return -1;
     if (rc != REDIS_OK) {
-        pytslock_raise(TSLOCK_ENOMEM, self->ctx->errstr);
+        pytslock_raise(TSLOCK_EIO, self->ctx->errstr);
         return -1;
     }
     return 0;
@@ -367,12 +439,12 @@ static PyObject *read_replies(raw_conn *self, Py_ssize_t n)
 
         {
             PyThreadState *gil_ = PyEval_SaveThread();
-            rc = redisGetReply(self->ctx, (void **)&r);
+            rc = tslock_conn_get_reply(self->ctx, (void **)&r);
             PyEval_RestoreThread(gil_);
         }
         if (rc != REDIS_OK || r == NULL) {
             pytslock_raise(TSLOCK_EIO, self->ctx->errstr);
-            redisFree(self->ctx); /* the stream is out of step now */
+            tslock_conn_free(self->ctx); /* the stream is out of step now */
             self->ctx = NULL;
             Py_DECREF(out);
             return NULL;

@@ -47,7 +47,15 @@ typedef struct pytslock_target {
     int db;
     int connect_ms, command_ms;
     int server_time; /* TSLOCK_TIME_SERVER */
+    tslock_tls *tls; /* rediss://, ssl=True: TLS settings, or NULL */
 } pytslock_target;
+
+/*
+ * TLS settings from a dict of tslock_tls_set() names and str values (the
+ * Python layer maps redis-py's ssl_* arguments to it), or None: NULL.
+ * Returns 0, or -1 with ValueError (or MemoryError) set.
+ */
+int pytslock_tls_from_dict(PyObject *dict, tslock_tls **out);
 
 typedef struct {
     PyObject_HEAD pytslock_target target;

@@ -35,8 +35,10 @@ import collections as _collections
 import functools as _functools
 import logging as _logging
 import math as _math
+import os as _os
 import threading as _threading
 import time as _time
+import warnings as _warnings
 import weakref as _weakref
 
 from . import _tslock
@@ -592,13 +594,33 @@ class Client(_tslock.Client):
     connections.  Timeouts are in seconds, as in redis-py
     (``socket_timeout``, ``socket_connect_timeout``; 5 s each by default).
     ``server_time=True`` takes stamp times from the server's clock.
+
+    TLS as in redis-py: ``ssl=True`` (what ``rediss://`` says), with
+    ``ssl_ca_certs`` (a PEM file of CAs; default the system's),
+    ``ssl_ca_path``, ``ssl_certfile`` and ``ssl_keyfile`` (a client
+    certificate), ``ssl_password`` (the key's passphrase),
+    ``ssl_cert_reqs`` ("required", the default, "optional" or "none", or
+    ssl.CERT_*), ``ssl_check_hostname`` (True by default) and
+    ``ssl_server_hostname`` (the name sent in SNI and checked).  TLS is
+    libtslock's own (OpenSSL), for the sentinels and the master too; a
+    failed check raises LockError with errname "TSLOCK_ETLS" and
+    OpenSSL's words.
     """
 
     def __init__(self, host="localhost", port=6379, db=0, password=None,
                  username=None, unix_socket_path=None, socket_timeout=5.0,
                  socket_connect_timeout=5.0, sentinels=None,
                  service_name=None, sentinel_username=None,
-                 sentinel_password=None, server_time=False):
+                 sentinel_password=None, server_time=False, ssl=False,
+                 ssl_ca_certs=None, ssl_ca_path=None, ssl_certfile=None,
+                 ssl_keyfile=None, ssl_password=None, ssl_cert_reqs="required",
+                 ssl_check_hostname=True, ssl_server_hostname=None):
+        self._tls = _tls_settings(
+            ssl, ssl_ca_certs=ssl_ca_certs, ssl_ca_path=ssl_ca_path,
+            ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+            ssl_password=ssl_password, ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_server_hostname=ssl_server_hostname)
         super().__init__(
             host=host, port=port, unix_socket_path=unix_socket_path,
             sentinels=sentinels, service_name=service_name, db=db,
@@ -608,7 +630,7 @@ class Client(_tslock.Client):
             connect_timeout_ms=_ms(socket_connect_timeout or 0,
                                    "socket_connect_timeout"),
             command_timeout_ms=_ms(socket_timeout or 0, "socket_timeout"),
-            server_time=bool(server_time))
+            server_time=bool(server_time), tls=self._tls)
         self._auth = (username, password)
         self._db = db
 
@@ -620,6 +642,9 @@ class Client(_tslock.Client):
         - ``unix://[[user]:password@]/path/to/socket[?db=N]``
         - ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]
           /MASTERNAME[/db][?sentinel_password=P]``
+        - ``rediss://`` and ``rediss+sentinel://``: the same over TLS, with
+          redis-py's query parameters ``ssl_ca_certs``, ``ssl_certfile``,
+          ``ssl_keyfile``, ``ssl_password``, ``ssl_cert_reqs``, ...
 
         Keyword arguments override what the URL says.  A bad URL raises
         ValueError naming the part that is wrong (never the password).
@@ -711,7 +736,8 @@ class Client(_tslock.Client):
         if info["port"] == 0:
             raw = _tslock.RawConnection(unix_socket_path=info["host"])
         else:
-            raw = _tslock.RawConnection(host=info["host"], port=info["port"])
+            raw = _tslock.RawConnection(host=info["host"], port=info["port"],
+                                        tls=self._tls)
         setup = []
         user, password = self._auth
         if password is not None:
@@ -775,16 +801,63 @@ def _survey_entry(key, value, ttl, owned, now_ms):
                        "live" if left >= 0 else "expired", left, ttl, text)
 
 
+_CERT_REQS = {0: "none", 1: "optional", 2: "required"}  # ssl.CERT_*
+
+
+def _tls_settings(on, **kw):
+    """redis-py's ssl_* arguments as libtslock's TLS settings, or None."""
+    if not on:
+        given = [k for k, v in kw.items() if v is not None
+                 and k not in ("ssl_cert_reqs", "ssl_check_hostname")]
+        if given:
+            raise ValueError("%s given without ssl=True (or rediss://)"
+                             % ", ".join(sorted(given)))
+        return None
+    key = kw.get("ssl_keyfile")
+    try:
+        if key is not None and _os.stat(key).st_mode & 0o077:
+            _warnings.warn("the key file %r is readable by its group or "
+                           "others (chmod 600 it)" % (key,), stacklevel=4)
+    except OSError:
+        pass  # libtslock names a missing file when it loads it
+    tls = {}
+    for name, value in kw.items():
+        if value is None:
+            continue
+        if name == "ssl_cert_reqs" and not isinstance(value, str):
+            value = _CERT_REQS.get(int(value), str(value))
+        elif name == "ssl_check_hostname":
+            value = "true" if value else "false"
+        tls[name] = str(value)
+    return tls
+
+
+def _url_tls(url):
+    """The ssl_* parameters of a rediss:// URL's query, as keywords."""
+    from urllib.parse import parse_qsl, urlsplit
+    out = {}
+    for name, value in parse_qsl(urlsplit(url).query):
+        if name.startswith("ssl_"):
+            out[name] = value
+            if name == "ssl_check_hostname":
+                out[name] = value.lower() in ("true", "1", "yes")
+    return out
+
+
 def _parse_url(url):
     # libtslock's parser, the one the tslock command uses, so a URL means
     # the same here; the URL is quoted without its password (logs).
     if not isinstance(url, str):
         raise TypeError("from_url: expected a URL string, got %r" % (url,))
     try:
-        return _tslock.parse_url(url)
+        kw = _tslock.parse_url(url)
     except ValueError as e:
         raise ValueError("bad Redis URL %r: %s"
                          % (_tslock.scrub_url(url), e)) from None
+    if kw.get("ssl"):
+        # libtslock checked them; their values are read here.
+        kw.update(_url_tls(url))
+    return kw
     netloc = p.netloc.rsplit("@", 1)[-1]
     if scheme == "redis":
         try:

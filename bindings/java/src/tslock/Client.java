@@ -31,7 +31,14 @@ public final class Client implements AutoCloseable {
         cleanable = CLEANER.register(this, pool);
     }
 
-    /** A client for url (5 s connect and command timeouts). */
+    /**
+     * A client for url (5 s connect and command timeouts): redis://,
+     * unix://, redis+sentinel://, or rediss:// and rediss+sentinel://
+     * for TLS, with redis-py's query parameters (ssl_ca_certs,
+     * ssl_certfile, ssl_keyfile, ssl_password, ssl_cert_reqs=none|
+     * optional|required, ssl_check_hostname, ssl_server_hostname); a
+     * failed TLS check throws LockException with errname TSLOCK_ETLS.
+     */
     public static Client fromUrl(String url) {
         return fromUrl(Duration.ofSeconds(5), url);
     }
