@@ -463,8 +463,9 @@ int main(void)
     s = CU_add_suite("resilience", NULL, NULL);
     CU_add_test(s, "extend and release through CLIENT KILL",
                 test_client_kill_under_release_and_extend);
-    CU_add_test(s, "an adopted handle's extend and release through CLIENT "
-                   "KILL",
+    CU_add_test(s,
+                "an adopted handle's extend and release through CLIENT "
+                "KILL",
                 test_adopted_handle_through_client_kill);
     CU_add_test(s, "SIGPIPE from a killed connection is not fatal",
                 test_sigpipe_is_not_fatal);
