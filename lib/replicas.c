@@ -29,11 +29,12 @@ int tslock__replicas_judge(tslock_lock *l, const redisReply *r)
 
     if (wait_missing(r))
         return tslock__fail(c, TSLOCK_EUNSUPPORTED,
-                            "lock '%s': waiting for %d replica%s needs WAIT, "
-                            "which this server does not have (Redis before "
-                            "3.0, or a managed service without it, such as "
-                            "ElastiCache Serverless): it replied -%.200s; "
-                            "no replica is known to have the write",
+                            "lock '%s': waiting for %d replica%s needs WAIT "
+                            "(Redis 3.0 or later), which this server does "
+                            "not have (an older Redis, or a managed service "
+                            "without it, such as ElastiCache Serverless): it "
+                            "replied -%.200s; no replica is known to have "
+                            "the write",
                             l->key, l->replicas, l->replicas == 1 ? "" : "s",
                             r->str);
     if (r->type != REDIS_REPLY_INTEGER)
