@@ -382,9 +382,14 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
         l->expires_ms = 0;
         l->replicas_seen = 0;
         rc = try_once(l);
-        /* Taken after a sleep that listened and heard nothing (fair.c). */
+        /*
+         * Taken right after a sleep that listened and heard nothing
+         * (fair.c); not after a reconnect, whose dropped subscriber may
+         * have lost the announcement.
+         */
         if (rc == TSLOCK_OK && unheard)
             tslock__unheard_release(l, holder_end);
+        unheard = 0;
         if (tslock__is_transient(c, rc) && wait_ms != 0 && l->reconnect_ms != 0)
             rc = reconnect_while_waiting(l, wait_ms, deadline, rc);
         if (rc == TSLOCK_EAGAIN__)
