@@ -128,9 +128,9 @@ setuser() {
 
 # scenario USER PREFIX TTL OPTIONS...: 0 when every step worked; else the
 # failing step's exit status, its stderr in $dir/USER.err.  Holders keep
-# their lock until the test removes their flag file, which it does once
-# the waiter has said (-v) that it found the lock held: the order comes
-# from what the processes say, not from how long they take.
+# their lock until the test lets them go (a line on their FIFO), which it
+# does once the waiter has said (-v) that it found the lock held: the
+# order comes from what the processes say, not from how long they take.
 scenario() {
     u=$1 p=$2 ttl=$3
     shift 3
@@ -171,14 +171,34 @@ scenario() {
     return 0
 }
 
+# let_go: the holder's COMMAND ends (it reads a line from the FIFO
+# $flag).  Opened read-write, the FIFO never blocks the test, even with
+# the holder gone; the holder keeps it open read-write from before it
+# says "taken", so the line waits there until it reads it.
+let_go() {
+    echo go 1<>"$flag" 2>/dev/null
+    rm -f "$flag"
+}
+
+# said TEXT FILE: whether a line of FILE holds TEXT (the shell's read,
+# not a grep process: this is asked every 10 ms while a waiter starts).
+said() {
+    [ -r "$2" ] || return 1
+    while IFS= read -r said_line; do
+        case $said_line in *"$1"*) return 0 ;; esac
+    done <"$2"
+    return 1
+}
+
 # hold KEY OPTIONS...: a holder of KEY in the background ($holder) that
-# keeps it until $flag is removed; fails with the holder's status when
-# it did not take the key.
+# keeps it until let_go; fails with the holder's status when it did not
+# take the key.
 hold() {
     k=$1
     shift
     flag="$dir/$u.flag"
-    : >"$flag"
+    rm -f "$flag"
+    mkfifo "$flag" || return 1
     # Before the holder starts: removed after, it could remove the mark
     # of a holder quick enough to have made it already, and the wait
     # below would see none until its bound, with the holder keeping the
@@ -186,13 +206,13 @@ hold() {
     rm -f "$flag.taken"
     REDISCLI_AUTH="${hold_auth:-pw-$u}" "$tool" -q -u "$url" "$@" -t "$ttl" \
         "$k" -- \
-        sh -c 'echo taken >"$1.taken"; while [ -e "$1" ]; do sleep 0.01; done' \
+        sh -c 'exec 3<>"$1"; echo taken >"$1.taken"; read -r x <&3' \
         - "$flag" 2>"$e.holder" &
     holder=$!
     n=0
     until [ -e "$flag.taken" ]; do
         if ! kill -0 $holder 2>/dev/null || [ $n -gt 3000 ]; then
-            rm -f "$flag"; wait $holder; rc=$?
+            let_go; wait $holder; rc=$?
             cp "$e.holder" "$e"
             return $((rc ? rc : 1))
         fi
@@ -227,10 +247,10 @@ in_line() {
 
 waited() {
     n=0
-    until grep -q "is held" "$2" 2>/dev/null \
+    until said "is held" "$2" \
         && { [ $# -lt 3 ] || in_line "$3" "$@"; }; do
         if ! kill -0 "$1" 2>/dev/null || [ $n -gt 3000 ]; then
-            rm -f "$flag"
+            let_go
             wait "$1"
             rc=$?
             wait $holder
@@ -240,7 +260,7 @@ waited() {
         n=$((n + 1))
         sleep 0.01
     done
-    rm -f "$flag"
+    let_go
     # A holder that failed (its release refused) may leave the key held
     # to its lease: the waiter would only wait out its -w.  Its outcome
     # is not what is judged then, so it is stopped (SIGTERM: the tool
