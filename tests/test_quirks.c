@@ -397,6 +397,33 @@ static void test_publish_refused(void)
 }
 
 /*
+ * SUBSCRIBE refused: the wait polls from its start, and says why; a
+ * wait that ends busy is still a plain EBUSY.
+ */
+static void test_subscribe_refused(void)
+{
+    tslock_client *a = th_client(&proxy), *b = th_client(&proxy);
+    tslock_lock *la = new_lock(a, "q:nosub", TSLOCK_SCHEME_TOKEN, 30000);
+    tslock_lock *lb = new_lock(b, "q:nosub", TSLOCK_SCHEME_TOKEN, 30000);
+    const char *why = NULL;
+
+    quirk("REFUSE", "SUBSCRIBE");
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(la, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_set_retry(lb, 1, 1), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(lb, 5), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_client_wakeups(b, &why), TSLOCK_WAKEUPS_POLLING);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "SUBSCRIBE was refused"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "unknown command 'SUBSCRIBE'"));
+    CU_ASSERT_EQUAL(tslock_client_wakeups(a, NULL), 0);
+    CU_ASSERT_EQUAL(tslock_release(la), TSLOCK_OK);
+    quirk("CLEAR", NULL);
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(a);
+    tslock_client_free(b);
+}
+
+/*
  * A waiter that takes the key unheard while another is still in line may
  * have lost the wake to it (a release wakes the head alone): no verdict.
  * Deaf, two waiters: the first to take finds the other in line.
@@ -525,6 +552,7 @@ int main(void)
                 test_wakeups_lost);
     CU_add_test(s, "PUBLISH refused: unannounced, the waiter polls",
                 test_publish_refused);
+    CU_add_test(s, "SUBSCRIBE refused: the waits poll", test_subscribe_refused);
     CU_add_test(s, "unheard with another in line: no verdict",
                 test_unheard_with_others_in_line);
     CU_add_test(s, "tslock -v says it once", test_wakeups_cli);
