@@ -574,6 +574,35 @@ TSLOCK_EXTERN const char *tslock_client_errstr(const tslock_client *client);
  */
 TSLOCK_EXTERN unsigned tslock_client_caps(const tslock_client *client);
 
+/*
+ * Wake-ups that fell back (tslock_client_wakeups), as bits.  UNANNOUNCED:
+ * this client's releases go without PUBLISH (it was refused).  POLLING:
+ * this client's waits poll (SUBSCRIBE was refused, or a release was not
+ * heard).
+ */
+#define TSLOCK_WAKEUPS_UNANNOUNCED 0x01u
+#define TSLOCK_WAKEUPS_POLLING     0x02u
+
+/*
+ * tslock_client_wakeups - whether wake-ups on this client fell back, and
+ * why: its releases go unannounced (the server refused PUBLISH), or its
+ * waits poll at the retry delay instead of listening (the server refused
+ * SUBSCRIBE, or a waiting token acquire found the key free before its
+ * holder's lease ended, with nobody else in line, and heard no release:
+ * a PUBLISH refused inside a script, or lost on the way, as where a
+ * service turns a script's PUBLISH into SPUBLISH).  Locks stay correct
+ * either way; a polling waiter takes a freed key up to one retry delay
+ * late.  A fallback lasts for the client's life.
+ *
+ * why: may be NULL; receives the first fallback's reason, "" when none.
+ * Returns the TSLOCK_WAKEUPS_* bits, 0 while none fell back (and for
+ * NULL).
+ * Ownership: *why is borrowed, valid while the client lives.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN unsigned tslock_client_wakeups(const tslock_client *client,
+                                             const char **why);
+
 /* How a client may use Redis 7 Functions (tslock_client_set_functions). */
 typedef enum tslock_functions {
     TSLOCK_FUNCTIONS_LOAD = 0, /* FCALL where EVAL is refused; FUNCTION LOAD

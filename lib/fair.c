@@ -165,6 +165,38 @@ void tslock__fair_leave(tslock_lock *l)
     l->queued = 0;
 }
 
+void tslock__unheard_release(tslock_lock *l, int64_t holder_end)
+{
+    tslock_client *c = l->client;
+    int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL), others = -1;
+    char keep[TSLOCK__ERRSTR_SIZE];
+
+    /*
+     * Only the token scheme: legacy timestamp clients never announce.  A
+     * key free within a retry delay of the lease's end may have expired.
+     */
+    if (l->used != TSLOCK_SCHEME_TOKEN || holder_end <= 0 || now < 0
+        || holder_end - now <= l->retry_min_ms
+        || (c->wakeups & TSLOCK_WAKEUPS_POLLING) || tslock__heard_since(l))
+        return;
+    /*
+     * A release wakes the first waiter of the line alone: with others in
+     * line, it may have woken one of them, which is not a loss.
+     */
+    memcpy(keep, c->errstr, sizeof(keep));
+    if (tslock_lock_queue_length(l, &others) != TSLOCK_OK)
+        others = -1;
+    memcpy(c->errstr, keep, sizeof(keep));
+    if (others != 0)
+        return;
+    tslock__listen_no_more(
+        l, "a release was not heard: the key came free well before its "
+           "holder's lease ended, with no announcement (a PUBLISH refused "
+           "inside a script, or lost on the way, as where a service turns "
+           "a script's PUBLISH into SPUBLISH, or a holder that does not "
+           "announce): waits poll at their retry delay");
+}
+
 int tslock_lock_queue_length(tslock_lock *l, int64_t *length)
 {
     const char *argv[2] = {"ZCARD", NULL};

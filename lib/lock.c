@@ -351,11 +351,23 @@ static void undo_hold(tslock_lock *l)
 {
     tslock_client *c = l->client;
     char why[TSLOCK__ERRSTR_SIZE];
+    int rc = TSLOCK_EIO;
 
     memcpy(why, c->errstr, sizeof(why));
     if (!c->broken)
-        (void)tslock_release(l);
-    memcpy(c->errstr, why, sizeof(why));
+        rc = tslock_release(l);
+    /* Say what is left: nothing, or a key that holds our value until its
+     * lease ends (the caller holds nothing either way). */
+    if (rc == TSLOCK_OK || rc == TSLOCK_ELOST)
+        snprintf(c->errstr, sizeof(c->errstr),
+                 "%.*s; the hold was given back, nothing is held",
+                 (int)sizeof(why) - 64, why);
+    else
+        snprintf(c->errstr, sizeof(c->errstr),
+                 "%.*s; giving the hold back failed (%s), so '%.*s' may keep "
+                 "our value until its lease ends, %lld ms from the take",
+                 (int)sizeof(why) - 200, why, tslock_errname(rc), 64, l->key,
+                 (long long)l->ttl_ms);
     l->held = 0;
 }
 
@@ -363,12 +375,21 @@ static void undo_hold(tslock_lock *l)
 static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
 {
     tslock_client *c = l->client;
-    int rc;
+    int64_t holder_end = 0;
+    int unheard = 0, rc;
 
     for (;;) {
         l->expires_ms = 0;
         l->replicas_seen = 0;
         rc = try_once(l);
+        /*
+         * Taken right after a sleep that listened and heard nothing
+         * (fair.c); not after a reconnect, whose dropped subscriber may
+         * have lost the announcement.
+         */
+        if (rc == TSLOCK_OK && unheard)
+            tslock__unheard_release(l, holder_end);
+        unheard = 0;
         if (tslock__is_transient(c, rc) && wait_ms != 0 && l->reconnect_ms != 0)
             rc = reconnect_while_waiting(l, wait_ms, deadline, rc);
         if (rc == TSLOCK_EAGAIN__)
@@ -381,9 +402,11 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
             || (wait_ms != TSLOCK_WAIT_FOREVER
                 && tslock__now(c, TSLOCK_CLOCK_MONOTONIC) >= deadline))
             return rc;
+        holder_end = l->expires_ms;
         if (tslock__wait(l, next_delay(l, wait_ms, deadline))
             == TSLOCK_ECANCELED)
             return canceled(l);
+        unheard = l->listening && !l->woken;
     }
     if (rc == TSLOCK_OK && l->replicas > 0) {
         rc = l->replicas_seen ? l->replicas_rc : tslock__replicas_wait(l);
@@ -499,8 +522,14 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
     if (tslock__is_transient(l->client, rc))
         rc = tslock__recover(l, RECOVER_EXTEND, rc, ttl_ms);
     /* The lease is extended on the master; its replicas may lag. */
-    if (rc == TSLOCK_OK && l->replicas > 0)
-        rc = tslock__replicas_wait(l);
+    if (rc == TSLOCK_OK && l->replicas > 0
+        && (rc = tslock__replicas_wait(l)) != TSLOCK_OK) {
+        size_t len = strlen(l->client->errstr);
+        snprintf(l->client->errstr + len, sizeof(l->client->errstr) - len,
+                 "; the extension itself took effect on the master: the "
+                 "lock is still held, for %lld ms",
+                 (long long)ttl_ms);
+    }
     /* Kept while unsettled: the new stamp may be on the server. */
     if (!tslock__is_transient(l->client, rc))
         l->pending[0] = '\0';

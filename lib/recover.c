@@ -38,7 +38,22 @@ int64_t tslock__recovery_margin_ms(const tslock_lock *l)
     return l->margin_ms > drift ? l->margin_ms : drift;
 }
 
-/* How long the recovery may still go on, in ms; <= 0 when it is over. */
+/*
+ * Whether our lease end is known.  A token handle adopted from another
+ * process (tslock extend/release KEY HANDLE) carries none: expires_ms is
+ * 0 until an extension sets it.
+ */
+static int lease_known(const tslock_lock *l)
+{
+    return l->expires_ms > 0;
+}
+
+/*
+ * How long the recovery may still go on, in ms; <= 0 when it is over.
+ * With the lease end unknown only the real bound counts: what the
+ * recovery then does is guarded by our value on the server (settle_*),
+ * never by our clock.
+ */
 static int64_t room_left(const struct recovery *r)
 {
     tslock_lock *l = r->l;
@@ -46,7 +61,7 @@ static int64_t room_left(const struct recovery *r)
                     - tslock__now(l->client, TSLOCK_CLOCK_WALL);
     int64_t real = r->real_end - tslock__system_ms(TSLOCK_CLOCK_MONOTONIC);
 
-    return lease < real ? lease : real;
+    return lease_known(l) && lease < real ? lease : real;
 }
 
 /* Sleep the next backoff, jittered to 50-100%, never past the room. */
@@ -128,6 +143,7 @@ static int settle_release(struct recovery *r, int now)
      */
     int same =
         !r->restarted && r->server[0] != '\0' && l->client->cluster == NULL;
+    int known = lease_known(l);
 
     if (now == 2) { /* an earlier extension's stamp landed: ours */
         memcpy(l->value, l->pending, sizeof(l->value));
@@ -137,6 +153,15 @@ static int settle_release(struct recovery *r, int now)
     }
     if (now == 1)
         return l->ops->release(l);
+    if (same && !known)
+        return tslock__guard_lost(
+            l, "released",
+            now == 0 ? "the reply to the release was lost and the key is "
+                       "gone; this adopted hold's lease end is unknown, so "
+                       "it may have expired before our DEL"
+                     : "the reply to the release was lost and the key "
+                       "holds another value; this adopted hold's lease end "
+                       "is unknown, so it may have expired before our DEL");
     if (same && (now == 0 || l->used == TSLOCK_SCHEME_TOKEN)) {
         tslock__fail(l->client, TSLOCK_OK,
                      "released '%s': the reply to the release was lost, and "
@@ -231,8 +256,9 @@ static int give_up(struct recovery *r, int last_rc)
     tslock_lock *l = r->l;
     const char *verb = r->op == RECOVER_RELEASE ? "released" : "extended";
     char why[TSLOCK__ERRSTR_SIZE];
-    int lease_over = l->expires_ms - tslock__recovery_margin_ms(l)
-                     <= tslock__now(l->client, TSLOCK_CLOCK_WALL);
+    int lease_over = lease_known(l)
+                     && l->expires_ms - tslock__recovery_margin_ms(l)
+                            <= tslock__now(l->client, TSLOCK_CLOCK_WALL);
 
     snprintf(why, sizeof(why), "%.300s", l->client->errstr);
     if (lease_over)

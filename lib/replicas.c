@@ -9,17 +9,34 @@
 
 #include "tslock_int.h"
 
+/*
+ * Whether an error reply to WAIT says the server has no WAIT: Redis
+ * before 3.0, or a managed service without it (ElastiCache Serverless
+ * answers as Redis 7 does a command it lacks; proxies word it their way).
+ */
+static int wait_missing(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR
+           && (strncmp(r->str, "ERR unknown command", 19) == 0
+               || strstr(r->str, "wrong number of arguments") != NULL
+               || strstr(r->str, "not supported") != NULL
+               || strstr(r->str, "nsupported command") != NULL);
+}
+
 int tslock__replicas_judge(tslock_lock *l, const redisReply *r)
 {
     tslock_client *c = l->client;
 
-    if (r->type == REDIS_REPLY_ERROR
-        && (strncmp(r->str, "ERR unknown command", 19) == 0
-            || strstr(r->str, "wrong number of arguments") != NULL))
+    if (wait_missing(r))
         return tslock__fail(c, TSLOCK_EUNSUPPORTED,
-                            "waiting for %d replica%s needs WAIT (Redis 3.0 "
-                            "or later): the server replied -%.200s",
-                            l->replicas, l->replicas == 1 ? "" : "s", r->str);
+                            "lock '%s': waiting for %d replica%s needs WAIT "
+                            "(Redis 3.0 or later), which this server does "
+                            "not have (an older Redis, or a managed service "
+                            "without it, such as ElastiCache Serverless): it "
+                            "replied -%.200s; no replica is known to have "
+                            "the write",
+                            l->key, l->replicas, l->replicas == 1 ? "" : "s",
+                            r->str);
     if (r->type != REDIS_REPLY_INTEGER)
         return tslock__unexpected(c, "WAIT", "an integer", r);
     if (r->integer < l->replicas)

@@ -33,6 +33,15 @@ int tslock__queue_eligible(tslock_lock *l);
 /* One attempt from the line: take a free key, or join and refresh. */
 int tslock__queue_try(tslock_lock *l, int64_t *holder_pttl);
 void tslock__fair_leave(tslock_lock *l);
+/*
+ * A waiting token acquire took the key after a sleep that listened and
+ * heard nothing, and holder_end (our wall clock) was the holder's lease
+ * end seen before it: when the key came free well before that end and
+ * nobody else is in line to have been woken instead, the release's
+ * announcement was refused or lost, and the client's waits poll from
+ * now on (fair.c).
+ */
+void tslock__unheard_release(tslock_lock *l, int64_t holder_end);
 
 /* ---- shared.c, rwlock.c: read-write locks and semaphores */
 /* One attempt of a read-write lock or semaphore; sets l->ops. */

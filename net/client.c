@@ -6,6 +6,7 @@
  * server can do.
  */
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,6 +436,26 @@ const char *tslock_client_errstr(const tslock_client *c)
 unsigned tslock_client_caps(const tslock_client *c)
 {
     return c == NULL ? 0 : c->caps;
+}
+
+void tslock__wakeups_fall_back(tslock_client *c, unsigned bit, const char *fmt,
+                               ...)
+{
+    va_list ap;
+
+    if (c->wakeups == 0) {
+        va_start(ap, fmt);
+        vsnprintf(c->wakeups_why, sizeof(c->wakeups_why), fmt, ap);
+        va_end(ap);
+    }
+    c->wakeups |= bit;
+}
+
+unsigned tslock_client_wakeups(const tslock_client *c, const char **why)
+{
+    if (why != NULL)
+        *why = c == NULL || c->wakeups == 0 ? "" : c->wakeups_why;
+    return c == NULL ? 0 : c->wakeups;
 }
 
 int tslock_client_set_functions(tslock_client *c, tslock_functions mode)

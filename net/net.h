@@ -49,6 +49,8 @@ struct tslock_client {
     int64_t clock_offset_ms; /* server wall clock minus ours, from TIME */
     char run_id[48];         /* INFO's run_id at the last connect, or "" */
     int publish_refused;     /* PUBLISH was refused (an ACL): not sent */
+    unsigned wakeups;        /* TSLOCK_WAKEUPS_* fallbacks taken */
+    char wakeups_why[256];   /* what made the first of them */
     /* The subscriber connection of waiting acquires (wakeup.c). */
     redisContext *sub;
     char *sub_channel;  /* what sub is subscribed to: the key's channel */
@@ -216,6 +218,16 @@ int tslock__open_socket(tslock_client *c);
 int tslock__replace_string(char **slot, const char *value);
 /* Close the subscriber connection of waiting acquires, if any. */
 void tslock__sub_close(tslock_client *c);
+/*
+ * Note a fallback of wake-ups (TSLOCK_WAKEUPS_* bit), for
+ * tslock_client_wakeups(); the first reason is kept.
+ */
+void tslock__wakeups_fall_back(tslock_client *c, unsigned bit, const char *fmt,
+                               ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* A second connection to the same server, AUTHed, no probe. */
 int tslock__connect_side(tslock_client *c, redisContext **out);
 

@@ -95,6 +95,11 @@ int tslock__publish_refused(tslock_client *c, const redisReply *r)
     if (r == NULL || r->type != REDIS_REPLY_ERROR)
         return 0;
     c->publish_refused = 1;
+    tslock__wakeups_fall_back(c, TSLOCK_WAKEUPS_UNANNOUNCED,
+                              "PUBLISH was refused (-%.120s): this client's "
+                              "releases go unannounced, and their waiters "
+                              "poll at their retry delay",
+                              r->str);
     return 1;
 }
 

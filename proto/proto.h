@@ -245,6 +245,14 @@ void tslock__seconds_up(char *buf, size_t size, int64_t ms);
 
 /* ---- wakeup.c: waiters woken by the release */
 /*
+ * Whether a release was announced on the subscriber since the last
+ * sleep (read without blocking): a message that arrived after that sleep
+ * ended was heard, only late.
+ */
+int tslock__heard_since(tslock_lock *l);
+/* Stop listening for the client's life (TSLOCK_WAKEUPS_POLLING, why). */
+void tslock__listen_no_more(tslock_lock *l, const char *why);
+/*
  * Before a waiting acquire's first try: subscribe the client's second
  * connection (opened on first use) to the lock's channel, and drop what
  * it heard before.  Sets l->listening; a failure only means polling.

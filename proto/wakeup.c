@@ -113,6 +113,11 @@ static int subscribe(tslock_lock *l)
     }
     ok = tslock__roundtrip(c->sub, own != NULL ? 3 : 2, argv, &r) == REDIS_OK
          && is_subscribed(r);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR)
+        tslock__wakeups_fall_back(c, TSLOCK_WAKEUPS_POLLING,
+                                  "SUBSCRIBE was refused (-%.120s): waits "
+                                  "poll at their retry delay",
+                                  r->str);
     freeReplyObject(r);
     /* One confirmation per channel. */
     if (ok && own != NULL) {
@@ -143,7 +148,9 @@ void tslock__listen(tslock_lock *l)
     tslock_client *c = l->client;
 
     l->listening = 0;
-    if (!l->wakeup || tslock__channel(l) != TSLOCK_OK)
+    /* A client whose waits fell back polls from then on. */
+    if (!l->wakeup || (c->wakeups & TSLOCK_WAKEUPS_POLLING)
+        || tslock__channel(l) != TSLOCK_OK)
         return;
     if (subscribe(l) != TSLOCK_OK)
         return;
@@ -197,6 +204,28 @@ static int wait_for_release(tslock_lock *l, int64_t ms)
             l->listening = 0;
         }
     }
+}
+
+int tslock__heard_since(tslock_lock *l)
+{
+    tslock_client *c = l->client;
+    int heard;
+
+    if (c->sub == NULL)
+        return 0;
+    heard = drain(c);
+    if (heard < 0) {
+        tslock__sub_close(c);
+        l->listening = 0;
+    }
+    return heard > 0;
+}
+
+void tslock__listen_no_more(tslock_lock *l, const char *why)
+{
+    tslock__wakeups_fall_back(l->client, TSLOCK_WAKEUPS_POLLING, "%s", why);
+    tslock__sub_close(l->client);
+    l->listening = 0;
 }
 
 /*

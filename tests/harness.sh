@@ -25,6 +25,22 @@ need_server() {
     fi
 }
 
+# direct_tool TOOL: the program libtool's wrapper TOOL would run, run
+# directly ($tool set to it, the build's library on LD_LIBRARY_PATH, as
+# the wrapper does), or TOOL itself where there is no wrapper.  The
+# wrapper is a shell script with several sed runs each time: a test that
+# runs the tool hundreds of times pays more for it than for the tool.
+direct_tool() {
+    tool=$1
+    real="$(dirname "$1")/.libs/$(basename "$1")"
+    if [ -x "$real" ] && head -c 2 "$1" | grep -q '^#!'; then
+        lib="$(cd "${top_builddir:-.}" && pwd)/.libs"
+        LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        export LD_LIBRARY_PATH
+        tool=$real
+    fi
+}
+
 # start_unix_server SOCK LOG: a redis-server on the Unix socket SOCK (its
 # files in $dir, its log in LOG), answering PING; its pid in $started.
 # Exits 1 when it does not answer within 10 s.

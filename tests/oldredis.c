@@ -64,6 +64,22 @@
  * every other connection as they are parsed, one by one, so a pipeline of
  * three commands counts three.  A fault strikes once.
  *
+ * Quirks of managed services, for every other connection until cleared
+ * (any emulation; with modern, a current server that lacks them):
+ *
+ *   TSLOCKQUIRK REFUSE NAME          answer command NAME (outside scripts)
+ *                                    "-ERR unknown command 'NAME', with
+ *                                    args beginning with: ..." as Redis 7
+ *                                    does a command it does not have (WAIT
+ *                                    on ElastiCache Serverless; PUBLISH
+ *                                    where a proxy filters it); up to 8
+ *   TSLOCKQUIRK DEAF                 confirm every SUBSCRIBE but deliver
+ *                                    no published message: the
+ *                                    publishes are lost on the way, as
+ *                                    where a script's PUBLISH becomes
+ *                                    SPUBLISH and no SUBSCRIBE hears it
+ *   TSLOCKQUIRK CLEAR                none of them
+ *
  * Usage: oldredis --emulate VERSION (--listen PATH | --listen-port N)
  *                 (--upstream PATH | --upstream-port N) [--ready-fd N]
  *                 [--exact-expiry]
@@ -1279,7 +1295,11 @@ static void dispatch(conn *c, const request *r)
     (d->handler ? d->handler : h_forward)(c, r, d);
 }
 
-/* --emulate modern: the server's own checks and replies, unchanged. */
+/*
+ * --emulate modern: the server's own checks and replies, unchanged.
+ * MULTI, EXEC and DISCARD are followed as for 2.6.5+, so that a command
+ * a quirk refuses inside MULTI aborts EXEC as on a server without it.
+ */
 static void dispatch_modern(conn *c, const request *r)
 {
     const cmd_def *d = cmd_lookup(r->argv[0], r->len[0]);
@@ -1287,7 +1307,9 @@ static void dispatch_modern(conn *c, const request *r)
     if (is_quit(r))
         do_quit(c);
     else if (d != NULL
-             && (d->handler == h_subscribe || d->handler == h_monitor))
+             && (d->handler == h_subscribe || d->handler == h_monitor
+                 || d->handler == h_multi || d->handler == h_exec
+                 || d->handler == h_discard))
         d->handler(c, r, d);
     else
         forward_as_is(c, r, XF_PLAIN);
@@ -1418,6 +1440,82 @@ static void fault_command(conn *c, const request *r)
     local_reply(c, "+OK\r\n", 5, 0);
 }
 
+/* ------------------------------------------------------------ quirks */
+
+#define QUIRK_MAX_REFUSED 8
+
+/* The managed-service quirks (see the header), under quirk_lock. */
+static pthread_mutex_t quirk_lock = PTHREAD_MUTEX_INITIALIZER;
+static char quirk_refused[QUIRK_MAX_REFUSED][32];
+static int quirk_deaf;
+
+static int quirk_refuses(const char *name, size_t n)
+{
+    int i, hit = 0;
+
+    pthread_mutex_lock(&quirk_lock);
+    for (i = 0; i < QUIRK_MAX_REFUSED && !hit; i++)
+        hit =
+            quirk_refused[i][0] != '\0' && eq_nocase(name, n, quirk_refused[i]);
+    pthread_mutex_unlock(&quirk_lock);
+    return hit;
+}
+
+static int quirk_is_deaf(void)
+{
+    int deaf;
+
+    pthread_mutex_lock(&quirk_lock);
+    deaf = quirk_deaf;
+    pthread_mutex_unlock(&quirk_lock);
+    return deaf;
+}
+
+static void quirk_command(conn *c, const request *r)
+{
+    int i, ok = 1;
+
+    c->control = 1;
+    pthread_mutex_lock(&quirk_lock);
+    if (r->argc == 2 && eq_nocase(r->argv[1], r->len[1], "clear")) {
+        memset(quirk_refused, 0, sizeof quirk_refused);
+        quirk_deaf = 0;
+    } else if (r->argc == 2 && eq_nocase(r->argv[1], r->len[1], "deaf")) {
+        quirk_deaf = 1;
+    } else if (r->argc == 3 && eq_nocase(r->argv[1], r->len[1], "refuse")
+               && r->len[2] > 0 && r->len[2] < sizeof quirk_refused[0]) {
+        for (i = 0; i < QUIRK_MAX_REFUSED && quirk_refused[i][0]; i++)
+            ;
+        if ((ok = i < QUIRK_MAX_REFUSED)) {
+            memcpy(quirk_refused[i], r->argv[2], r->len[2]);
+            quirk_refused[i][r->len[2]] = '\0';
+        }
+    } else {
+        ok = 0;
+    }
+    pthread_mutex_unlock(&quirk_lock);
+    if (ok)
+        local_reply(c, "+OK\r\n", 5, 0);
+    else
+        local_error(c, "ERR usage: TSLOCKQUIRK REFUSE NAME | DEAF | CLEAR");
+}
+
+/* Redis 7's refusal of a command it does not have, with its arguments. */
+static void quirk_refuse(conn *c, const request *r)
+{
+    bytes m = {0};
+    int i;
+
+    bytes_fmt(&m, "ERR unknown command '%.*s', with args beginning with: ",
+              (int)r->len[0], r->argv[0]);
+    for (i = 1; i < r->argc && m.len < 120; i++)
+        bytes_fmt(&m, "'%.*s' ", (int)(r->len[i] > 40 ? 40 : r->len[i]),
+                  r->argv[i]);
+    bytes_add(&m, "", 1);
+    refuse(c, m.p);
+    bytes_free(&m);
+}
+
 /* Dispatches one parsed command, counting it and marking its fault. */
 static void dispatch_counted(conn *c, const request *r)
 {
@@ -1427,6 +1525,14 @@ static void dispatch_counted(conn *c, const request *r)
 
     if (eq_nocase(r->argv[0], r->len[0], "tslockfault")) {
         fault_command(c, r);
+        return;
+    }
+    if (eq_nocase(r->argv[0], r->len[0], "tslockquirk")) {
+        quirk_command(c, r);
+        return;
+    }
+    if (!c->control && quirk_refuses(r->argv[0], r->len[0])) {
+        quirk_refuse(c, r);
         return;
     }
     if (!c->control)
@@ -1751,6 +1857,8 @@ static void on_reply(conn *c, const redisReply *r)
     pending *p = c->head;
     size_t from;
 
+    if (is_push(c, r) && quirk_is_deaf())
+        return; /* lost on the way (TSLOCKQUIRK DEAF) */
     if (p == NULL || p->local || is_push(c, r)) {
         put_reply(&c->out, r);
         return;

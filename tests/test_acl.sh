@@ -20,15 +20,25 @@ doc="${top_srcdir:-.}/doc/acl.md"
 need_server
 [ -x "$tool" ] || { echo "no tool at $tool"; exit 1; }
 [ -r "$doc" ] || { echo "no $doc"; exit 1; }
+# The program itself, not libtool's wrapper: this test runs it ~900 times.
+direct_tool "$tool"
 
 dir=$(mktemp -d /tmp/tslock-acl.XXXXXX) || exit 1
+# redis-cli runs as the default user; each tslock run is given its user's
+# password on its own command line.
+unset REDISCLI_AUTH
 pid=
 cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    # Every server told to stop first, then each waited for: they stop
+    # side by side, not one after another.
+    ps=
     for f in "$dir"/*.pid; do
         [ -f "$f" ] || continue
         p=$(cat "$f")
-        kill "$p" 2>/dev/null
+        kill "$p" 2>/dev/null && ps="$ps $p"
+    done
+    for p in $ps; do
         n=0
         while kill -0 "$p" 2>/dev/null && [ $n -lt 500 ]; do
             n=$((n + 1))
@@ -54,7 +64,7 @@ listening=1
 # server (check_user), so no other user's run loads its scripts.
 start_unix_server "$dir/r.sock" "$dir/r.log" || exit 1
 pid=$started
-major=$(env -u REDISCLI_AUTH "$cli" -s "$dir/r.sock" info server \
+major=$("$cli" -s "$dir/r.sock" info server \
     | sed -n 's/^redis_version:\([0-9]*\).*/\1/p')
 kill "$pid" && wait "$pid" 2>/dev/null
 pid=
@@ -90,7 +100,7 @@ options_of() {
 }
 
 # ucli ARGS...: redis-cli as the default user on $u's own server.
-ucli() { env -u REDISCLI_AUTH "$cli" -s "$dir/$u.sock" "$@"; }
+ucli() { "$cli" -s "$dir/$u.sock" "$@"; }
 
 # The rules a scenario cannot reach, with the path that needs them: their
 # removal may fail (TSLOCK_ENOPERM, exit 77) or not, but nothing else.
@@ -108,16 +118,19 @@ edge_rules() {
 setuser() {
     u=$1
     shift
-    ucli acl setuser "$u" reset on ">pw-$u" "$@" >/dev/null
-    ucli script flush >/dev/null
-    ucli function flush >/dev/null
+    # One redis-cli for the three commands (its stdin form splits each
+    # line as its arguments would be: no rule holds a space or a quote).
+    printf '%s\n' "acl setuser $u reset on >pw-$u $*" "script flush" \
+        "function flush" | ucli >"$dir/$u.setuser"
+    [ "$(grep -c '^OK$' "$dir/$u.setuser")" -eq 3 ] \
+        || echo "setuser $u: $(cat "$dir/$u.setuser")" >&2
 }
 
 # scenario USER PREFIX TTL OPTIONS...: 0 when every step worked; else the
 # failing step's exit status, its stderr in $dir/USER.err.  Holders keep
-# their lock until the test removes their flag file, which it does once
-# the waiter has said (-v) that it found the lock held: the order comes
-# from what the processes say, not from how long they take.
+# their lock until the test lets them go (a line on their FIFO), which it
+# does once the waiter has said (-v) that it found the lock held: the
+# order comes from what the processes say, not from how long they take.
 scenario() {
     u=$1 p=$2 ttl=$3
     shift 3
@@ -158,24 +171,48 @@ scenario() {
     return 0
 }
 
+# let_go: the holder's COMMAND ends (it reads a line from the FIFO
+# $flag).  Opened read-write, the FIFO never blocks the test, even with
+# the holder gone; the holder keeps it open read-write from before it
+# says "taken", so the line waits there until it reads it.
+let_go() {
+    echo go 1<>"$flag" 2>/dev/null
+    rm -f "$flag"
+}
+
+# said TEXT FILE: whether a line of FILE holds TEXT (the shell's read,
+# not a grep process: this is asked every 10 ms while a waiter starts).
+said() {
+    [ -r "$2" ] || return 1
+    while IFS= read -r said_line; do
+        case $said_line in *"$1"*) return 0 ;; esac
+    done <"$2"
+    return 1
+}
+
 # hold KEY OPTIONS...: a holder of KEY in the background ($holder) that
-# keeps it until $flag is removed; fails with the holder's status when
-# it did not take the key.
+# keeps it until let_go; fails with the holder's status when it did not
+# take the key.
 hold() {
     k=$1
     shift
     flag="$dir/$u.flag"
-    : >"$flag"
+    rm -f "$flag"
+    mkfifo "$flag" || return 1
+    # Before the holder starts: removed after, it could remove the mark
+    # of a holder quick enough to have made it already, and the wait
+    # below would see none until its bound, with the holder keeping the
+    # key past its lease ("tslock-fair without +pttl" exited 75 so).
+    rm -f "$flag.taken"
     REDISCLI_AUTH="${hold_auth:-pw-$u}" "$tool" -q -u "$url" "$@" -t "$ttl" \
         "$k" -- \
-        sh -c 'echo taken >"$1.taken"; while [ -e "$1" ]; do sleep 0.01; done' \
+        sh -c 'exec 3<>"$1"; echo taken >"$1.taken"; read -r x <&3' \
         - "$flag" 2>"$e.holder" &
     holder=$!
-    rm -f "$flag.taken"
     n=0
     until [ -e "$flag.taken" ]; do
         if ! kill -0 $holder 2>/dev/null || [ $n -gt 3000 ]; then
-            rm -f "$flag"; wait $holder; rc=$?
+            let_go; wait $holder; rc=$?
             cp "$e.holder" "$e"
             return $((rc ? rc : 1))
         fi
@@ -210,10 +247,10 @@ in_line() {
 
 waited() {
     n=0
-    until grep -q "is held" "$2" 2>/dev/null \
+    until said "is held" "$2" \
         && { [ $# -lt 3 ] || in_line "$3" "$@"; }; do
         if ! kill -0 "$1" 2>/dev/null || [ $n -gt 3000 ]; then
-            rm -f "$flag"
+            let_go
             wait "$1"
             rc=$?
             wait $holder
@@ -223,8 +260,18 @@ waited() {
         n=$((n + 1))
         sleep 0.01
     done
-    rm -f "$flag"
-    wait $holder || { rc=$?; cp "$e.holder" "$e"; wait "$1"; return $rc; }
+    let_go
+    # A holder that failed (its release refused) may leave the key held
+    # to its lease: the waiter would only wait out its -w.  Its outcome
+    # is not what is judged then, so it is stopped (SIGTERM: the tool
+    # leaves the line and exits) rather than waited for.
+    wait $holder || {
+        rc=$?
+        cp "$e.holder" "$e"
+        kill "$1" 2>/dev/null
+        wait "$1"
+        return $rc
+    }
     wait "$1" || { rc=$?; cp "$2" "$e"; return $rc; }
 }
 
@@ -235,11 +282,21 @@ waited() {
 nothing_outlives() {
     u=$1 p=$2 ttl=$3
     now=$(($(date +%s) * 1000))
-    for k in $(ucli --scan --pattern "*$p:*"); do
+    # Each key of the run with its PTTL and its value ('' for a value no
+    # GET reads), in one round trip: three lines a key, then a line
+    # ':end' (no key is named so) to show the list is whole.
+    ucli eval "local out = {} for _, k in ipairs(redis.call('keys', \
+        ARGV[1])) do local v = redis.pcall('get', k) if type(v) ~= \
+        'string' then v = '' end out[#out + 1] = k out[#out + 1] = \
+        tostring(redis.call('pttl', k)) out[#out + 1] = v end \
+        out[#out + 1] = ':end' return out" 0 "*$p:*" >"$dir/$u.keys" 2>&1
+    whole=0
+    while read -r k; do
+        [ "$k" = :end ] && { whole=1; break; }
+        read -r left && read -r v || break
         case $k in *:fence) continue ;; esac
-        left=$(ucli pttl "$k")
         if [ "$left" -eq -1 ]; then
-            v=$(ucli get "$k" 2>/dev/null | cut -d. -f1)
+            v=${v%%.*}
             case $v in
             '' | *[!0-9]*)
                 echo "(then '$k' was left with no TTL)" >>"$dir/$u.err"
@@ -251,7 +308,11 @@ nothing_outlives() {
                 >>"$dir/$u.err"
             return 1
         fi
-    done
+    done <"$dir/$u.keys"
+    [ $whole -eq 1 ] && return 0
+    echo "(then the keys could not be read: $(head -c 200 "$dir/$u.keys"))" \
+        >>"$dir/$u.err"
+    return 1
 }
 
 # checked USER KEY STATUS RULE OPTIONS...: tslock check, asked without

@@ -100,6 +100,53 @@ static void test_client_kill_under_release_and_extend(void)
 }
 
 /*
+ * A token handle adopted by another process (tslock extend/release KEY
+ * HANDLE) carries no lease end.  A connection dropped under its extend
+ * or release is recovered like any other: the key still holds the token,
+ * so the hold is ours and the work is done.  Before, the unknown end read
+ * as a lease long over: no reconnect, and TSLOCK_ELOST ("our lease ran
+ * out") for a key with 30 s left, as tslock extend's exit 75.
+ */
+static void test_adopted_handle_through_client_kill(void)
+{
+    tslock_client *c = th_client(&srv), *d = th_client(&srv);
+    tslock_lock *l = new_lock(c, "res:adopted", 0, 30000);
+    tslock_lock *m = new_lock(d, "res:adopted", 0, 30000);
+    char handle[128];
+
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    snprintf(handle, sizeof(handle), "%s", tslock_lock_handle(l));
+    CU_ASSERT_EQUAL_FATAL(tslock_lock_adopt(m, handle), TSLOCK_OK);
+    kill_clients();
+    CU_ASSERT_EQUAL(tslock_extend(m, 30000), TSLOCK_OK);
+    CU_ASSERT_TRUE(tslock_lock_is_held(m));
+    CU_ASSERT_TRUE(holds("res:adopted", tslock_lock_value(l)));
+    kill_clients();
+    CU_ASSERT_EQUAL(tslock_release(m), TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("res:adopted", NULL));
+
+    /* Gone under an adopted release whose lease end is unknown: the key
+     * may have expired before our DEL, so that is no release. */
+    tslock_lock_free(m);
+    tslock_lock_free(l); /* still held in its own eyes: m released it */
+    m = new_lock(d, "res:adopted", 0, 30000);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_reconnect(c), TSLOCK_OK);
+    l = new_lock(c, "res:adopted", 0, 30000);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    snprintf(handle, sizeof(handle), "%s", tslock_lock_handle(l));
+    CU_ASSERT_EQUAL_FATAL(tslock_lock_adopt(m, handle), TSLOCK_OK);
+    freeReplyObject(raw_cmd("DEL %s", "res:adopted"));
+    kill_clients();
+    CU_ASSERT_EQUAL(tslock_release(m), TSLOCK_ELOST);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(d), "unknown"));
+    CU_ASSERT_FALSE(tslock_lock_is_held(m));
+    tslock_lock_free(l);
+    tslock_lock_free(m);
+    tslock_client_free(c);
+    tslock_client_free(d);
+}
+
+/*
  * A caller that keeps SIGPIPE's default action (ends the process) and
  * releases after its connection was killed: on a Unix socket the first
  * write fails with EPIPE at once, raising SIGPIPE.  The library holds it
@@ -416,6 +463,10 @@ int main(void)
     s = CU_add_suite("resilience", NULL, NULL);
     CU_add_test(s, "extend and release through CLIENT KILL",
                 test_client_kill_under_release_and_extend);
+    CU_add_test(s,
+                "an adopted handle's extend and release through CLIENT "
+                "KILL",
+                test_adopted_handle_through_client_kill);
     CU_add_test(s, "SIGPIPE from a killed connection is not fatal",
                 test_sigpipe_is_not_fatal);
     CU_add_test(s, "the watchdog keeps a hold through CLIENT KILL",

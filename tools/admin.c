@@ -114,6 +114,7 @@ int cli_release(const struct cli_options *o, const char *key,
 
     if (status == CLI_EXIT_OK) {
         rc = tslock_release(l);
+        cli_note_wakeups(c);
         if (rc == TSLOCK_OK)
             cli_verbose("released '%s'", key);
         else if (rc == TSLOCK_ELOST)

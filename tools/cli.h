@@ -148,6 +148,11 @@ void cli_verbose(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+/*
+ * With -v, once a process: say that the client's wake-ups fell back to
+ * polling or to unannounced releases (tslock_client_wakeups), and why.
+ */
+void cli_note_wakeups(tslock_client *c);
 
 /* ---- options.c */
 

@@ -347,6 +347,7 @@ static void end_hold(struct run_state *s, struct run_key *k)
      */
     rc = s->at_least_ms > 0 ? tslock_release_after(k->lock, s->at_least_ms)
                             : tslock_release(k->lock);
+    cli_note_wakeups(s->client);
     if (rc == TSLOCK_OK)
         cli_verbose("released '%s'%s%s", k->key,
                     tslock_client_errstr(s->client)[0] != '\0' ? ": " : "",

@@ -271,6 +271,17 @@ static int taken_or_not(const struct cli_options *o, tslock_client *c,
     }
 }
 
+void cli_note_wakeups(tslock_client *c)
+{
+    static int said;
+    const char *why;
+
+    if (!said && tslock_client_wakeups(c, &why) != 0) {
+        said = 1;
+        cli_verbose("wake-ups fell back: %s", why);
+    }
+}
+
 int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
              const char *key)
 {
@@ -288,6 +299,7 @@ int cli_take(const struct cli_options *o, tslock_client *c, tslock_lock *l,
         rc = tslock_acquire(l, o->wait_ms);
     }
     cli_signals_wait_on(NULL);
+    cli_note_wakeups(c);
     return taken_or_not(o, c, l, key, rc);
 }
 
