@@ -136,6 +136,59 @@ JNIEXPORT void JNICALL Java_tslock_Native_connFree(JNIEnv *env, jclass k,
     conn_free(PTR(struct jconn, c));
 }
 
+/*
+ * Add what the connection's clients counted (tslock_client_stats(3)) into
+ * out, in the order of Stats.java: the counters, then each histogram's
+ * cumulative buckets, sum in ms and count.
+ */
+#define JSTATS_LEN (16 + 2 * (TSLOCK_STATS_BUCKETS + 2))
+JNIEXPORT jint JNICALL Java_tslock_Native_connStats(JNIEnv *env, jclass k,
+                                                    jlong c, jlongArray out)
+{
+    struct jconn *jc = PTR(struct jconn, c);
+    jlong v[JSTATS_LEN];
+    int i, b;
+
+    (void)k;
+    if (out == NULL || (*env)->GetArrayLength(env, out) != JSTATS_LEN)
+        return TSLOCK_EINVAL;
+    (*env)->GetLongArrayRegion(env, out, 0, JSTATS_LEN, v);
+    for (i = 0; i < jc->n; i++) {
+        tslock_stats s;
+        const tslock_histogram *h[2] = {&s.wait, &s.hold};
+        uint64_t counts[16];
+        int j, at = 16;
+
+        if (tslock_client_stats(jc->c[i], &s, sizeof(s)) != TSLOCK_OK)
+            return TSLOCK_EINVAL;
+        counts[0] = s.acquired;
+        counts[1] = s.busy;
+        counts[2] = s.timed_out;
+        counts[3] = s.canceled;
+        counts[4] = s.errors;
+        for (j = 1; j < 4; j++)
+            counts[4 + j] = s.by_scheme[j];
+        counts[8] = s.released;
+        counts[9] = s.lost;
+        counts[10] = s.renewals;
+        counts[11] = s.renewal_failures;
+        counts[12] = s.takeovers;
+        counts[13] = s.legacy_takeovers;
+        counts[14] = s.wakes;
+        counts[15] = s.retries;
+        for (j = 0; j < 16; j++)
+            v[j] += (jlong)counts[j];
+        for (j = 0; j < 2; j++) {
+            for (b = 0; b < TSLOCK_STATS_BUCKETS; b++)
+                v[at++] += (jlong)h[j]->bucket[b];
+            v[at++] += (jlong)h[j]->sum_ms;
+            v[at++] += (jlong)h[j]->count;
+        }
+    }
+    (*env)->SetLongArrayRegion(env, out, 0, JSTATS_LEN, v);
+    return TSLOCK_OK;
+}
+
 /* A plain connection that failed (a Redlock reconnects its own). */
 JNIEXPORT jboolean JNICALL Java_tslock_Native_connIsBroken(JNIEnv *env,
                                                            jclass k, jlong c)

@@ -113,6 +113,14 @@ public final class Client implements AutoCloseable {
         return lock(name).adopt(handle);
     }
 
+    /**
+     * What this client's connections have counted (tslock_client_stats(3)),
+     * summed: those in use, idle, and already closed. No round trip.
+     */
+    public Stats stats() {
+        return pool.stats();
+    }
+
     /** Free the idle connections; those in use are freed when let go. */
     @Override
     public void close() {
@@ -126,6 +134,15 @@ public final class Client implements AutoCloseable {
         private final ConcurrentLinkedDeque<Long> idle =
             new ConcurrentLinkedDeque<>();
         private volatile boolean closed;
+        /*
+         * Every open connection, and what closed ones counted: stats()
+         * reads a connection in use by another thread (the library's
+         * counters are atomic), never one being freed (statsLock).
+         */
+        private final java.util.Set<Long> live =
+            java.util.concurrent.ConcurrentHashMap.newKeySet();
+        private final long[] retired = new long[Stats.LEN];
+        private final Object statsLock = new Object();
         /* Lock objects kept by TsLocks with a connection each. */
         final java.util.concurrent.atomic.AtomicInteger cachedPairs =
             new java.util.concurrent.atomic.AtomicInteger();
@@ -175,7 +192,26 @@ public final class Client implements AutoCloseable {
                                        ok + " of " + n + " masters reached; "
                                        + first.getMessage());
             }
+            live.add(c);
             return c;
+        }
+
+        /* Free a connection this pool opened, keeping what it counted. */
+        private void free(long c) {
+            synchronized (statsLock) {
+                if (live.remove(c))
+                    Native.connStats(c, retired);
+                Native.connFree(c);
+            }
+        }
+
+        Stats stats() {
+            synchronized (statsLock) {
+                long[] v = retired.clone();
+                for (long c : live)
+                    Native.connStats(c, v);
+                return new Stats(v);
+            }
         }
 
         /** Back to the pool; a broken one (or after close) is freed. */
@@ -183,7 +219,7 @@ public final class Client implements AutoCloseable {
             if (c == 0)
                 return;
             if (closed || Native.connIsBroken(c)) {
-                Native.connFree(c);
+                free(c);
                 return;
             }
             idle.addFirst(c);
@@ -198,7 +234,7 @@ public final class Client implements AutoCloseable {
         private void drain() {
             Long c;
             while ((c = idle.pollFirst()) != null)
-                Native.connFree(c);
+                free(c);
         }
 
         @Override

@@ -37,6 +37,8 @@ final class Native {
     static native boolean connIsBroken(long conn);
     static native String connErrstr(long conn, int i);
     static native String errname(int code);
+    /* Add what conn's clients counted into out (Stats.LEN longs). */
+    static native int connStats(long conn, long[] out);
     static native String strerror(int code);
 
     static native long lockNew(long client, String key);

@@ -74,6 +74,44 @@ class BindingTest {
         }));
     }
 
+    /* Client.stats(): what the library counted, summed over the pool. */
+    @Test
+    void statsCountWhatWasDone(TestInfo t) throws Exception {
+        try (Client c = Client.fromUrl(Servers.url())) {
+            String k = key(t), stamp = key(t) + ":stamp";
+            Duration lease = Duration.ofSeconds(5);
+            TsLock lock = c.lock(k, Scheme.TOKEN, lease);
+            lock.lock();
+            assertFalse(inThread(() -> c.lock(k, Scheme.TOKEN, lease)
+                                           .tryLock()));
+            raw.del(k); /* the lease is lost */
+            assertThrows(LockLostException.class, lock::unlock);
+            raw.setnx(stamp, "1600000000000"); /* expired in 2020 */
+            TsLock old = c.lock(stamp, Scheme.TIMESTAMP, lease);
+            assertTrue(old.tryLock());
+            old.unlock();
+            Stats s = c.stats();
+            assertEquals(2, s.acquired);
+            assertEquals(1, s.busy);
+            assertEquals(0, s.timedOut + s.canceled + s.errors);
+            assertEquals(1, s.byToken);
+            assertEquals(1, s.byTimestamp);
+            assertEquals(0, s.byBridge);
+            assertEquals(1, s.released);
+            assertEquals(1, s.lost);
+            assertEquals(1, s.takeovers);
+            assertEquals(0, s.legacyTakeovers + s.renewals + s.wakes
+                                + s.retries);
+            assertEquals(2, s.waitCount);
+            assertEquals(2, s.waitBuckets[0]); /* no wait: le 0.001 */
+            assertEquals(2, s.waitBuckets[Stats.BUCKETS - 1]);
+            assertEquals(0, s.waitSumMs);
+            assertEquals(0, s.holdCount); /* holds are timed only if asked */
+            assertEquals(Double.POSITIVE_INFINITY,
+                         Stats.BUCKET_LE_SECONDS[Stats.BUCKETS - 1]);
+        }
+    }
+
     @Test
     void unlockByAnotherThreadIsIllegalMonitorState(TestInfo t)
         throws Exception {
