@@ -354,8 +354,10 @@ static void undo_hold(tslock_lock *l)
     char why[TSLOCK__ERRSTR_SIZE];
 
     memcpy(why, c->errstr, sizeof(why));
+    l->undoing = 1; /* no release of a hold never counted as acquired */
     if (!c->broken)
         (void)tslock_release(l);
+    l->undoing = 0;
     memcpy(c->errstr, why, sizeof(why));
     l->held = 0;
 }
@@ -453,10 +455,11 @@ void tslock__count_hold_end(tslock_lock *l, int rc)
     int64_t held = -1;
     int legacy = 0;
 
-    if (rc != TSLOCK_OK && rc != TSLOCK_ELOST)
+    if ((rc != TSLOCK_OK && rc != TSLOCK_ELOST) || l->undoing)
         return;
+    /* The clock of the acquisition: a watchdog's copy renews elsewhere. */
     if (TSLOCK__TIMES_HOLDS(c) && l->held_since > 0) {
-        held = tslock__now(l->client, TSLOCK_CLOCK_MONOTONIC) - l->held_since;
+        held = tslock__now(c, TSLOCK_CLOCK_MONOTONIC) - l->held_since;
         tslock__hist_observe(&c->stats.hold, held);
     }
     if (rc == TSLOCK_OK) {

@@ -31,6 +31,7 @@ struct tslock_lock {
     tslock_client *stats_client;
     int in_watchdog;    /* this is a watchdog's copy */
     int legacy_lost;    /* bridge: the last loss was a legacy client's */
+    int undoing;        /* giving back a hold the caller never had */
     unsigned attempts;  /* of the acquisition under way */
     int64_t wait_start; /* monotonic ms its wait began, INT64_MIN: not yet */
     char *key;
