@@ -121,6 +121,15 @@ public final class Client implements AutoCloseable {
         return pool.stats();
     }
 
+    /**
+     * Call observer on every acquire, release, loss and takeover of this
+     * client's locks; null to stop. Holds are timed in Java whether or
+     * not one is set. See {@link LockObserver} for its threads.
+     */
+    public void setObserver(LockObserver observer) {
+        pool.setObserver(observer);
+    }
+
     /** Free the idle connections; those in use are freed when let go. */
     @Override
     public void close() {
@@ -166,7 +175,7 @@ public final class Client implements AutoCloseable {
          */
         private long connect() {
             int n = urls.length, ok = 0;
-            long c = Native.connNew(n, timeoutMs, timeoutMs);
+            long c = Native.connNew(n, timeoutMs, timeoutMs, this);
             if (c == 0)
                 throw new OutOfMemoryError("tslock: no memory for a client");
             LockException first = null;
@@ -192,8 +201,36 @@ public final class Client implements AutoCloseable {
                                        ok + " of " + n + " masters reached; "
                                        + first.getMessage());
             }
-            live.add(c);
+            synchronized (statsLock) {
+                live.add(c);
+                Native.connObserve(c, observer != null);
+            }
             return c;
+        }
+
+        private volatile LockObserver observer;
+
+        void setObserver(LockObserver o) {
+            synchronized (statsLock) {
+                observer = o;
+                for (long c : live)
+                    Native.connObserve(c, o != null);
+            }
+        }
+
+        /* From the JNI observer of a connection (tslock_jni.c). */
+        void event(int type, String key, int code, long ms, int scheme,
+                   boolean legacy, boolean fromWatchdog) {
+            LockObserver o = observer;
+            if (o == null || type < 1 || type > 4)
+                return;
+            try {
+                o.onEvent(new LockEvent(
+                    LockEvent.Type.values()[type - 1], key, code, ms,
+                    Scheme.values()[scheme & 3], legacy, fromWatchdog));
+            } catch (RuntimeException e) {
+                /* an observer's failure is not the lock call's */
+            }
         }
 
         /* Free a connection this pool opened, keeping what it counted. */

@@ -106,9 +106,47 @@ class BindingTest {
             assertEquals(2, s.waitBuckets[0]); /* no wait: le 0.001 */
             assertEquals(2, s.waitBuckets[Stats.BUCKETS - 1]);
             assertEquals(0, s.waitSumMs);
-            assertEquals(0, s.holdCount); /* holds are timed only if asked */
+            assertEquals(2, s.holdCount); /* holds are timed in Java */
             assertEquals(Double.POSITIVE_INFINITY,
                          Stats.BUCKET_LE_SECONDS[Stats.BUCKETS - 1]);
+        }
+    }
+
+    /* The observer: events on the caller's thread and a watchdog's. */
+    @Test
+    void observerIsToldOfEveryEvent(TestInfo t) throws Exception {
+        try (Client c = Client.fromUrl(Servers.url())) {
+            String k = key(t);
+            List<String> seen =
+                java.util.Collections.synchronizedList(new ArrayList<>());
+            CountDownLatch lost = new CountDownLatch(1);
+            c.setObserver(e -> {
+                seen.add(e.type + " " + e.key + " " + e.result() + " "
+                         + e.scheme + " " + e.fromWatchdog);
+                if (e.type == LockEvent.Type.LOST)
+                    lost.countDown();
+            });
+            TsLock lock = c.lock(k, Scheme.TOKEN, Duration.ofSeconds(5));
+            lock.lock();
+            lock.unlock();
+            TsLock dog = c.builder(k).scheme(Scheme.TOKEN)
+                             .lease(Duration.ofMillis(600))
+                             .renewEvery(Duration.ofMillis(20))
+                             .onLost((l, why) -> {})
+                             .build();
+            dog.lock();
+            raw.call("SET", k, "someone-else");
+            assertTrue(lost.await(5, TimeUnit.SECONDS), "the loss was told");
+            assertThrows(LockLostException.class, dog::unlock);
+            raw.del(k);
+            assertEquals(List.of("ACQUIRE " + k + " TSLOCK_OK TOKEN false",
+                                 "RELEASE " + k + " TSLOCK_OK TOKEN false",
+                                 "ACQUIRE " + k + " TSLOCK_OK TOKEN false",
+                                 "LOST " + k + " TSLOCK_ELOST TOKEN true"),
+                         seen);
+            Stats s = c.stats();
+            assertEquals(1, s.lost);
+            assertEquals(2, s.holdCount); /* timed: one clock read each */
         }
     }
 
