@@ -715,6 +715,167 @@ TSLOCK_EXTERN int64_t tslock_client_clock_offset(const tslock_client *client);
  */
 TSLOCK_EXTERN const char *tslock_step_name(tslock_step step);
 
+/* ========================================================== metrics ==== */
+
+/*
+ * The upper bounds of the wait-time and hold-time histograms, in
+ * milliseconds, Prometheus-style: bucket i counts the observations of at
+ * most TSLOCK_STATS_BUCKETS_MS[i] ms (its "le" label is that many
+ * seconds), and the last bucket, "+Inf", counts them all.  Fixed for all
+ * of 1.x, so an exporter may hard-code them.  As an initializer:
+ *     static const int64_t le_ms[] = TSLOCK_STATS_BUCKETS_MS;
+ */
+#define TSLOCK_STATS_BUCKETS_MS                                                \
+    {                                                                          \
+        1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000,       \
+            60000, 300000                                                      \
+    }
+/* Buckets in a histogram: the 15 finite bounds above, then +Inf. */
+#define TSLOCK_STATS_BUCKETS 16
+
+/* A cumulative histogram of durations (Prometheus's _bucket, _sum, _count). */
+typedef struct tslock_histogram {
+    uint64_t bucket[TSLOCK_STATS_BUCKETS]; /* cumulative: le bound i */
+    uint64_t sum_ms;                       /* the sum of all observations */
+    uint64_t count; /* == bucket[TSLOCK_STATS_BUCKETS-1] */
+} tslock_histogram;
+
+/*
+ * What one client has counted since it was made or last reset, read by
+ * tslock_client_stats().  Size-prefixed: the caller sets nothing; the
+ * library sets size to the bytes it filled.  Fields are only ever added
+ * at the end in 1.x, never moved, resized or removed, so a program built
+ * against an older header gets the fields it knows, and one built against
+ * a newer header, run on an older library, finds size smaller than
+ * sizeof(tslock_stats) and must not read past it
+ * (TSLOCK_STATS_HAS(stats, field) tells).  Counters only grow; all count
+ * calls on locks of this client (tslock_lock_new(client, ...)), whichever
+ * client their watchdog renews on.  tslock(7) and doc/observability.md
+ * say exactly what each counts.
+ */
+typedef struct tslock_stats {
+    size_t size; /* bytes filled by the library */
+    /* Acquisitions (tslock_acquire() calls; a reentrant re-take is none). */
+    uint64_t acquired;  /* TSLOCK_OK */
+    uint64_t busy;      /* TSLOCK_EBUSY from a try (wait 0) */
+    uint64_t timed_out; /* TSLOCK_EBUSY after waiting to the deadline */
+    uint64_t canceled;  /* TSLOCK_ECANCELED */
+    uint64_t errors;    /* any other code */
+    /* Acquisitions, by the scheme they used (index: tslock_scheme). */
+    uint64_t by_scheme[4];
+    int last_scheme; /* tslock_scheme of the last acquisition, 0 if none */
+    int reserved_;
+    /* Ends of holds. */
+    uint64_t released;         /* holds released (TSLOCK_OK) */
+    uint64_t lost;             /* TSLOCK_ELOST from any call on a hold */
+    uint64_t renewals;         /* watchdog renewals that succeeded */
+    uint64_t renewal_failures; /* watchdogs whose renewing ended in failure */
+    uint64_t takeovers;        /* expired stamps this client took over */
+    uint64_t legacy_takeovers; /* bridge holds a legacy client took away */
+    uint64_t wakes;        /* sleeps of a wait ended by a release announced */
+    uint64_t retries;      /* attempts after the first, in waiting acquires */
+    tslock_histogram wait; /* call to hold, of acquisitions that got it */
+    tslock_histogram hold; /* hold to release (TSLOCK_STATS_HOLD_TIMES) */
+} tslock_stats;
+
+/* Whether stats (as filled) holds field. */
+#define TSLOCK_STATS_HAS(stats, field)                                         \
+    ((stats)->size >= offsetof(tslock_stats, field) + sizeof((stats)->field))
+
+/*
+ * tslock_client_stats - copy what client has counted into *out.
+ *
+ * client: not NULL.  out: not NULL.  size: sizeof(*out), as the caller
+ * knows it; at least sizeof(size_t) + sizeof(uint64_t).  The library
+ * fills min(size, its own sizeof(tslock_stats)) bytes and sets out->size
+ * to that.  No round trip, no lock: each counter is read atomically, but
+ * counters updated while the copy is made may be one event apart from
+ * each other.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Threads: safe from any thread, while the client's own thread and its
+ * watchdogs count.
+ */
+TSLOCK_EXTERN int tslock_client_stats(const tslock_client *client,
+                                      tslock_stats *out, size_t size);
+
+/*
+ * tslock_client_stats_reset - set every counter and histogram of client
+ * to zero.  An exporter should not reset (Prometheus counters only grow);
+ * a test or a tool taking deltas may.
+ *
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Threads: as for the client; an event counted by a watchdog while it
+ * runs may survive the reset.
+ */
+TSLOCK_EXTERN int tslock_client_stats_reset(tslock_client *client);
+
+/* Options of tslock_client_set_stats_options(). */
+#define TSLOCK_STATS_HOLD_TIMES 1u /* time holds: one clock read a release */
+
+/*
+ * tslock_client_set_stats_options - what the client measures beyond its
+ * counters and wait times (which cost nothing: they reuse the times an
+ * acquisition takes anyway).
+ *
+ * flags: 0, or TSLOCK_STATS_HOLD_TIMES to fill the hold histogram, at
+ * the cost of one monotonic clock read per release.  An observer
+ * (tslock_client_set_observer()) times holds in any case.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL (NULL, or an unknown flag).
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_stats_options(tslock_client *client,
+                                                  unsigned flags);
+
+/* What an observer is told of. */
+typedef enum tslock_event_type {
+    TSLOCK_EVENT_ACQUIRE = 1, /* an acquisition ended: result says how */
+    TSLOCK_EVENT_RELEASE = 2, /* a hold was released */
+    TSLOCK_EVENT_LOST = 3,    /* a hold was found lost (TSLOCK_ELOST) */
+    TSLOCK_EVENT_TAKEOVER = 4 /* this client took over an expired stamp */
+} tslock_event_type;
+
+/*
+ * One event, size-prefixed like tslock_stats (fields only added at the
+ * end; check size before reading a newer one).
+ */
+typedef struct tslock_event {
+    size_t size;
+    tslock_event_type type;
+    int result;           /* the tslock code of the call: TSLOCK_OK, ... */
+    const char *key;      /* the lock's key; borrowed for the callback */
+    int64_t duration_ms;  /* ACQUIRE: the wait; RELEASE, LOST: the hold
+                             (-1 when not known) ; TAKEOVER: 0 */
+    tslock_scheme scheme; /* the scheme used */
+    int legacy;           /* LOST: 1 when a legacy client took the key */
+    int from_watchdog;    /* 1 when called from a watchdog's thread */
+} tslock_event;
+
+/*
+ * Called on each event of the client's locks.  It must return quickly
+ * and must not call tslock on the lock or client the event is about (it
+ * runs inside that call, or on a watchdog's thread while the caller may
+ * use the client), nor free them; it may read the event, count, log,
+ * end a trace span, or call tslock_client_stats().
+ */
+typedef void (*tslock_observer_fn)(const tslock_event *event, void *userdata);
+
+/*
+ * tslock_client_set_observer - call fn on every acquire, release, loss
+ * and takeover of the client's locks; NULL to stop.
+ *
+ * fn is called from the thread of the call that caused the event, or, for
+ * a loss found by a renewal, from that watchdog's thread (event
+ * from_watchdog set): it must be safe from both.  Setting an observer
+ * also times holds (one clock read per release).
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Ownership: userdata stays the caller's.
+ * Threads: as for the client, and not while a watchdog of its locks
+ * runs: set it before starting them.
+ */
+TSLOCK_EXTERN int tslock_client_set_observer(tslock_client *client,
+                                             tslock_observer_fn fn,
+                                             void *userdata);
+
 /* ============================================================== lock ==== */
 
 /*

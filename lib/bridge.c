@@ -157,6 +157,7 @@ static int br_try_acquire(tslock_lock *l)
         return rc;
     for (attempt = 0; attempt < CLAIM_RETRIES; attempt++) {
         int64_t lease_end = 0;
+        int expired = seen != NULL; /* this claim takes it over */
 
         rc = tslock__ts_make_stamp(l, l->value, sizeof(l->value), l->ttl_ms,
                                    &lease_end);
@@ -171,6 +172,8 @@ static int br_try_acquire(tslock_lock *l)
             l->expires_ms = lease_end;
             l->held = 1;
             l->proof = 1;
+            if (expired)
+                tslock__count_takeover(l);
         }
         if (rc != 1)
             break;

@@ -50,6 +50,7 @@ int tslock_lock_new(tslock_lock **out, tslock_client *client, const char *key)
         return errno == ENOMEM ? TSLOCK_ENOMEM : TSLOCK_EIO;
     }
     l->client = client;
+    l->stats_client = client;
     l->ttl_ms = 30000;
     l->retry_min_ms = 50;
     l->retry_max_ms = 100;
@@ -354,6 +355,7 @@ static void undo_hold(tslock_lock *l)
     int rc = TSLOCK_EIO;
 
     memcpy(why, c->errstr, sizeof(why));
+    l->undoing = 1; /* no release of a hold never counted as acquired */
     if (!c->broken)
         rc = tslock_release(l);
     /* Say what is left: nothing, or a key that holds our value until its
@@ -368,6 +370,7 @@ static void undo_hold(tslock_lock *l)
                  "our value until its lease ends, %lld ms from the take",
                  (int)sizeof(why) - 200, why, tslock_errname(rc), 64, l->key,
                  (long long)l->ttl_ms);
+    l->undoing = 0;
     l->held = 0;
 }
 
@@ -378,9 +381,14 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
     int64_t holder_end = 0;
     int unheard = 0, rc;
 
+    l->attempts = 0;
+    l->wait_start = wait_ms > 0 ? deadline - wait_ms : INT64_MIN;
+
     for (;;) {
         l->expires_ms = 0;
         l->replicas_seen = 0;
+        if (l->attempts++ > 0)
+            TSLOCK__COUNT(c, retries);
         rc = try_once(l);
         /*
          * Taken right after a sleep that listened and heard nothing
@@ -403,9 +411,13 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
                 && tslock__now(c, TSLOCK_CLOCK_MONOTONIC) >= deadline))
             return rc;
         holder_end = l->expires_ms;
+        if (l->wait_start == INT64_MIN) /* waiting forever: from now */
+            l->wait_start = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
         if (tslock__wait(l, next_delay(l, wait_ms, deadline))
             == TSLOCK_ECANCELED)
             return canceled(l);
+        if (l->woken)
+            TSLOCK__COUNT(c, wakes);
         unheard = l->listening && !l->woken;
     }
     if (rc == TSLOCK_OK && l->replicas > 0) {
@@ -419,6 +431,78 @@ static int acquire_loop(tslock_lock *l, int64_t wait_ms, int64_t deadline)
             undo_hold(l);
     }
     return rc;
+}
+
+/*
+ * Count an acquisition and tell the observer.  The wait reuses the clock
+ * reads the acquisition made: 0 when the first attempt got the lock,
+ * else from the call (or, waiting forever, from the first busy attempt)
+ * to the hold.  Only a failed wait reads the clock once more.
+ */
+static void count_acquire(tslock_lock *l, int64_t wait_ms, int rc)
+{
+    tslock_client *c = l->stats_client;
+    int64_t waited = 0;
+
+    if (l->attempts > 1 && l->wait_start != INT64_MIN)
+        waited = (rc == TSLOCK_OK ? l->held_since
+                                  : tslock__now(c, TSLOCK_CLOCK_MONOTONIC))
+                 - l->wait_start;
+    if (rc == TSLOCK_OK) {
+        TSLOCK__COUNT(c, acquired);
+        TSLOCK__COUNT(c, by_scheme[l->used & 3]);
+        tslock__count_store(&c->stats.last_scheme, (int)l->used);
+        tslock__hist_observe(&c->stats.wait, waited);
+        l->legacy_lost = 0;
+    } else if (rc == TSLOCK_EBUSY || rc == TSLOCK_EUNREADABLE) {
+        if (wait_ms == 0)
+            TSLOCK__COUNT(c, busy);
+        else
+            TSLOCK__COUNT(c, timed_out);
+    } else if (rc == TSLOCK_ECANCELED) {
+        TSLOCK__COUNT(c, canceled);
+    } else {
+        TSLOCK__COUNT(c, errors);
+    }
+    tslock__notify(c, TSLOCK_EVENT_ACQUIRE, l->key, rc, waited, l->used, 0, 0);
+}
+
+/*
+ * A hold ended: released (rc TSLOCK_OK) or found lost (TSLOCK_ELOST).
+ * Holds are timed only when asked (TSLOCK_STATS_HOLD_TIMES or an
+ * observer): it is the one clock read a release adds.
+ */
+void tslock__count_hold_end(tslock_lock *l, int rc)
+{
+    tslock_client *c = l->stats_client;
+    int64_t held = -1;
+    int legacy = 0;
+
+    if ((rc != TSLOCK_OK && rc != TSLOCK_ELOST) || l->undoing)
+        return;
+    /* The clock of the acquisition: a watchdog's copy renews elsewhere. */
+    if (TSLOCK__TIMES_HOLDS(c) && l->held_since > 0) {
+        held = tslock__now(c, TSLOCK_CLOCK_MONOTONIC) - l->held_since;
+        tslock__hist_observe(&c->stats.hold, held);
+    }
+    if (rc == TSLOCK_OK) {
+        TSLOCK__COUNT(c, released);
+    } else {
+        TSLOCK__COUNT(c, lost);
+        legacy = l->used == TSLOCK_SCHEME_BRIDGE && l->legacy_lost;
+        if (legacy)
+            TSLOCK__COUNT(c, legacy_takeovers);
+    }
+    tslock__notify(c,
+                   rc == TSLOCK_OK ? TSLOCK_EVENT_RELEASE : TSLOCK_EVENT_LOST,
+                   l->key, rc, held, l->used, legacy, l->in_watchdog);
+}
+
+void tslock__count_takeover(tslock_lock *l)
+{
+    TSLOCK__COUNT(l->stats_client, takeovers);
+    tslock__notify(l->stats_client, TSLOCK_EVENT_TAKEOVER, l->key, TSLOCK_OK, 0,
+                   l->used, 0, 0);
 }
 
 int tslock_acquire(tslock_lock *l, int64_t wait_ms)
@@ -455,6 +539,7 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
         tslock__rw_leave(l);
     if (rc == TSLOCK_OK && l->held == 1)
         l->held_since = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
+    count_acquire(l, wait_ms, rc);
     return rc;
 }
 
@@ -498,6 +583,7 @@ int tslock_release(tslock_lock *l)
      * may try again (reconnected, or with another form).
      */
     if (rc == TSLOCK_OK || rc == TSLOCK_ELOST || rc == TSLOCK_EWRONGTYPE) {
+        tslock__count_hold_end(l, rc);
         l->held = 0;
         l->fence = 0;
     }
@@ -533,8 +619,10 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
     /* Kept while unsettled: the new stamp may be on the server. */
     if (!tslock__is_transient(l->client, rc))
         l->pending[0] = '\0';
-    if (rc == TSLOCK_ELOST)
+    if (rc == TSLOCK_ELOST) {
+        tslock__count_hold_end(l, rc);
         l->held = 0;
+    }
     return rc;
 }
 
@@ -571,8 +659,10 @@ static int leave_to_expire(tslock_lock *l)
 
     if (rc == TSLOCK_OK)
         rc = l->ops->time_left(l, &left);
-    if (rc == TSLOCK_ELOST)
+    if (rc == TSLOCK_ELOST) {
+        tslock__count_hold_end(l, rc);
         l->held = 0;
+    }
     return rc;
 }
 
@@ -593,6 +683,7 @@ int tslock_release_after(tslock_lock *l, int64_t min_ms)
     /* One compare-and-shorten where the scheme's extend is one step. */
     rc = capped ? leave_to_expire(l) : tslock_extend(l, rest);
     if (rc == TSLOCK_OK) {
+        tslock__count_hold_end(l, rc);
         l->held = 0;
         l->fence = 0;
     }

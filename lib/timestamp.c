@@ -107,6 +107,8 @@ static int take_over(tslock_lock *l, const char *seen)
     } else if (r->type == REDIS_REPLY_STRING && strcmp(r->str, seen) == 0
                && TSLOCK__REPLY_LEN(r) == strlen(seen)) {
         rc = hold(l, lease_end);
+        if (rc == TSLOCK_OK)
+            tslock__count_takeover(l);
     } else if (r->type == REDIS_REPLY_STRING) {
         /* Another client's GETSET came first: it holds the lock. */
         if (tslock__stamp_parse(r->str, r->len, l->unit, &exp,

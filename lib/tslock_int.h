@@ -13,6 +13,10 @@
 /* ---- lock.c */
 /* Empty the lock's cancel pipe and clear its cancel flag. */
 void tslock__drain_cancel(tslock_lock *l);
+/* Count the end of a hold (released or lost) and tell the observer. */
+void tslock__count_hold_end(tslock_lock *l, int rc);
+/* Count a takeover of an expired stamp and tell the observer. */
+void tslock__count_takeover(tslock_lock *l);
 
 /* ---- replicas.c: WAIT after a write */
 /*

@@ -92,9 +92,16 @@ static void *renew_loop(void *arg)
 {
     tslock_watchdog *w = arg;
 
+    tslock_client *counted = w->lock->client; /* the caller's client */
+
     while (!stopped_during(w)) {
         unsigned seen = w->copy->recoveries;
         int rc = tslock_extend(w->copy, 0);
+
+        if (rc == TSLOCK_OK || rc == TSLOCK_EREPLICAS)
+            TSLOCK__COUNT(counted, renewals);
+        else
+            TSLOCK__COUNT(counted, renewal_failures);
         if (rc == TSLOCK_OK && w->copy->recoveries != seen)
             warn_recovered(w);
         if (rc == TSLOCK_EREPLICAS) {
@@ -125,6 +132,7 @@ static tslock_lock *copy_hold(const tslock_lock *l, tslock_client *c)
     free(copy->key);
     memcpy(copy, l, sizeof(*copy));
     copy->client = c;
+    copy->in_watchdog = 1; /* stats_client stays the caller's */
     memcpy(copy->cancel_pipe, fds, sizeof(fds));
     copy->owner_key = NULL; /* the copy names them again on first use */
     copy->channel = NULL;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "hiredis_compat.h"
+#include "tslock_atomic.h"
 
 #include "tslock.h"
 
@@ -25,6 +26,27 @@ enum tslock__transport {
     TRANSPORT_TCP,
     TRANSPORT_UNIX,
     TRANSPORT_WRAPPED
+};
+
+/* A histogram as counted: per bucket, not cumulative (stats.c). */
+struct tslock__hist {
+    atomic_ullong bucket[TSLOCK_STATS_BUCKETS];
+    atomic_ullong sum_ms;
+};
+
+/*
+ * What a client counts (stats.c, tslock_client_stats()).  Every field is
+ * added to with a relaxed atomic add: a watchdog's thread counts into the
+ * client of the lock it renews while the caller's thread counts too, and
+ * any thread may read.
+ */
+struct tslock__stats {
+    atomic_ullong acquired, busy, timed_out, canceled, errors;
+    atomic_ullong by_scheme[4];
+    atomic_int last_scheme;
+    atomic_ullong released, lost, renewals, renewal_failures, takeovers,
+        legacy_takeovers, wakes, retries;
+    struct tslock__hist wait, hold;
 };
 
 struct tslock_client {
@@ -81,6 +103,11 @@ struct tslock_client {
     int functions_mode;
     int use_functions;
     tslock_tls *tls; /* tslock_client_set_tls(): TLS on every TCP link */
+    /* Metrics (stats.c): counters, options, the observer. */
+    struct tslock__stats stats;
+    unsigned stats_flags; /* TSLOCK_STATS_* */
+    tslock_observer_fn observer;
+    void *observer_ud;
     char errstr[TSLOCK__ERRSTR_SIZE];
 };
 
@@ -94,6 +121,17 @@ int tslock__fail(tslock_client *c, int code, const char *fmt, ...)
 void tslock__clear_error(tslock_client *c);
 /* Whether rc from an operation on c is a fault worth reconnecting for. */
 int tslock__is_transient(const tslock_client *c, int rc);
+
+/* ---- stats.c: counted without a round trip */
+#define TSLOCK__COUNT(c, field) tslock__count_add(&(c)->stats.field, 1)
+void tslock__hist_observe(struct tslock__hist *h, int64_t ms);
+/* Whether releases of c's locks are timed (hold times or an observer). */
+#define TSLOCK__TIMES_HOLDS(c)                                                 \
+    (((c)->stats_flags & TSLOCK_STATS_HOLD_TIMES) || (c)->observer != NULL)
+/* Tell c's observer, if any, of one event. */
+void tslock__notify(tslock_client *c, tslock_event_type type, const char *key,
+                    int result, int64_t duration_ms, tslock_scheme scheme,
+                    int legacy, int from_watchdog);
 
 /* ---- clock.c */
 int64_t tslock__now(tslock_client *c, tslock_clock_id which);

@@ -27,4 +27,17 @@ typedef unsigned long long atomic_ullong;
                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 #endif
 
+/* Counters (stats.c): relaxed, they order nothing else. */
+#ifdef HAVE_STDATOMIC_H
+#define tslock__count_add(p, v)                                                \
+    atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define tslock__count_load(p) atomic_load_explicit((p), memory_order_relaxed)
+#define tslock__count_store(p, v)                                              \
+    atomic_store_explicit((p), (v), memory_order_relaxed)
+#else
+#define tslock__count_add(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define tslock__count_load(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define tslock__count_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#endif
+
 #endif

@@ -124,6 +124,12 @@ int tslock__bridge_proof_lost(tslock_lock *l, const char *verb, int code)
         "it holds our stamp, but its owner key names another holder that "
         "wrote the same stamp"};
 
+    /*
+     * Another value, or our stamp without its TTL, while our lease runs
+     * (release and extend ask the server only then): what a legacy
+     * client's GETSET or SETNX leaves.  Another bridge holder is -3.
+     */
+    l->legacy_lost = code == -1 || code == -2;
     return tslock__guard_lost(l, verb, why[-code - 1]);
 }
 
@@ -134,6 +140,7 @@ int tslock__bridge_judge(tslock_lock *l, redisReply *const *replies,
                      *owner = replies[2];
     int rc = tslock__guard_compare(l, value, l->value, verb);
 
+    l->legacy_lost = rc == TSLOCK_ELOST;
     if (rc != TSLOCK_OK)
         return rc;
     if (ttl->type != REDIS_REPLY_INTEGER)

@@ -24,6 +24,16 @@ struct tslock__scheme_ops;
 
 struct tslock_lock {
     tslock_client *client;
+    /*
+     * The client whose stats count this lock: client, and still the
+     * caller's in a watchdog's copy (lib/watchdog.c) of the hold.
+     */
+    tslock_client *stats_client;
+    int in_watchdog;    /* this is a watchdog's copy */
+    int legacy_lost;    /* bridge: the last loss was a legacy client's */
+    int undoing;        /* giving back a hold the caller never had */
+    unsigned attempts;  /* of the acquisition under way */
+    int64_t wait_start; /* monotonic ms its wait began, INT64_MIN: not yet */
     char *key;
     tslock_scheme scheme; /* as asked */
     tslock_scheme used;   /* as used for the current or last hold */

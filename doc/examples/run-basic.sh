@@ -20,4 +20,7 @@ while [ ! -S "$dir/redis.sock" ] && [ $i -lt 100 ]; do
     i=$((i + 1))
 done
 "${top_builddir:-.}/doc/examples/basic" "$dir/redis.sock" example-key &&
-    "${top_builddir:-.}/doc/examples/with" "$dir/redis.sock" example-index
+    "${top_builddir:-.}/doc/examples/with" "$dir/redis.sock" example-index &&
+    "${top_builddir:-.}/doc/examples/stats" "$dir/redis.sock" >"$dir/stats.txt" &&
+    grep -q '^tslock_acquisitions_total{result="acquired"} 1$' "$dir/stats.txt" &&
+    grep -q '^tslock_hold_seconds_count 1$' "$dir/stats.txt"

@@ -18,6 +18,8 @@
 
 static JavaVM *jvm;
 static jmethodID sink_failed; /* tslock.WatchdogSink.failed(int, String) */
+/* tslock.Client$Pool.event(int, String, int, long, int, boolean, boolean) */
+static jmethodID pool_event;
 
 #define PTR(type, v) ((type *)(intptr_t)(v))
 
@@ -36,7 +38,14 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
     sink_failed =
         (*env)->GetMethodID(env, sink, "failed", "(ILjava/lang/String;)V");
     (*env)->DeleteLocalRef(env, sink);
-    return sink_failed != NULL ? JNI_VERSION_1_8 : JNI_ERR;
+    sink = (*env)->FindClass(env, "tslock/Client$Pool");
+    if (sink == NULL)
+        return JNI_ERR;
+    pool_event =
+        (*env)->GetMethodID(env, sink, "event", "(ILjava/lang/String;IJIZZ)V");
+    (*env)->DeleteLocalRef(env, sink);
+    return sink_failed != NULL && pool_event != NULL ? JNI_VERSION_1_8
+                                                     : JNI_ERR;
 }
 
 /* A Java string as UTF-8 for the length of one call; NULL stays NULL. */
@@ -63,6 +72,8 @@ static jstring jstr(JNIEnv *env, const char *c)
  * of a Redlock (Client.fromUrl with several URLs).
  */
 struct jconn {
+    jobject pool;  /* global reference to the Client.Pool, or NULL */
+    int observing; /* the Pool has an observer: read from any thread */
     int n;
     tslock_client *c[];
 };
@@ -74,7 +85,7 @@ struct jlock {
     tslock_client *client; /* the plain lock's, for its messages */
 };
 
-static void conn_free(struct jconn *c)
+static void conn_free(JNIEnv *env, struct jconn *c)
 {
     int i;
 
@@ -82,30 +93,83 @@ static void conn_free(struct jconn *c)
         return;
     for (i = 0; i < c->n; i++)
         tslock_client_free(c->c[i]);
+    if (c->pool != NULL)
+        (*env)->DeleteGlobalRef(env, c->pool);
     free(c);
+}
+
+/*
+ * The observer of every client of a connection: nothing without a Java
+ * observer; else Pool.event() on this thread, attached to the JVM for
+ * the call when it is a watchdog's.
+ */
+static void conn_observe(const tslock_event *e, void *userdata)
+{
+    struct jconn *c = userdata;
+    JNIEnv *env = NULL;
+    int attached = 0;
+    jstring key;
+
+    if (!__atomic_load_n(&c->observing, __ATOMIC_RELAXED) || c->pool == NULL)
+        return;
+    if ((*jvm)->GetEnv(jvm, (void **)&env, JNI_VERSION_1_8) == JNI_EDETACHED) {
+        if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, NULL)
+            != JNI_OK)
+            return;
+        attached = 1;
+    }
+    key = jstr(env, e->key);
+    if (key != NULL)
+        (*env)->CallVoidMethod(env, c->pool, pool_event, (jint)e->type, key,
+                               (jint)e->result, (jlong)e->duration_ms,
+                               (jint)e->scheme,
+                               e->legacy ? JNI_TRUE : JNI_FALSE,
+                               e->from_watchdog ? JNI_TRUE : JNI_FALSE);
+    if ((*env)->ExceptionCheck(env))
+        (*env)->ExceptionClear(env); /* Pool.event catches; never leak one */
+    if (key != NULL)
+        (*env)->DeleteLocalRef(env, key);
+    if (attached)
+        (*jvm)->DetachCurrentThread(jvm);
+}
+
+/* Whether the connection calls its Pool's observer. */
+JNIEXPORT void JNICALL Java_tslock_Native_connObserve(JNIEnv *env, jclass k,
+                                                      jlong c, jboolean on)
+{
+    (void)env;
+    (void)k;
+    __atomic_store_n(&PTR(struct jconn, c)->observing, on ? 1 : 0,
+                     __ATOMIC_RELAXED);
 }
 
 /* n unconnected clients with these timeouts, or 0. */
 JNIEXPORT jlong JNICALL Java_tslock_Native_connNew(JNIEnv *env, jclass k,
                                                    jint n, jint connect_ms,
-                                                   jint command_ms)
+                                                   jint command_ms,
+                                                   jobject pool)
 {
     struct jconn *c;
     int i;
 
-    (void)env;
     (void)k;
     if (n < 1 || n > 63)
         return 0;
     c = calloc(1, sizeof(*c) + (size_t)n * sizeof(c->c[0]));
     if (c == NULL)
         return 0;
+    if (pool != NULL && (c->pool = (*env)->NewGlobalRef(env, pool)) == NULL) {
+        free(c);
+        return 0;
+    }
     for (i = 0; i < n; i++) {
         c->n = i + 1;
         if (tslock_client_new(&c->c[i]) != TSLOCK_OK
             || tslock_client_set_timeouts(c->c[i], connect_ms, command_ms)
+                   != TSLOCK_OK
+            || tslock_client_set_observer(c->c[i], conn_observe, c)
                    != TSLOCK_OK) {
-            conn_free(c);
+            conn_free(env, c);
             return 0;
         }
     }
@@ -133,7 +197,60 @@ JNIEXPORT void JNICALL Java_tslock_Native_connFree(JNIEnv *env, jclass k,
 {
     (void)env;
     (void)k;
-    conn_free(PTR(struct jconn, c));
+    conn_free(env, PTR(struct jconn, c));
+}
+
+/*
+ * Add what the connection's clients counted (tslock_client_stats(3)) into
+ * out, in the order of Stats.java: the counters, then each histogram's
+ * cumulative buckets, sum in ms and count.
+ */
+#define JSTATS_LEN (16 + 2 * (TSLOCK_STATS_BUCKETS + 2))
+JNIEXPORT jint JNICALL Java_tslock_Native_connStats(JNIEnv *env, jclass k,
+                                                    jlong c, jlongArray out)
+{
+    struct jconn *jc = PTR(struct jconn, c);
+    jlong v[JSTATS_LEN];
+    int i, b;
+
+    (void)k;
+    if (out == NULL || (*env)->GetArrayLength(env, out) != JSTATS_LEN)
+        return TSLOCK_EINVAL;
+    (*env)->GetLongArrayRegion(env, out, 0, JSTATS_LEN, v);
+    for (i = 0; i < jc->n; i++) {
+        tslock_stats s;
+        const tslock_histogram *h[2] = {&s.wait, &s.hold};
+        uint64_t counts[16];
+        int j, at = 16;
+
+        if (tslock_client_stats(jc->c[i], &s, sizeof(s)) != TSLOCK_OK)
+            return TSLOCK_EINVAL;
+        counts[0] = s.acquired;
+        counts[1] = s.busy;
+        counts[2] = s.timed_out;
+        counts[3] = s.canceled;
+        counts[4] = s.errors;
+        for (j = 1; j < 4; j++)
+            counts[4 + j] = s.by_scheme[j];
+        counts[8] = s.released;
+        counts[9] = s.lost;
+        counts[10] = s.renewals;
+        counts[11] = s.renewal_failures;
+        counts[12] = s.takeovers;
+        counts[13] = s.legacy_takeovers;
+        counts[14] = s.wakes;
+        counts[15] = s.retries;
+        for (j = 0; j < 16; j++)
+            v[j] += (jlong)counts[j];
+        for (j = 0; j < 2; j++) {
+            for (b = 0; b < TSLOCK_STATS_BUCKETS; b++)
+                v[at++] += (jlong)h[j]->bucket[b];
+            v[at++] += (jlong)h[j]->sum_ms;
+            v[at++] += (jlong)h[j]->count;
+        }
+    }
+    (*env)->SetLongArrayRegion(env, out, 0, JSTATS_LEN, v);
+    return TSLOCK_OK;
 }
 
 /* A plain connection that failed (a Redlock reconnects its own). */

@@ -86,10 +86,115 @@ static int connect_target(const pytslock_target *t, tslock_client **out,
     return TSLOCK_OK;
 }
 
+/* ------------------------------------------------------------ metrics */
+
+/* into += s, field by field (tslock_client_stats(3)). */
+static void stats_add(tslock_stats *into, const tslock_stats *s)
+{
+    int i;
+
+    into->acquired += s->acquired;
+    into->busy += s->busy;
+    into->timed_out += s->timed_out;
+    into->canceled += s->canceled;
+    into->errors += s->errors;
+    for (i = 0; i < 4; i++)
+        into->by_scheme[i] += s->by_scheme[i];
+    into->released += s->released;
+    into->lost += s->lost;
+    into->renewals += s->renewals;
+    into->renewal_failures += s->renewal_failures;
+    into->takeovers += s->takeovers;
+    into->legacy_takeovers += s->legacy_takeovers;
+    into->wakes += s->wakes;
+    into->retries += s->retries;
+    for (i = 0; i < TSLOCK_STATS_BUCKETS; i++) {
+        into->wait.bucket[i] += s->wait.bucket[i];
+        into->hold.bucket[i] += s->hold.bucket[i];
+    }
+    into->wait.sum_ms += s->wait.sum_ms;
+    into->wait.count += s->wait.count;
+    into->hold.sum_ms += s->hold.sum_ms;
+    into->hold.count += s->hold.count;
+}
+
+static const char *const event_names[] = {"", "acquire", "release", "lost",
+                                          "takeover"};
+static const char *const scheme_names[] = {"auto", "timestamp", "token",
+                                           "bridge"};
+
+/*
+ * The observer of every connection of a Client: from the thread of the
+ * call, or a watchdog's thread, with or without the GIL.  Nothing is done
+ * without a Python observer, so the GIL is taken only when one is set.
+ */
+static void observe(const tslock_event *e, void *userdata)
+{
+    pytslock_client *self = userdata;
+    PyGILState_STATE gil;
+    PyObject *fn, *ev, *out;
+
+    if (!__atomic_load_n(&self->has_observer, __ATOMIC_RELAXED))
+        return;
+    gil = PyGILState_Ensure();
+    fn = self->observer;
+    if (fn != NULL) {
+        Py_INCREF(fn);
+        ev = Py_BuildValue(
+            "{s:s,s:s,s:i,s:s,s:N,s:s,s:O,s:O}", "type",
+            event_names[e->type >= 1 && e->type <= 4 ? e->type : 0], "key",
+            e->key, "code", e->result, "result", tslock_errname(e->result),
+            "duration",
+            e->duration_ms < 0 ? Py_NewRef(Py_None)
+                               : PyFloat_FromDouble(e->duration_ms / 1000.0),
+            "scheme", scheme_names[e->scheme & 3], "legacy",
+            e->legacy ? Py_True : Py_False, "from_watchdog",
+            e->from_watchdog ? Py_True : Py_False);
+        out = ev != NULL ? PyObject_CallFunctionObjArgs(fn, ev, NULL) : NULL;
+        if (out == NULL)
+            PyErr_WriteUnraisable(fn); /* the lock call goes on */
+        Py_XDECREF(out);
+        Py_XDECREF(ev);
+        Py_DECREF(fn);
+    }
+    PyGILState_Release(gil);
+}
+
+static void live_link(pytslock_client *self, pytslock_conn *conn)
+{
+    conn->owner = self;
+    conn->live_prev = NULL;
+    conn->live_next = self->live;
+    if (self->live != NULL)
+        self->live->live_prev = conn;
+    self->live = conn;
+    (void)tslock_client_set_observer(conn->client, observe, self);
+}
+
+/* Keep what a closing connection counted; GIL held. */
+static void live_unlink(pytslock_conn *conn)
+{
+    pytslock_client *self = conn->owner;
+    tslock_stats s;
+
+    if (self == NULL)
+        return;
+    if (tslock_client_stats(conn->client, &s, sizeof(s)) == TSLOCK_OK)
+        stats_add(&self->retired, &s);
+    if (conn->live_prev != NULL)
+        conn->live_prev->live_next = conn->live_next;
+    else
+        self->live = conn->live_next;
+    if (conn->live_next != NULL)
+        conn->live_next->live_prev = conn->live_prev;
+    conn->owner = NULL;
+}
+
 void pytslock_conn_close(pytslock_conn *conn)
 {
     if (conn == NULL)
         return;
+    live_unlink(conn);
     tslock_client_free(conn->client);
     free(conn);
 }
@@ -141,6 +246,7 @@ static pytslock_conn *take(pytslock_client *self, int keep_failed)
         return (pytslock_conn *)pytslock_raise(rc, detail);
     }
     self->opened++;
+    live_link(self, conn);
     return conn;
 }
 
@@ -299,6 +405,15 @@ static void client_dealloc(pytslock_client *self)
         self->idle = c->next;
         pytslock_conn_close(c);
     }
+    /* Connections still out are their holders' now; they count no more. */
+    while (self->live != NULL) {
+        pytslock_conn *c = self->live;
+
+        self->live = c->live_next;
+        (void)tslock_client_set_observer(c->client, NULL, NULL);
+        c->owner = NULL;
+    }
+    Py_CLEAR(self->observer);
     target_clear(&self->target);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -335,7 +450,82 @@ static PyObject *client_server_info(pytslock_client *self,
     return out;
 }
 
+static PyObject *histogram_dict(const tslock_histogram *h)
+{
+    static const int64_t le_ms[] = TSLOCK_STATS_BUCKETS_MS;
+    PyObject *buckets = PyList_New(TSLOCK_STATS_BUCKETS);
+    int i;
+
+    if (buckets == NULL)
+        return NULL;
+    for (i = 0; i < TSLOCK_STATS_BUCKETS; i++) {
+        double le =
+            i < TSLOCK_STATS_BUCKETS - 1 ? le_ms[i] / 1000.0 : Py_HUGE_VAL;
+        PyObject *pair =
+            Py_BuildValue("(dK)", le, (unsigned long long)h->bucket[i]);
+        if (pair == NULL) {
+            Py_DECREF(buckets);
+            return NULL;
+        }
+        PyList_SET_ITEM(buckets, i, pair);
+    }
+    return Py_BuildValue("{s:N,s:d,s:K}", "buckets", buckets, "sum",
+                         h->sum_ms / 1000.0, "count",
+                         (unsigned long long)h->count);
+}
+
+/* What every connection of this Client counted, summed, as a dict. */
+static PyObject *client_stats(pytslock_client *self,
+                              PyObject *Py_UNUSED(ignored))
+{
+    tslock_stats all = self->retired, s;
+    pytslock_conn *c;
+    PyObject *wait, *hold;
+
+    pytslock_client_check_fork(self);
+    for (c = self->live; c != NULL; c = c->live_next)
+        if (tslock_client_stats(c->client, &s, sizeof(s)) == TSLOCK_OK)
+            stats_add(&all, &s);
+    if ((wait = histogram_dict(&all.wait)) == NULL)
+        return NULL;
+    if ((hold = histogram_dict(&all.hold)) == NULL) {
+        Py_DECREF(wait);
+        return NULL;
+    }
+#define K(field) #field, (unsigned long long)all.field
+    return Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:{s:K,s:K,s:K},s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
+        "s:K,s:N,s:N}",
+        K(acquired), K(busy), K(timed_out), K(canceled), K(errors), "by_scheme",
+        "timestamp", (unsigned long long)all.by_scheme[1], "token",
+        (unsigned long long)all.by_scheme[2], "bridge",
+        (unsigned long long)all.by_scheme[3], K(released), K(lost), K(renewals),
+        K(renewal_failures), K(takeovers), K(legacy_takeovers), K(wakes),
+        K(retries), "wait", wait, "hold", hold);
+#undef K
+}
+
+static PyObject *client_set_observer(pytslock_client *self, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_observer: expected a callable or None, got %s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    Py_XSETREF(self->observer, fn == Py_None ? NULL : Py_NewRef(fn));
+    __atomic_store_n(&self->has_observer, self->observer != NULL,
+                     __ATOMIC_RELAXED);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef client_methods[] = {
+    {"stats", (PyCFunction)client_stats, METH_NOARGS,
+     "stats() -> dict: what this Client's connections counted, summed\n"
+     "(tslock_client_stats(3)); times in seconds."},
+    {"set_observer", (PyCFunction)client_set_observer, METH_O,
+     "set_observer(fn): call fn(event) on every acquire, release, loss\n"
+     "and takeover; None to stop."},
     {"_pool_stats", (PyCFunction)client_pool_stats, METH_NOARGS,
      "_pool_stats() -> dict: idle and opened connection counts."},
     {"server_info", (PyCFunction)client_server_info, METH_NOARGS,

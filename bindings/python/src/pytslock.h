@@ -27,10 +27,18 @@ static inline PyObject *Py_NewRef(PyObject *o)
  * that -Wcast-function-type flags. */
 #define PYTSLOCK_KW(fn) ((PyCFunction)(void (*)(void))(fn))
 
-/* One pooled connection; the pool's list is kept under the GIL. */
+struct pytslock_client_s;
+
+/*
+ * One pooled connection; the pool's list is kept under the GIL.  Every
+ * connection a Client opens is also on its list of live ones (owner,
+ * live_prev, live_next), so Client.stats() can add up what each counted.
+ */
 typedef struct pytslock_conn {
     tslock_client *client;
     struct pytslock_conn *next;
+    struct pytslock_client_s *owner; /* borrowed; NULL once forgotten */
+    struct pytslock_conn *live_prev, *live_next;
 } pytslock_conn;
 
 /* What a Client connects to, and how. */
@@ -57,13 +65,18 @@ typedef struct pytslock_target {
  */
 int pytslock_tls_from_dict(PyObject *dict, tslock_tls **out);
 
-typedef struct {
+typedef struct pytslock_client_s {
     PyObject_HEAD pytslock_target target;
     pytslock_conn *idle; /* idle connections, most recently used first */
     int n_idle;
     pid_t pid;            /* the process whose connections these are */
     unsigned long opened; /* connections opened, for tests and stats */
     PyObject *weakrefs;
+    /* Metrics (stats.c of the library, summed over connections). */
+    pytslock_conn *live;       /* every open connection of this Client */
+    tslock_stats retired;      /* what closed connections counted */
+    PyObject *observer;        /* the callable, or NULL; read under the GIL */
+    volatile int has_observer; /* read without the GIL, first */
 } pytslock_client;
 
 extern PyTypeObject pytslock_client_type;

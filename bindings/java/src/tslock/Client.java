@@ -120,6 +120,23 @@ public final class Client implements AutoCloseable {
         return lock(name).adopt(handle);
     }
 
+    /**
+     * What this client's connections have counted (tslock_client_stats(3)),
+     * summed: those in use, idle, and already closed. No round trip.
+     */
+    public Stats stats() {
+        return pool.stats();
+    }
+
+    /**
+     * Call observer on every acquire, release, loss and takeover of this
+     * client's locks; null to stop. Holds are timed in Java whether or
+     * not one is set. See {@link LockObserver} for its threads.
+     */
+    public void setObserver(LockObserver observer) {
+        pool.setObserver(observer);
+    }
+
     /** Free the idle connections; those in use are freed when let go. */
     @Override
     public void close() {
@@ -133,6 +150,15 @@ public final class Client implements AutoCloseable {
         private final ConcurrentLinkedDeque<Long> idle =
             new ConcurrentLinkedDeque<>();
         private volatile boolean closed;
+        /*
+         * Every open connection, and what closed ones counted: stats()
+         * reads a connection in use by another thread (the library's
+         * counters are atomic), never one being freed (statsLock).
+         */
+        private final java.util.Set<Long> live =
+            java.util.concurrent.ConcurrentHashMap.newKeySet();
+        private final long[] retired = new long[Stats.LEN];
+        private final Object statsLock = new Object();
         /* Lock objects kept by TsLocks with a connection each. */
         final java.util.concurrent.atomic.AtomicInteger cachedPairs =
             new java.util.concurrent.atomic.AtomicInteger();
@@ -156,7 +182,7 @@ public final class Client implements AutoCloseable {
          */
         private long connect() {
             int n = urls.length, ok = 0;
-            long c = Native.connNew(n, timeoutMs, timeoutMs);
+            long c = Native.connNew(n, timeoutMs, timeoutMs, this);
             if (c == 0)
                 throw new OutOfMemoryError("tslock: no memory for a client");
             LockException first = null;
@@ -182,7 +208,54 @@ public final class Client implements AutoCloseable {
                                        ok + " of " + n + " masters reached; "
                                        + first.getMessage());
             }
+            synchronized (statsLock) {
+                live.add(c);
+                Native.connObserve(c, observer != null);
+            }
             return c;
+        }
+
+        private volatile LockObserver observer;
+
+        void setObserver(LockObserver o) {
+            synchronized (statsLock) {
+                observer = o;
+                for (long c : live)
+                    Native.connObserve(c, o != null);
+            }
+        }
+
+        /* From the JNI observer of a connection (tslock_jni.c). */
+        void event(int type, String key, int code, long ms, int scheme,
+                   boolean legacy, boolean fromWatchdog) {
+            LockObserver o = observer;
+            if (o == null || type < 1 || type > 4)
+                return;
+            try {
+                o.onEvent(new LockEvent(
+                    LockEvent.Type.values()[type - 1], key, code, ms,
+                    Scheme.values()[scheme & 3], legacy, fromWatchdog));
+            } catch (RuntimeException e) {
+                /* an observer's failure is not the lock call's */
+            }
+        }
+
+        /* Free a connection this pool opened, keeping what it counted. */
+        private void free(long c) {
+            synchronized (statsLock) {
+                if (live.remove(c))
+                    Native.connStats(c, retired);
+                Native.connFree(c);
+            }
+        }
+
+        Stats stats() {
+            synchronized (statsLock) {
+                long[] v = retired.clone();
+                for (long c : live)
+                    Native.connStats(c, v);
+                return new Stats(v);
+            }
         }
 
         /** Back to the pool; a broken one (or after close) is freed. */
@@ -190,7 +263,7 @@ public final class Client implements AutoCloseable {
             if (c == 0)
                 return;
             if (closed || Native.connIsBroken(c)) {
-                Native.connFree(c);
+                free(c);
                 return;
             }
             idle.addFirst(c);
@@ -205,7 +278,7 @@ public final class Client implements AutoCloseable {
         private void drain() {
             Long c;
             while ((c = idle.pollFirst()) != null)
-                Native.connFree(c);
+                free(c);
         }
 
         @Override

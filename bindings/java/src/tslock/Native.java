@@ -31,12 +31,17 @@ final class Native {
     static final long WAIT_FOREVER = -1;
 
     /* A connection: one library client, or one per Redlock master. */
-    static native long connNew(int n, int connectMs, int commandMs);
+    static native long connNew(int n, int connectMs, int commandMs,
+                               Client.Pool pool);
+    /* Whether conn calls pool.event() (an observer is set). */
+    static native void connObserve(long conn, boolean on);
     static native int connectUrl(long conn, int i, String url);
     static native void connFree(long conn);
     static native boolean connIsBroken(long conn);
     static native String connErrstr(long conn, int i);
     static native String errname(int code);
+    /* Add what conn's clients counted into out (Stats.LEN longs). */
+    static native int connStats(long conn, long[] out);
     static native String strerror(int code);
 
     static native long lockNew(long client, String key);

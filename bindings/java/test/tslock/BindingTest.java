@@ -74,6 +74,82 @@ class BindingTest {
         }));
     }
 
+    /* Client.stats(): what the library counted, summed over the pool. */
+    @Test
+    void statsCountWhatWasDone(TestInfo t) throws Exception {
+        try (Client c = Client.fromUrl(Servers.url())) {
+            String k = key(t), stamp = key(t) + ":stamp";
+            Duration lease = Duration.ofSeconds(5);
+            TsLock lock = c.lock(k, Scheme.TOKEN, lease);
+            lock.lock();
+            assertFalse(inThread(() -> c.lock(k, Scheme.TOKEN, lease)
+                                           .tryLock()));
+            raw.del(k); /* the lease is lost */
+            assertThrows(LockLostException.class, lock::unlock);
+            raw.setnx(stamp, "1600000000000"); /* expired in 2020 */
+            TsLock old = c.lock(stamp, Scheme.TIMESTAMP, lease);
+            assertTrue(old.tryLock());
+            old.unlock();
+            Stats s = c.stats();
+            assertEquals(2, s.acquired);
+            assertEquals(1, s.busy);
+            assertEquals(0, s.timedOut + s.canceled + s.errors);
+            assertEquals(1, s.byToken);
+            assertEquals(1, s.byTimestamp);
+            assertEquals(0, s.byBridge);
+            assertEquals(1, s.released);
+            assertEquals(1, s.lost);
+            assertEquals(1, s.takeovers);
+            assertEquals(0, s.legacyTakeovers + s.renewals + s.wakes
+                                + s.retries);
+            assertEquals(2, s.waitCount);
+            assertEquals(2, s.waitBuckets[0]); /* no wait: le 0.001 */
+            assertEquals(2, s.waitBuckets[Stats.BUCKETS - 1]);
+            assertEquals(0, s.waitSumMs);
+            assertEquals(2, s.holdCount); /* holds are timed in Java */
+            assertEquals(Double.POSITIVE_INFINITY,
+                         Stats.BUCKET_LE_SECONDS[Stats.BUCKETS - 1]);
+        }
+    }
+
+    /* The observer: events on the caller's thread and a watchdog's. */
+    @Test
+    void observerIsToldOfEveryEvent(TestInfo t) throws Exception {
+        try (Client c = Client.fromUrl(Servers.url())) {
+            String k = key(t);
+            List<String> seen =
+                java.util.Collections.synchronizedList(new ArrayList<>());
+            CountDownLatch lost = new CountDownLatch(1);
+            c.setObserver(e -> {
+                seen.add(e.type + " " + e.key + " " + e.result() + " "
+                         + e.scheme + " " + e.fromWatchdog);
+                if (e.type == LockEvent.Type.LOST)
+                    lost.countDown();
+            });
+            TsLock lock = c.lock(k, Scheme.TOKEN, Duration.ofSeconds(5));
+            lock.lock();
+            lock.unlock();
+            TsLock dog = c.builder(k).scheme(Scheme.TOKEN)
+                             .lease(Duration.ofMillis(600))
+                             .renewEvery(Duration.ofMillis(20))
+                             .onLost((l, why) -> {})
+                             .build();
+            dog.lock();
+            raw.call("SET", k, "someone-else");
+            assertTrue(lost.await(5, TimeUnit.SECONDS), "the loss was told");
+            assertThrows(LockLostException.class, dog::unlock);
+            raw.del(k);
+            assertEquals(List.of("ACQUIRE " + k + " TSLOCK_OK TOKEN false",
+                                 "RELEASE " + k + " TSLOCK_OK TOKEN false",
+                                 "ACQUIRE " + k + " TSLOCK_OK TOKEN false",
+                                 "LOST " + k + " TSLOCK_ELOST TOKEN true"),
+                         seen);
+            Stats s = c.stats();
+            assertEquals(1, s.lost);
+            assertEquals(2, s.holdCount); /* timed: one clock read each */
+        }
+    }
+
     @Test
     void unlockByAnotherThreadIsIllegalMonitorState(TestInfo t)
         throws Exception {
