@@ -62,6 +62,7 @@ struct row {
     char writers[MAX_WRITERS][64]; /* legacy writers seen, by address */
     int n_writers;
     int present; /* a lock in this frame's walk */
+    int expired; /* a stamp in the past: free for a takeover */
 };
 
 enum sort {
@@ -229,6 +230,7 @@ static void on_lock(void *arg, const struct cli_lock_seen *l)
     snprintf(r->dialect, sizeof(r->dialect), "%s", l->dialect);
     r->token = l->token;
     r->left_ms = l->left_ms;
+    r->expired = !l->token && l->left_ms < 0;
     snprintf(r->holder, sizeof(r->holder), "%s", l->holder);
 }
 
@@ -434,6 +436,7 @@ static int sample(struct top *t)
         t->rows[i].dialect[0] = '\0';
         t->rows[i].holder[0] = '\0';
         t->rows[i].left_ms = -1;
+        t->rows[i].expired = 0;
     }
     status = cli_survey_locks(t->ctx, NULL, t->o->top_scan_max, on_lock, t,
                               &t->keys_seen, &t->cut);
@@ -560,17 +563,16 @@ static void draw(struct top *t)
     if (t->tty)
         fputs("\033[H", stdout);
     snprintf(line, sizeof(line),
-             "tslock top - %s  locks %ld  waiting %ld  waits/s %.1f  "
-             "releases/s %.1f  legacy writes/s %.1f  keys %ld%s  sort %s",
-             where(t->o), locks, waiting,
+             "tslock top - %s  sort %s  locks %ld  waiting %ld  waits/s %.1f  "
+             "releases/s %.1f  legacy writes/s %.1f  keys %ld%s",
+             where(t->o), sort_names[t->sort], locks, waiting,
              t->last_ms ? (double)t->waits_total * 1000.0
                               / (double)t->o->top_interval_ms
                         : 0.0,
              t->last_ms ? (double)t->releases_total * 1000.0
                               / (double)t->o->top_interval_ms
                         : 0.0,
-             t->legacy_s, t->keys_seen, t->cut ? " (scan cut)" : "",
-             sort_names[t->sort]);
+             t->legacy_s, t->keys_seen, t->cut ? " (scan cut)" : "");
     emit(t, line);
     snprintf(line, sizeof(line), "%-24s %-15s %-23s %9s %5s %8s %8s %6s", "KEY",
              "DIALECT", "HOLDER", "LEFT_MS", "LINE", "WAITS/S", "RELS/S",
@@ -583,7 +585,9 @@ static void draw(struct top *t)
         if (t->o->top_limit > 0 && shown >= (size_t)t->o->top_limit)
             break;
         key_text(r, key, sizeof(key));
-        if (r->left_ms >= 0)
+        if (r->expired)
+            snprintf(left, sizeof(left), "expired");
+        else if (r->left_ms >= 0)
             snprintf(left, sizeof(left), "%" PRId64, r->left_ms);
         else
             snprintf(left, sizeof(left), "-");
