@@ -131,8 +131,10 @@ flag() { $tm display -p -t top "#{$1}"; }
 # first_row: the key of the first row under the header.
 first_row() { pane | sed -n 3p | cut -d" " -f1; }
 stty_of_pane() {
-    $tm send-keys -t top "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ' | sed 's/^/STTY: /'; echo" Enter
-    await_pane "^STTY: " && pane | grep "^STTY: " | tail -1
+    $tm send-keys -t top "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ' | sed 's/^/ST''TY: /'; echo" Enter
+    # (the command as typed does not hold the marker; its output may
+    # follow a prompt when echo is off)
+    await_pane "STTY: " && pane | grep -o "STTY: .*" | tail -1
 }
 # restored WHY: main screen, cursor shown, canonical input with echo.
 restored() {
