@@ -163,8 +163,8 @@ $tm send-keys -t top s s
 await_pane "sort line" >/dev/null
 check "tmux: s steps to the next sort (name, then line)" eval 'pane | grep -q "sort line"'
 $tm send-keys -t top q
-await_pane "^EXIT=" >/dev/null
-check "tmux: q exits 0" eval 'pane | grep -q "^EXIT=0$"'
+await_pane "EXIT=[0-9]" >/dev/null
+check "tmux: q exits 0" eval 'pane | grep -q "EXIT=0$"'
 restored "after q"
 
 th_begin "tmux: C-c"
@@ -172,7 +172,7 @@ $tm send-keys -t top "clear" Enter
 $tm send-keys -t top "$tool -u $url --interval 300ms top; echo EXIT=\$?" Enter
 await_pane "^tslock top - " >/dev/null
 $tm send-keys -t top C-c
-await_pane "EXIT=" >/dev/null
+await_pane "EXIT=[0-9]" >/dev/null
 check "tmux: C-c exits 130" eval 'pane | grep -q "EXIT=130$"'
 restored "after C-c"
 
@@ -186,8 +186,8 @@ await_pane "^tslock top - " >/dev/null
 kill "$pid2"
 wait "$pid2" 2>/dev/null
 pid2=
-await_pane "^EXIT=" >/dev/null
-check "tmux: a lost server exits 69" eval 'pane | grep -q "^EXIT=69$"'
+await_pane "EXIT=[0-9]" >/dev/null
+check "tmux: a lost server exits 69" eval 'pane | grep -q "EXIT=69$"'
 check "tmux: the reason shown after the screen is back" \
     eval 'pane | grep -q "tslock: top stopped: the server at .* went away or failed (exit 69)"'
 restored "after the server went away"
@@ -197,7 +197,7 @@ restored "after the server went away"
 th_begin "proof"
 $tm send-keys -t top "clear" Enter
 $tm send-keys -t top "printf '\\033[?1049h\\033[?25l'; stty -icanon -echo; echo EXIT=\$?" Enter
-await_pane "EXIT=" >/dev/null
+await_pane "EXIT=[0-9]" >/dev/null
 check "proof: a program that leaves the alternate screen on is seen" \
     eval '[ "$(flag alternate_on)" = 1 ] && [ "$(flag cursor_flag)" = 0 ]'
 s=$(stty_of_pane)
