@@ -399,7 +399,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
-            "acquire, release, extend, status, break, survey, watch, demo "
+            "acquire, release, extend, status, break, survey, watch, top, demo "
             "or replay "
             "(see "
             "tslock --help)");
