@@ -162,6 +162,15 @@ check "tmux: t sorts by time left (tok first)" eval '[ "$(first_row)" = tok ]'
 $tm send-keys -t top s s
 await_pane "sort line" >/dev/null
 check "tmux: s steps to the next sort (name, then line)" eval 'pane | grep -q "sort line"'
+# A smaller window: SIGWINCH, and the key line moves to the new last row.
+$tm resize-window -t top -x 100 -y 20
+n=0
+until pane | sed -n 20p | grep -q "q quit" || [ $n -gt 500 ]; do
+    n=$((n + 1))
+    sleep 0.02
+done
+check "tmux: resized to 100x20, the key line on row 20" \
+    eval 'pane | sed -n 20p | grep -q "q quit"'
 $tm send-keys -t top q
 await_pane "EXIT=[0-9]" >/dev/null
 check "tmux: q exits 0" eval 'pane | grep -q "EXIT=0$"'
