@@ -96,6 +96,8 @@ col() { row "$1" | awk -v c="$2" '{print $c}'; }
 check "--once: no escape in the frame" eval '! grep -q "$(printf "\033")" "$out"'
 check "--once: a totals line, then the header" \
     eval 'head -1 "$out" | grep -q "^tslock top - .*locks 4 " && sed -n 2p "$out" | grep -q "^KEY *DIALECT *HOLDER *LEFT_MS *LINE *WAITS/S *RELS/S *LEGACY"'
+check "--once: totals: 2 waiting, 1.0 waits/s, 1.0 releases/s" \
+    eval 'head -1 "$out" | grep -q "waiting 2  waits/s 1.0  releases/s 1.0 "'
 check "--once: tok is a token lock held by the acquired token" \
     eval '[ "$(col tok 2)" = token ] && [ "$(col tok 3)" = "$(echo "$token" | cut -c1-23)" ]'
 check "--once: tok's line is 2 and 2 waits over 2 s are 1.0/s" \

@@ -81,6 +81,9 @@ struct top {
     redisContext *ctx, *sub, *mon;
     struct row *rows;
     size_t n, cap;
+    /* rows by key: open addressing, index + 1 (0: empty), 2 * cap slots */
+    size_t *index;
+    size_t index_size;
     long keys_seen;
     int cut;
     int has_numsub;
@@ -89,6 +92,7 @@ struct top {
     int rows_term, cols_term;
     long legacy_writes; /* this interval */
     double legacy_s;
+    double secs; /* between the last two readings */
     long releases_total, waits_total;
     int64_t last_ms;
 };
@@ -191,16 +195,70 @@ static void term_size(struct top *t)
     }
 }
 
+/* FNV-1a: keys are found in O(1), so a frame of 10000 locks stays cheap. */
+static size_t hash_key(const char *key, size_t len)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * UINT64_C(1099511628211);
+    return (size_t)h;
+}
+
+/* The slot of key: where it is, or the empty one where it would go. */
+static size_t slot_of(const struct top *t, const char *key, size_t len)
+{
+    size_t mask = t->index_size - 1, i = hash_key(key, len) & mask;
+
+    while (t->index[i] != 0) {
+        const struct row *r = &t->rows[t->index[i] - 1];
+
+        if (r->len == len && memcmp(r->key, key, len) == 0)
+            break;
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* Index every row again: after a sort, a prune or a growth. */
+static int reindex(struct top *t)
+{
+    size_t i, want = 128;
+
+    while (want < 2 * t->cap)
+        want *= 2;
+    if (want != t->index_size) {
+        size_t *grown = realloc(t->index, want * sizeof(*grown));
+
+        if (grown == NULL)
+            return -1;
+        t->index = grown;
+        t->index_size = want;
+    }
+    memset(t->index, 0, t->index_size * sizeof(*t->index));
+    for (i = 0; i < t->n; i++)
+        t->index[slot_of(t, t->rows[i].key, t->rows[i].len)] = i + 1;
+    return 0;
+}
+
+/* Rows at most: a legacy writer of many keys cannot grow top without end. */
+#define MAX_ROWS 100000
+
 static struct row *row_for(struct top *t, const char *key, size_t len)
 {
-    size_t i;
+    size_t slot;
     struct row *r;
 
     if (len >= KEY_MAX)
         len = KEY_MAX - 1;
-    for (i = 0; i < t->n; i++)
-        if (t->rows[i].len == len && memcmp(t->rows[i].key, key, len) == 0)
-            return &t->rows[i];
+    if (t->index_size > 0) {
+        slot = slot_of(t, key, len);
+        if (t->index[slot] != 0)
+            return &t->rows[t->index[slot] - 1];
+    }
+    if (t->n >= MAX_ROWS)
+        return NULL;
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 64;
         struct row *grown = realloc(t->rows, cap * sizeof(*grown));
@@ -209,7 +267,11 @@ static struct row *row_for(struct top *t, const char *key, size_t len)
             return NULL;
         t->rows = grown;
         t->cap = cap;
+        if (reindex(t) != 0)
+            return NULL;
     }
+    slot = slot_of(t, key, len);
+    t->index[slot] = t->n + 1;
     r = &t->rows[t->n++];
     memset(r, 0, sizeof(*r));
     memcpy(r->key, key, len);
@@ -421,6 +483,7 @@ static void prune(struct top *t)
             t->rows[kept++] = *r;
     }
     t->n = kept;
+    (void)reindex(t); /* only shrinks: cannot fail for want of memory */
 }
 
 /* One reading: walk, lines, what the subscriber and MONITOR heard. */
@@ -467,6 +530,7 @@ static int sample(struct top *t)
         t->releases_total += r->releases;
         t->waits_total += r->waits;
     }
+    t->secs = secs;
     t->legacy_s = secs > 0 ? (double)t->legacy_writes / secs : 0;
     t->legacy_writes = 0;
     t->last_ms = now;
@@ -556,6 +620,7 @@ static void draw(struct top *t)
 
     sort_by = t->sort;
     qsort(t->rows, t->n, sizeof(*t->rows), compare);
+    (void)reindex(t);
     for (i = 0; i < t->n; i++) {
         locks += t->rows[i].present;
         waiting += t->rows[i].line;
@@ -566,12 +631,8 @@ static void draw(struct top *t)
              "tslock top - %s  sort %s  locks %ld  waiting %ld  waits/s %.1f  "
              "releases/s %.1f  legacy writes/s %.1f  keys %ld%s",
              where(t->o), sort_names[t->sort], locks, waiting,
-             t->last_ms ? (double)t->waits_total * 1000.0
-                              / (double)t->o->top_interval_ms
-                        : 0.0,
-             t->last_ms ? (double)t->releases_total * 1000.0
-                              / (double)t->o->top_interval_ms
-                        : 0.0,
+             t->secs > 0 ? (double)t->waits_total / t->secs : 0.0,
+             t->secs > 0 ? (double)t->releases_total / t->secs : 0.0,
              t->legacy_s, t->keys_seen, t->cut ? " (scan cut)" : "");
     emit(t, line);
     snprintf(line, sizeof(line), "%-24s %-15s %-23s %9s %5s %8s %8s %6s", "KEY",
@@ -807,5 +868,6 @@ int cli_top(const struct cli_options *o)
     if (t.mon)
         redisFree(t.mon);
     free(t.rows);
+    free(t.index);
     return status;
 }
