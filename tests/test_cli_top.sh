@@ -120,16 +120,19 @@ check "it names what was expected and what came" \
     has "--interval expects a duration from 100ms to 1h (1s, 500ms), got '5'" "$err"
 
 # ---- live, in tmux
-pane() { $tm capture-pane -p -t top; }
+pane() { $tm capture-pane -p -t top 2>/dev/null; }
+# await_pane TEXT: until the pane shows it (10 s at most; at once when the
+# tmux session is gone, which the next check then reports).
 await_pane() {
     n=0
     until pane | grep -q -- "$1"; do
         n=$((n + 1))
         [ $n -gt 500 ] && return 1
+        $tm has-session -t top 2>/dev/null || return 1
         sleep 0.02
     done
 }
-flag() { $tm display -p -t top "#{$1}"; }
+flag() { $tm display -p -t top "#{$1}" 2>/dev/null; }
 # first_row: the key of the first row under the header.
 first_row() { pane | sed -n 3p | cut -d" " -f1; }
 stty_of_pane() {
@@ -215,4 +218,6 @@ s=$(stty_of_pane)
 check "proof: and its stty is seen as not sane" \
     eval 'echo "$s" | grep -q "STTY: -icanon -echo"'
 
+# After a failure, the pane as it was last, for the reader of the log.
+[ $failed -eq 0 ] || pane | sed 's/^/    pane: /'
 finish

@@ -322,48 +322,113 @@ static long int_reply(const redisReply *r)
     return 0;
 }
 
-/* Per lock: ZCARD of its line, its arrival counter, its listeners. */
+/* Channels asked of one PUBSUB NUMSUB. */
+#define NUMSUB_BATCH 500
+
+/* Read the next pipelined reply into *out: 0, or an exit status. */
+static int next(struct top *t, redisReply **out)
+{
+    void *r = NULL;
+
+    if (redisGetReply(t->ctx, &r) != REDIS_OK) {
+        top_error("reading the lines: %s", t->ctx->errstr);
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    *out = r;
+    return 0;
+}
+
+/* Ask NUMSUB of the release channels of rows [from, to) in one command. */
+static int ask_numsub(struct top *t, size_t from, size_t to)
+{
+    const char **argv = malloc((to - from + 2) * sizeof(*argv));
+    size_t *lens = malloc((to - from + 2) * sizeof(*lens));
+    char *names = malloc((to - from) * (KEY_MAX + 16));
+    size_t i;
+
+    if (argv == NULL || lens == NULL || names == NULL) {
+        free(argv);
+        free(lens);
+        free(names);
+        top_error("out of memory");
+        return CLI_EXIT_OSERR;
+    }
+    argv[0] = "PUBSUB";
+    lens[0] = 6;
+    argv[1] = "NUMSUB";
+    lens[1] = 6;
+    for (i = from; i < to; i++) {
+        char *name = names + (i - from) * (KEY_MAX + 16);
+
+        argv[i - from + 2] = name;
+        lens[i - from + 2] =
+            (size_t)companion(&t->rows[i], ":released", name, KEY_MAX + 16);
+    }
+    redisAppendCommandArgv(t->ctx, (int)(to - from + 2), argv, lens);
+    free(argv);
+    free(lens);
+    free(names);
+    return 0;
+}
+
+/*
+ * The lines, in one pipeline: ZCARD of the line and GET of its arrival
+ * counter for each token lock (stamps have no line), and the listeners
+ * of every row's release channel, NUMSUB_BATCH channels a command.
+ */
 static int read_lines(struct top *t)
 {
     char name[KEY_MAX + 16];
-    size_t i;
-    int len;
+    redisReply *a, *b;
+    size_t i, j;
+    int len, status;
 
     for (i = 0; i < t->n; i++) {
         struct row *r = &t->rows[i];
 
+        r->numsub = 0;
+        r->line = 0;
+        if (!r->present || !r->token)
+            continue;
         len = companion(r, ":queue", name, sizeof(name));
         redisAppendCommand(t->ctx, "ZCARD %b", name, (size_t)len);
         len = companion(r, ":queue-seq", name, sizeof(name));
         redisAppendCommand(t->ctx, "GET %b", name, (size_t)len);
-        len = companion(r, ":released", name, sizeof(name));
-        if (t->has_numsub)
-            redisAppendCommand(t->ctx, "PUBSUB NUMSUB %b", name, (size_t)len);
     }
+    for (i = 0; t->has_numsub && i < t->n; i += NUMSUB_BATCH)
+        if ((status = ask_numsub(
+                 t, i, t->n - i < NUMSUB_BATCH ? t->n : i + NUMSUB_BATCH))
+            != 0)
+            return status;
     for (i = 0; i < t->n; i++) {
         struct row *r = &t->rows[i];
-        void *a = NULL, *b = NULL, *c = NULL;
-        long zcard;
 
-        if (redisGetReply(t->ctx, &a) != REDIS_OK
-            || redisGetReply(t->ctx, &b) != REDIS_OK
-            || (t->has_numsub && redisGetReply(t->ctx, &c) != REDIS_OK)) {
+        if (!r->present || !r->token)
+            continue;
+        if ((status = next(t, &a)) != 0)
+            return status;
+        if ((status = next(t, &b)) != 0) {
             freeReplyObject(a);
-            freeReplyObject(b);
-            top_error("reading the lines: %s", t->ctx->errstr);
-            return CLI_EXIT_UNAVAILABLE;
+            return status;
         }
-        zcard = int_reply(a);
+        r->line = int_reply(a);
         r->seq = int_reply(b);
-        r->numsub = 0;
-        if (c != NULL && ((redisReply *)c)->type == REDIS_REPLY_ARRAY
-            && ((redisReply *)c)->elements == 2)
-            r->numsub = int_reply(((redisReply *)c)->element[1]);
-        r->line = zcard > r->numsub ? zcard : r->numsub;
         freeReplyObject(a);
         freeReplyObject(b);
-        freeReplyObject(c);
     }
+    for (i = 0; t->has_numsub && i < t->n; i += NUMSUB_BATCH) {
+        if ((status = next(t, &a)) != 0)
+            return status;
+        /* [channel, count, channel, count, ...] in the order asked */
+        for (j = 0; a->type == REDIS_REPLY_ARRAY && 2 * j + 1 < a->elements
+                    && i + j < t->n;
+             j++)
+            t->rows[i + j].numsub = int_reply(a->element[2 * j + 1]);
+        freeReplyObject(a);
+    }
+    for (i = 0; i < t->n; i++)
+        if (t->rows[i].numsub > t->rows[i].line)
+            t->rows[i].line = t->rows[i].numsub;
     return 0;
 }
 
