@@ -13,6 +13,7 @@ set -u
 
 tool="${top_builddir:-.}/tools/tslock"
 tool="$(cd "$(dirname "$tool")" && pwd)/$(basename "$tool")"
+old="${top_builddir:-.}/tests/oldredis"
 . "${top_srcdir:-.}/tests/harness.sh"
 need_server
 if ! command -v tmux >/dev/null 2>&1; then
@@ -23,10 +24,12 @@ fi
 dir=$(mktemp -d /tmp/tslock-top.XXXXXX) || exit 1
 pid=
 pid2=
+old_pid=
 waiters=
 tm="tmux -L tslock-top-$$ -f /dev/null"
 cleanup() {
     $tm kill-server 2>/dev/null
+    [ -n "$old_pid" ] && kill "$old_pid" 2>/dev/null && wait "$old_pid" 2>/dev/null
     for w in $waiters; do kill "$w" 2>/dev/null && wait "$w" 2>/dev/null; done
     [ -n "$pid2" ] && kill "$pid2" 2>/dev/null && wait "$pid2" 2>/dev/null
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -118,6 +121,23 @@ check "it says --once" has "pass --once" "$err"
 t "--interval 5: usage" 64 "$tool" -u "$url" --interval 5 --once top
 check "it names what was expected and what came" \
     has "--interval expects a duration from 100ms to 1h (1s, 500ms), got '5'" "$err"
+
+# A server before 2.8 has no SCAN: refused by name, never KEYS.
+if [ -x "$old" ]; then
+    "$old" --emulate 2.6.17 --listen "$dir/old.sock" --upstream "$sock" &
+    old_pid=$!
+    await_file "$dir/old.sock"
+    t "--once on 2.6: 69" 69 "$tool" -u "unix://$dir/old.sock" --once \
+        --interval 100ms top
+    check "it says SCAN came in 2.8 and KEYS is not used" \
+        one_line "no SCAN (it came in Redis 2.8), which tslock top needs: it never lists keys with KEYS"
+    kill "$old_pid"
+    wait "$old_pid" 2>/dev/null
+    old_pid=
+else
+    echo "FAIL - no tests/oldredis"
+    failed=$((failed + 1))
+fi
 
 # ---- live, in tmux
 pane() { $tm capture-pane -p -t top 2>/dev/null; }

@@ -406,8 +406,14 @@ static int survey_batch(struct survey *s, redisReply **keys, size_t n)
 }
 
 /* Servers before 2.8 have no SCAN: a clear refusal unless --keys. */
-static int no_scan(void)
+static int no_scan(const struct survey *s)
 {
+    if (s->each != NULL) {
+        cli_error("the server has no SCAN (it came in Redis 2.8), which "
+                  "tslock top needs: it never lists keys with KEYS, which "
+                  "blocks the server for the whole scan");
+        return CLI_EXIT_UNAVAILABLE;
+    }
     cli_error("the server has no SCAN (it came in Redis 2.8); only KEYS can "
               "list its keys, and KEYS blocks the server for the whole scan; "
               "pass --keys to use it anyway");
@@ -474,7 +480,7 @@ static int walk(struct survey *s)
     do {
         status = scan_step(s, cursor, sizeof(cursor));
         if (status == -1)
-            return s->o->survey_keys ? walk_keys(s) : no_scan();
+            return s->o->survey_keys ? walk_keys(s) : no_scan(s);
     } while (status == 0 && strcmp(cursor, "0") != 0
              && (s->max_keys == 0 || s->seen < s->max_keys));
     s->cut = strcmp(cursor, "0") != 0;
