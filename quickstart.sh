@@ -22,6 +22,10 @@ esac
 # faketime, libfaketime: the clock-skew tests shift client wall clocks.
 skew_packages="faketime libfaketime"
 
+# tmux: the tslock top test draws it in a detached session (send-keys,
+# capture-pane).
+top_packages="tmux"
+
 # clang: make fuzz, and make check replays the fuzz corpora under
 # libFuzzer with ASan and UBSan (without it, only through a plain driver).
 # libxml2-utils: xmllint, which checks the demo's --svg timeline.
@@ -53,7 +57,7 @@ if [ "$what" = test ]; then
     command -v npm >/dev/null 2>&1 || packages="$packages npm"
 fi
 missing=""
-for p in $packages $skew_packages; do
+for p in $packages $skew_packages $top_packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
         || missing="$missing $p"
 done

@@ -87,7 +87,16 @@ struct cli_options {
     const char *host_name;    /* --host-name: who runs, in the record */
     int64_t history_last;     /* history --last N */
     int wait_given;           /* -w was given */
+    int top_once;             /* top --once: one frame, no escapes */
+    int64_t top_interval_ms;  /* top --interval: between frames */
+    int64_t top_limit;        /* top --limit N: rows at most (0: fit) */
+    int64_t top_scan_max;     /* top --scan-max N: keys read per frame */
+    int top_no_monitor;       /* top --no-monitor: no legacy column */
 };
+
+/* top's defaults: a frame a second, at most this many keys read a frame. */
+#define CLI_DEFAULT_TOP_INTERVAL_MS 1000
+#define CLI_DEFAULT_TOP_SCAN_MAX    10000
 
 /* --keep-periods and history --last: their defaults. */
 #define CLI_DEFAULT_KEEP_PERIODS 30
@@ -355,6 +364,41 @@ struct cli_cluster {
 int cli_raw_cluster(struct redisContext *ctx, const char *fallback_host,
                     struct cli_cluster **out);
 void cli_cluster_free(struct cli_cluster *cl);
+
+/* ---- survey.c, for tslock top: the locks of one walk, nothing printed */
+
+struct cli_lock_seen {
+    const char *key; /* borrowed for the call only */
+    size_t len;
+    const char *dialect; /* survey's names: "token", "timestamp-ms" ... */
+    int token;           /* a token lock (it may have a line) */
+    int64_t left_ms;     /* time left on the lease; -1 for none */
+    const char *holder;  /* a token's first 23 bytes; "" for stamps */
+};
+typedef void (*cli_survey_each_fn)(void *arg, const struct cli_lock_seen *l);
+/*
+ * SCAN ctx's database (MATCH match, NULL for every key) as survey does,
+ * stopping once max_keys keys are read (0: no bound), and call each for
+ * every lock.  *keys_seen: keys read; *cut: the bound stopped the walk.
+ * Returns 0, or an exit status with the reason printed.
+ */
+int cli_survey_locks(struct redisContext *ctx, const char *match, long max_keys,
+                     cli_survey_each_fn each, void *arg, long *keys_seen,
+                     int *cut);
+
+/* ---- watch.c, for tslock top: one MONITOR line */
+
+/*
+ * The client address ("?" before 2.6), the command in lower case and its
+ * first argument (cut to the sizes given) of one MONITOR line: 0, or -1
+ * for a line that is no command (or has no argument).
+ */
+int cli_monitor_line(const char *s, size_t len, char *client,
+                     size_t client_size, char *command, size_t command_size,
+                     char *key, size_t key_size, size_t *key_len);
+
+/* ---- top.c: the top form */
+int cli_top(const struct cli_options *o);
 
 /* ---- skew.c: how far a clock seems off the server's */
 

@@ -64,7 +64,12 @@ enum long_only {
     OPT_KEY,
     OPT_SNI,
     OPT_INSECURE,
-    OPT_USER
+    OPT_USER,
+    OPT_ONCE,
+    OPT_INTERVAL,
+    OPT_LIMIT,
+    OPT_SCAN_MAX,
+    OPT_NO_MONITOR
 };
 
 static const char short_options[] = ":u:a:m:t:w:rE:qvVh";
@@ -123,6 +128,11 @@ static const struct option long_options[] = {
     {"keep-periods", required_argument, NULL, OPT_KEEP_PERIODS},
     {"host-name", required_argument, NULL, OPT_HOST_NAME},
     {"last", required_argument, NULL, OPT_LAST},
+    {"once", no_argument, NULL, OPT_ONCE},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"scan-max", required_argument, NULL, OPT_SCAN_MAX},
+    {"no-monitor", no_argument, NULL, OPT_NO_MONITOR},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -583,6 +593,31 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case OPT_HTML:
     case OPT_DOC:
         return apply_text_option(opt, o);
+    case OPT_ONCE:
+        o->top_once = 1;
+        return 0;
+    case OPT_NO_MONITOR:
+        o->top_no_monitor = 1;
+        return 0;
+    case OPT_INTERVAL:
+        if (cli_parse_duration(optarg, &o->top_interval_ms) != 0
+            || o->top_interval_ms < 100 || o->top_interval_ms > 3600000)
+            return cli_usage_error("--interval expects a duration from "
+                                   "100ms to 1h (1s, 500ms), got '%s'",
+                                   optarg);
+        return 0;
+    case OPT_LIMIT:
+        if (parse_integer(optarg, 1, 100000, &o->top_limit) != 0)
+            return cli_usage_error("--limit expects a number of rows from 1 "
+                                   "to 100000, got '%s'",
+                                   optarg);
+        return 0;
+    case OPT_SCAN_MAX:
+        if (parse_integer(optarg, 1, 100000000, &o->top_scan_max) != 0)
+            return cli_usage_error("--scan-max expects a number of keys from "
+                                   "1 to 100000000, got '%s'",
+                                   optarg);
+        return 0;
     case OPT_FOR:
         if (parse_integer(optarg, 1, MAX_TTL_MS, &o->watch_for_ms) != 0)
             return cli_usage_error("--for expects milliseconds greater than "
@@ -611,6 +646,8 @@ static void set_defaults(struct cli_options *o, struct cli_request *r)
     o->replicas_timeout_ms = CLI_DEFAULT_REPLICAS_TIMEOUT_MS;
     o->keep_periods = CLI_DEFAULT_KEEP_PERIODS;
     o->history_last = CLI_DEFAULT_HISTORY_LAST;
+    o->top_interval_ms = CLI_DEFAULT_TOP_INTERVAL_MS;
+    o->top_scan_max = CLI_DEFAULT_TOP_SCAN_MAX;
     r->url_text = getenv("REDIS_URL");
     r->url_origin = "$REDIS_URL";
     if (r->url_text == NULL || r->url_text[0] == '\0') {

@@ -47,6 +47,7 @@ struct entry {
     int64_t expires_ms; /* 0: unknown (a token without a TTL) */
     int64_t ttl_ms;     /* -1: none */
     int skip;           /* vanished meanwhile, or not a lock without --all */
+    char holder[24];    /* a token's first bytes, for tslock top; "" else */
 };
 
 struct survey {
@@ -62,6 +63,12 @@ struct survey {
                         clock minus this host's */
     int64_t clock_offset_ms;
     size_t nodes; /* masters walked on a cluster */
+    /* cli_survey_locks(): each lock to this, nothing printed, and the
+       walk stops after max_keys keys (0: no bound). */
+    cli_survey_each_fn each;
+    void *each_arg;
+    long max_keys;
+    int cut; /* the walk stopped at max_keys before SCAN's end */
 };
 
 /* Whether the server has PTTL (2.6.0), from INFO's redis_version. */
@@ -155,6 +162,11 @@ static void classify_value(struct survey *s, struct entry *e,
         != TSLOCK_OK)
         return; /* not a lock: as set by the caller */
     if (scheme == TSLOCK_SCHEME_TOKEN) {
+        snprintf(e->holder, sizeof(e->holder), "%.*s",
+                 (int)(value->len < sizeof(e->holder) - 1
+                           ? value->len
+                           : sizeof(e->holder) - 1),
+                 value->str);
         e->dialect = D_TOKEN;
         e->state = e->ttl_ms < 0 ? S_NO_TTL : S_LIVE;
         e->expires_ms = e->ttl_ms < 0 ? 0 : s->now_ms + e->ttl_ms;
@@ -324,11 +336,37 @@ static void print_header(struct survey *s)
     s->header_done = 1;
 }
 
+/* cli_survey_locks(): hand each lock of a batch over, print nothing. */
+static void report_each(struct survey *s, const struct entry *es, size_t n)
+{
+    struct cli_lock_seen seen;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (es[i].skip)
+            continue;
+        s->seen++;
+        if (es[i].dialect == D_NOT_A_LOCK)
+            continue;
+        seen.key = es[i].key;
+        seen.len = es[i].len;
+        seen.dialect = dialect_names[es[i].dialect];
+        seen.token = es[i].dialect == D_TOKEN;
+        seen.left_ms = left_ms(s, &es[i]);
+        seen.holder = es[i].holder;
+        s->each(s->each_arg, &seen);
+    }
+}
+
 /* Count, and print unless hidden, the keys of one batch. */
 static void report_batch(struct survey *s, const struct entry *es, size_t n)
 {
     size_t i;
 
+    if (s->each != NULL) {
+        report_each(s, es, n);
+        return;
+    }
     print_header(s);
 
     for (i = 0; i < n; i++) {
@@ -368,8 +406,14 @@ static int survey_batch(struct survey *s, redisReply **keys, size_t n)
 }
 
 /* Servers before 2.8 have no SCAN: a clear refusal unless --keys. */
-static int no_scan(void)
+static int no_scan(const struct survey *s)
 {
+    if (s->each != NULL) {
+        cli_error("the server has no SCAN (it came in Redis 2.8), which "
+                  "tslock top needs: it never lists keys with KEYS, which "
+                  "blocks the server for the whole scan");
+        return CLI_EXIT_UNAVAILABLE;
+    }
     cli_error("the server has no SCAN (it came in Redis 2.8); only KEYS can "
               "list its keys, and KEYS blocks the server for the whole scan; "
               "pass --keys to use it anyway");
@@ -436,8 +480,10 @@ static int walk(struct survey *s)
     do {
         status = scan_step(s, cursor, sizeof(cursor));
         if (status == -1)
-            return s->o->survey_keys ? walk_keys(s) : no_scan();
-    } while (status == 0 && strcmp(cursor, "0") != 0);
+            return s->o->survey_keys ? walk_keys(s) : no_scan(s);
+    } while (status == 0 && strcmp(cursor, "0") != 0
+             && (s->max_keys == 0 || s->seen < s->max_keys));
+    s->cut = strcmp(cursor, "0") != 0;
     return status;
 }
 
@@ -555,5 +601,34 @@ int cli_survey(const struct cli_options *o)
         cli_error("cannot write the survey");
         status = CLI_EXIT_OSERR;
     }
+    return status;
+}
+
+int cli_survey_locks(struct redisContext *ctx, const char *match, long max_keys,
+                     cli_survey_each_fn each, void *arg, long *keys_seen,
+                     int *cut)
+{
+    struct cli_options o;
+    struct survey s;
+    int status;
+
+    memset(&o, 0, sizeof(o));
+    o.survey_match = match;
+    memset(&s, 0, sizeof(s));
+    s.o = &o;
+    s.ctx = ctx;
+    s.each = each;
+    s.each_arg = arg;
+    s.max_keys = max_keys;
+    status = learn_version(&s);
+    if (status == 0 && s.cluster) {
+        cli_error("this server is a Redis Cluster node: top shows one "
+                  "server; give -u a master's address");
+        status = CLI_EXIT_USAGE;
+    }
+    if (status == 0)
+        status = walk(&s);
+    *keys_seen = s.seen;
+    *cut = s.cut;
     return status;
 }

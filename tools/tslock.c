@@ -44,6 +44,9 @@ static const char *const help_text[] = {
     "       tslock [options] replay RACE | --list  narrate a race of "
     "doc/races.md\n"
     "       tslock [options] history [--last N] KEY  the runs of --once-per\n"
+    "       tslock [options] top [--once] [--interval DURATION] [--limit N]\n"
+    "                                                the locks live, "
+    "hottest first\n"
     "       tslock [options] replay --html FILE [--doc URL] [RACE...]\n"
     "                                                the races as a page "
     "to step through\n"
@@ -136,6 +139,12 @@ static const char *const help_text[] = {
     "      --for MS         watch: stop after MS (default: at SIGINT/SIGTERM)\n"
     "      --json           watch: JSON Lines, then a {\"summary\": ...} "
     "line\n"
+    "      --once           top: print one frame (two readings\n"
+    "                       --interval apart) and exit\n"
+    "      --interval DURATION  top: time between frames (default 1s)\n"
+    "      --limit N        top: at most N rows (default: the screen)\n"
+    "      --scan-max N     top: keys read per frame (default 10000)\n"
+    "      --no-monitor     top: no MONITOR (no LEGACY column)\n"
     "      --list           replay: list the races, one a line\n"
     "      --html FILE      replay: also write the races (default: all) as\n"
     "                       one self-contained page to step through\n"
@@ -198,7 +207,8 @@ enum form {
     FORM_REPLAY,
     FORM_CHECK,
     FORM_FUNCTIONS,
-    FORM_HISTORY
+    FORM_HISTORY,
+    FORM_TOP
 };
 static const struct {
     const char *name;
@@ -215,7 +225,8 @@ static const struct {
              {"replay", 2, "RACE (or --list)"},
              {"check", 2, "KEY"},
              {"functions", 2, "load or print"},
-             {"history", 2, "KEY"}};
+             {"history", 2, "KEY"},
+             {"top", 1, "no arguments (options only)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -251,6 +262,8 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
             return CLI_EXIT_USAGE;
     if (f == FORM_DEMO)
         return cli_demo(o);
+    if (f == FORM_TOP)
+        return parse_url(r, o, "top") != 0 ? CLI_EXIT_USAGE : cli_top(o);
     if (f == FORM_SURVEY)
         return parse_url(r, o, "survey") != 0 ? CLI_EXIT_USAGE : cli_survey(o);
     if (f == FORM_WATCH)
@@ -403,7 +416,7 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
     if (r->command == NULL && r->n_words == 0)
         return cli_usage_error(
             "missing KEY: expected KEY -- COMMAND, or "
-            "acquire, release, extend, status, break, survey, watch, demo "
+            "acquire, release, extend, status, break, survey, watch, top, demo "
             "or replay "
             "(see "
             "tslock --help)");

@@ -715,3 +715,23 @@ int cli_watch(const struct cli_options *o, char **keys, int n_keys)
     }
     return status;
 }
+
+int cli_monitor_line(const char *s, size_t len, char *client,
+                     size_t client_size, char *command, size_t command_size,
+                     char *key, size_t key_size, size_t *key_len)
+{
+    struct line *l = malloc(sizeof(*l));
+    int rc = -1;
+
+    if (l == NULL)
+        return -1;
+    if (parse_line(s, len, l) == 0 && l->n >= 2) {
+        snprintf(client, client_size, "%s", l->client);
+        snprintf(command, command_size, "%s", l->args[0]);
+        *key_len = l->lens[1] < key_size ? l->lens[1] : key_size;
+        memcpy(key, l->args[1], *key_len);
+        rc = 0;
+    }
+    free(l);
+    return rc;
+}
