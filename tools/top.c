@@ -42,6 +42,7 @@
 #include "hiredis_compat.h"
 
 #include "cli.h"
+#include "rawcmd.h"
 
 #define MAX_WRITERS 8
 #define KEY_MAX     512
@@ -330,7 +331,7 @@ static int next(struct top *t, redisReply **out)
 {
     void *r = NULL;
 
-    if (redisGetReply(t->ctx, &r) != REDIS_OK) {
+    if (tslock_conn_get_reply(t->ctx, &r) != TSLOCK_OK) {
         top_error("reading the lines: %s", t->ctx->errstr);
         return CLI_EXIT_UNAVAILABLE;
     }
@@ -364,7 +365,16 @@ static int ask_numsub(struct top *t, size_t from, size_t to)
         lens[i - from + 2] =
             (size_t)companion(&t->rows[i], ":released", name, KEY_MAX + 16);
     }
-    redisAppendCommandArgv(t->ctx, (int)(to - from + 2), argv, lens);
+    {
+        char *cmd = NULL;
+        int len =
+            redisFormatCommandArgv(&cmd, (int)(to - from + 2), argv, lens);
+
+        /* A failed write shows as the error of the next reply read. */
+        if (len > 0)
+            (void)tslock_conn_write(t->ctx, cmd, (size_t)len);
+        tslock__redis_free_command(cmd);
+    }
     free(argv);
     free(lens);
     free(names);
@@ -391,9 +401,9 @@ static int read_lines(struct top *t)
         if (!r->present || !r->token)
             continue;
         len = companion(r, ":queue", name, sizeof(name));
-        redisAppendCommand(t->ctx, "ZCARD %b", name, (size_t)len);
+        cli_raw_append(t->ctx, "ZCARD %b", name, (size_t)len);
         len = companion(r, ":queue-seq", name, sizeof(name));
-        redisAppendCommand(t->ctx, "GET %b", name, (size_t)len);
+        cli_raw_append(t->ctx, "GET %b", name, (size_t)len);
     }
     for (i = 0; t->has_numsub && i < t->n; i += NUMSUB_BATCH)
         if ((status = ask_numsub(
@@ -440,7 +450,8 @@ static int drain_sub(struct top *t)
     if (t->sub == NULL)
         return 0;
     for (;;) {
-        while (redisGetReplyFromReader(t->sub, &m) == REDIS_OK && m != NULL) {
+        while (redisReaderGetReply(t->sub->reader, &m) == REDIS_OK
+               && m != NULL) {
             redisReply *r = m;
 
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 4
@@ -466,7 +477,7 @@ static int drain_sub(struct top *t)
             if (poll(&p, 1, 0) != 1)
                 return 0;
         }
-        if (redisBufferRead(t->sub) != REDIS_OK) {
+        if (tslock_conn_read(t->sub) != TSLOCK_OK) {
             top_error("the release subscription: %s", t->sub->errstr);
             return CLI_EXIT_UNAVAILABLE;
         }
@@ -504,7 +515,8 @@ static int drain_monitor(struct top *t)
     if (t->mon == NULL)
         return 0;
     for (;;) {
-        while (redisGetReplyFromReader(t->mon, &m) == REDIS_OK && m != NULL) {
+        while (redisReaderGetReply(t->mon->reader, &m) == REDIS_OK
+               && m != NULL) {
             redisReply *r = m;
 
             if (r->type == REDIS_REPLY_STATUS
@@ -529,7 +541,7 @@ static int drain_monitor(struct top *t)
             if (poll(&p, 1, 0) != 1)
                 return 0;
         }
-        if (redisBufferRead(t->mon) != REDIS_OK) {
+        if (tslock_conn_read(t->mon) != TSLOCK_OK) {
             top_error("MONITOR: %s", t->mon->errstr);
             return CLI_EXIT_UNAVAILABLE;
         }
@@ -831,7 +843,7 @@ static int listen_start(struct top *t)
 
     if (status != 0)
         return status;
-    r = redisCommand(t->sub, "PSUBSCRIBE *:released *:wake:*");
+    r = cli_raw_command(t->sub, "PSUBSCRIBE *:released *:wake:*");
     if (r == NULL) {
         cli_error("PSUBSCRIBE: %s", t->sub->errstr);
         return CLI_EXIT_UNAVAILABLE;
@@ -839,7 +851,7 @@ static int listen_start(struct top *t)
     freeReplyObject(r);
     r = NULL;
     /* The second pattern's confirmation. */
-    if (redisGetReply(t->sub, (void **)&r) != REDIS_OK) {
+    if (tslock_conn_get_reply(t->sub, (void **)&r) != TSLOCK_OK) {
         cli_error("PSUBSCRIBE: %s", t->sub->errstr);
         return CLI_EXIT_UNAVAILABLE;
     }
@@ -848,12 +860,12 @@ static int listen_start(struct top *t)
         return 0;
     if ((status = cli_raw_connect(t->o, 0, &t->mon)) != 0)
         return status;
-    r = redisCommand(t->mon, "MONITOR");
+    r = cli_raw_command(t->mon, "MONITOR");
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
         /* An ACL may refuse MONITOR: the column stays empty, said once. */
         cli_verbose("MONITOR refused: %s", r != NULL ? r->str : t->mon->errstr);
         freeReplyObject(r);
-        redisFree(t->mon);
+        tslock_conn_free(t->mon);
         t->mon = NULL;
         return 0;
     }
@@ -927,11 +939,11 @@ int cli_top(const struct cli_options *o)
             status = CLI_EXIT_SIGNAL_BASE + (int)got_signal;
     }
     if (t.ctx)
-        redisFree(t.ctx);
+        tslock_conn_free(t.ctx);
     if (t.sub)
-        redisFree(t.sub);
+        tslock_conn_free(t.sub);
     if (t.mon)
-        redisFree(t.mon);
+        tslock_conn_free(t.mon);
     free(t.rows);
     free(t.index);
     return status;
