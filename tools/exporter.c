@@ -278,7 +278,7 @@ static void render_legacy(struct out *b, const struct exporter *e, int om)
 
 static void render(struct out *b, const struct exporter *e, int om)
 {
-    per_server(b, e, om, "tslock_server_up", "gauge",
+    per_server(b, e, om, "tslock_up", "gauge",
                "1 when the last scrape read the server, else 0.", v_up, 0);
     per_server(b, e, om, "tslock_scrape_duration_seconds", "gauge",
                "How long the last scrape of the server took.", v_scrape, 0);
