@@ -46,6 +46,11 @@ static int parse_request_line(const char *p, const char *end,
         *why = "expected a method such as GET before the first space";
         return -1;
     }
+    for (n = 0; p + n < sp1; n++)
+        if (p[n] < 'A' || p[n] > 'Z') {
+            *why = "expected a method of capital letters, such as GET";
+            return -1;
+        }
     memcpy(req->method, p, (size_t)(sp1 - p));
     req->method[sp1 - p] = '\0';
     sp2 = memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1));
