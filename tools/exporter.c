@@ -50,6 +50,7 @@ struct server {
     long scrape_errors;
     redisContext *mon; /* the MONITOR stream, while on */
     int64_t mon_off_at, mon_next_at;
+    int64_t mon_retry_ms; /* the wait before the next try, after a failure */
     long mon_lines, mon_sessions;
     struct prefix_count *prefixes;
     int n_prefixes;
@@ -437,7 +438,11 @@ static void monitor_on(struct server *s)
     s->mon_sessions++;
 }
 
-/* Start or stop the stream as the duty cycle says. */
+/*
+ * Start or stop the stream as the duty cycle says.  A stream that cannot
+ * be opened is tried again after 1 s, then 2, 4 ... up to 60 s, so a
+ * server that is down does not hold up the loop at every turn.
+ */
 static void monitor_schedule(struct server *s, int64_t now)
 {
     int64_t on_ms = (int64_t)s->o.monitor_duty * MONITOR_WINDOW / 100;
@@ -446,13 +451,19 @@ static void monitor_schedule(struct server *s, int64_t now)
         return;
     if (s->mon != NULL && s->o.monitor_duty < 100 && now >= s->mon_off_at)
         monitor_off(s);
-    if (s->mon == NULL && now >= s->mon_next_at) {
-        monitor_on(s);
-        s->mon_off_at = now + on_ms;
-        s->mon_next_at = s->mon != NULL && s->o.monitor_duty < 100
-                             ? now + MONITOR_WINDOW
-                             : now + RETRY_MS;
+    if (s->mon != NULL || now < s->mon_next_at)
+        return;
+    monitor_on(s);
+    if (s->mon == NULL) {
+        s->mon_retry_ms = s->mon_retry_ms == 0       ? RETRY_MS
+                          : s->mon_retry_ms >= 30000 ? 60000
+                                                     : s->mon_retry_ms * 2;
+        s->mon_next_at = now + s->mon_retry_ms;
+        return;
     }
+    s->mon_retry_ms = 0;
+    s->mon_off_at = now + on_ms;
+    s->mon_next_at = s->o.monitor_duty < 100 ? now + MONITOR_WINDOW : now;
 }
 
 static void monitor_read(struct server *s)
