@@ -192,8 +192,15 @@ kill "$prom" && wait "$prom" 2>/dev/null
 prom=
 
 # ------------------------------------ the record outlives the exporter
-kill "$exporter" && wait "$exporter" 2>/dev/null
+kill "$exporter"
+wait "$exporter"
+estatus=$?
 exporter=
+check "the exporter stops at SIGTERM with status 0 (got $estatus)" \
+    test "$estatus" -eq 0
+check "... and nothing on stderr but its first line" \
+    sh -c "[ \$(wc -l <'$dir/exporter.err') -eq 1 ] \
+           && grep -q '^tslock: exporter: serving /metrics' '$dir/exporter.err'"
 t "survey --since 1h after the exporter stopped" 0 \
     $tool -u "$U" survey --since 1h
 check "... names billing:3 and its writer's address" \
