@@ -26,9 +26,11 @@ done
 
 dir=$(mktemp -d /tmp/tslock-exporter.XXXXXX) || exit 1
 pid=
+second=
 exporter=
 prom=
 cleanup() {
+    [ -n "$second" ] && kill "$second" 2>/dev/null && wait "$second" 2>/dev/null
     [ -n "$prom" ] && kill "$prom" 2>/dev/null && wait "$prom" 2>/dev/null
     [ -n "$exporter" ] && kill "$exporter" 2>/dev/null \
         && wait "$exporter" 2>/dev/null
@@ -216,6 +218,45 @@ check "... billing:1 from 127.0.0.1" \
 "$cli" -p "$started_port" del tslock:legacy-recorders >/dev/null
 t "no recorder in the window: said" 0 $tool -u "$U" survey --since 1h
 check "... a warning" has "warning: no recorder (tslock exporter) ran" "$out"
+
+# ------------- several servers, one down; prefixes of two parts on '.'
+sock="$dir/second.sock"
+start_unix_server "$sock" "$dir/second.log"
+second=$started
+dead=$(free_port)
+port=$(free_port)
+$tool -u "$U" -u "unix://$sock" -u "redis://127.0.0.1:$dead" \
+    --prefix-sep . --prefix-depth 2 exporter --listen "127.0.0.1:$port" \
+    >"$dir/exporter2.out" 2>"$dir/exporter2.err" &
+exporter=$!
+metrics="http://127.0.0.1:$port/metrics"
+S2="server=\"unix:$sock/0\""
+check "the second server's MONITOR stream is on" until_true 10 sh -c \
+    "curl -sf $metrics | grep -qF 'tslock_legacy_monitor_up{$S2} 1'"
+t "a legacy client on the second server" 0 "$legacy" -s "$sock" \
+    client a java 600000 client b java 600000 client c java 600000 \
+    lock a app.jobs.nightly lock b app.jobs.hourly lock c flat
+check "... counted under app.jobs, twice" until_true 10 sh -c \
+    "curl -sf $metrics | grep -qF 'tslock_legacy_writes_total{$S2,prefix=\"app.jobs\"} 2'"
+t "scrape the three servers" 0 scrape
+check "a key without the separator counts under \"\"" \
+    has "^tslock_legacy_writes_total{$S2,prefix=\"\"} 1$" "$out"
+check "the second server: 3 live timestamp-ms locks" \
+    has "^tslock_locks{$S2,dialect=\"timestamp-ms\",state=\"live\"} 3$" "$out"
+check "the first server is still read: 2 live token locks" \
+    has "^tslock_locks{$S,dialect=\"token\",state=\"live\"} 2$" "$out"
+check "the server that is down: tslock_up 0, no lock counts" sh -c \
+    "grep -q '^tslock_up{server=\"127.0.0.1:$dead/0\"} 0$' '$out' \
+     && ! grep -q '^tslock_locks{server=\"127.0.0.1:$dead/0\"' '$out'"
+check "... and its failed scrapes are counted" \
+    has "^tslock_scrape_errors_total{server=\"127.0.0.1:$dead/0\"} [1-9]" "$out"
+t "promtool check metrics passes on three servers" 0 \
+    sh -c "promtool check metrics <'$dir/metrics.txt'"
+kill "$exporter"
+wait "$exporter"
+exporter=
+kill "$second" && wait "$second" 2>/dev/null
+second=
 
 # ------------------------------ the examples of doc/observability.md
 # The YAML blocks after the markers, as they stand in the page.
