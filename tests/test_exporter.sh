@@ -76,6 +76,9 @@ check "... names the form" has "expects ADDR:PORT" "$err"
 t "--max-series 0: usage error" 64 $tool exporter --listen 127.0.0.1:1 \
     --max-series 0
 t "--listen on survey: usage error" 64 $tool survey --listen 127.0.0.1:1
+t "--json on the exporter: usage error" 64 \
+    $tool exporter --listen 127.0.0.1:1 --json
+check "... names what it takes" has "it takes --match" "$err"
 t "--since on watch: usage error" 64 $tool watch --since 7d k
 t "--since 7x: usage error" 64 $tool survey --since 7x
 check "... says what it expects" has "a duration such as 7d, 12h or 30m, got '7x'" "$err"

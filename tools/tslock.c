@@ -284,6 +284,11 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
 {
     if (exporter_options_elsewhere(o, f) != 0)
         return CLI_EXIT_USAGE;
+    if (f == FORM_EXPORTER
+        && (o->survey_json || o->survey_all || o->survey_keys
+            || o->watch_for_ms != 0))
+        return cli_usage_error("--json, --all, --keys and --for are not "
+                               "options of the exporter (it takes --match)");
     if (f == FORM_EXPORTER)
         return run_exporter(r, o);
     if (f == FORM_SURVEY && o->since_ms != 0)
