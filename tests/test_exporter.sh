@@ -13,6 +13,7 @@ set -u
 
 tool="${top_builddir:-.}/tools/tslock"
 legacy="${top_builddir:-.}/tests/legacy_cli"
+old="${top_builddir:-.}/tests/oldredis"
 src="${top_srcdir:-.}"
 . "$src/tests/harness.sh"
 need_server
@@ -26,10 +27,12 @@ done
 
 dir=$(mktemp -d /tmp/tslock-exporter.XXXXXX) || exit 1
 pid=
+old_pid=
 second=
 exporter=
 prom=
 cleanup() {
+    [ -n "$old_pid" ] && kill "$old_pid" 2>/dev/null && wait "$old_pid" 2>/dev/null
     [ -n "$second" ] && kill "$second" 2>/dev/null && wait "$second" 2>/dev/null
     [ -n "$prom" ] && kill "$prom" 2>/dev/null && wait "$prom" 2>/dev/null
     [ -n "$exporter" ] && kill "$exporter" 2>/dev/null \
@@ -260,6 +263,42 @@ wait "$exporter"
 exporter=
 kill "$second" && wait "$second" 2>/dev/null
 second=
+
+# ------------------------------------- Redis 2.4 (tests/oldredis plays it)
+# No SCAN, no TIME, MONITOR lines without the client's address: the
+# walk is refused (tslock_up 0, never KEYS), the legacy writes are still
+# counted and recorded, under the address "?".
+osock="$dir/old.sock"
+"$old" --emulate 2.4.18 --listen "$osock" --upstream-port "$started_port" \
+    >"$dir/old.log" 2>&1 &
+old_pid=$!
+check "the 2.4 proxy listens" await_file "$osock"
+port=$(free_port)
+$tool -u "unix://$osock" exporter --listen "127.0.0.1:$port" \
+    >"$dir/exporter3.out" 2>"$dir/exporter3.err" &
+exporter=$!
+metrics="http://127.0.0.1:$port/metrics"
+S3="server=\"unix:$osock/0\""
+check "2.4: the MONITOR stream is on" until_true 10 sh -c \
+    "curl -sf $metrics | grep -qF 'tslock_legacy_monitor_up{$S3} 1'"
+t "2.4: a legacy client locks old:1" 0 "$legacy" -s "$osock" \
+    client a redisdoc 600000 lock a old:1
+check "2.4: counted under old" until_true 10 sh -c \
+    "curl -sf $metrics | grep -qF 'tslock_legacy_writes_total{$S3,prefix=\"old\"} 1'"
+t "2.4: scrape" 0 scrape
+check "2.4: tslock_up 0 (no SCAN), no tslock_locks" sh -c \
+    "grep -qF 'tslock_up{$S3} 0' '$out' && ! grep -qF 'tslock_locks{$S3' '$out'"
+check "2.4: no clock offset (no TIME)" \
+    sh -c "! grep -qF 'tslock_clock_offset_seconds{$S3' '$out'"
+check "2.4: the exporter says why" has "has no SCAN" "$dir/exporter3.err"
+kill "$exporter"
+wait "$exporter"
+exporter=
+t "2.4: survey --since reads the record through 2.4" 0 \
+    $tool -u "unix://$osock" survey --since 1h
+check "2.4: old:1 from the address ?" has '^[-0-9T:Z]* *[0-9]*s  ? *"old:1"' "$out"
+kill "$old_pid" && wait "$old_pid" 2>/dev/null
+old_pid=
 
 # ------------------------------ the examples of doc/observability.md
 # The YAML blocks after the markers, as they stand in the page.

@@ -39,6 +39,7 @@ struct server {
     char label[300];
     redisContext *ctx; /* scrapes and the record; NULL until connected */
     int has_pttl;
+    int told_cluster; /* the cluster warning was printed */
     char cursor[32];
     struct cli_survey_tally pass, last; /* in progress; last complete */
     int have_last;
@@ -336,6 +337,13 @@ static int ensure_connected(struct server *s)
         return status;
     }
     s->has_pttl = major > 2 || (major == 2 && minor >= 6);
+    /* One node's keys and one node's MONITOR: each master needs its -u. */
+    if (cluster && !s->told_cluster)
+        cli_error("%s is a Redis Cluster node: the exporter reads this "
+                  "node's keys and commands only; give every master its "
+                  "own -u",
+                  s->label);
+    s->told_cluster |= cluster;
     return 0;
 }
 
