@@ -23,11 +23,12 @@
 
 #include "cli.h"
 
-#define MAX_CLIENTS    16
-#define MONITOR_WINDOW 10000 /* ms: --monitor-duty is a share of this */
-#define RETRY_MS       1000  /* a lost MONITOR stream is retried so often */
-#define FLUSH_MS       1000  /* the record is written so often */
-#define OVERFLOW       "(other)"
+#define MAX_CLIENTS          16
+#define MONITOR_WINDOW       10000 /* ms: --monitor-duty is a share of this */
+#define RETRY_MS             1000 /* a lost MONITOR stream is retried so often */
+#define FLUSH_MS             1000 /* the record is written so often */
+#define MONITOR_HANDSHAKE_MS 1000 /* connect, AUTH and MONITOR's +OK */
+#define OVERFLOW             "(other)"
 
 struct prefix_count {
     char *name;
@@ -433,9 +434,16 @@ static void monitor_off(struct server *s)
 
 static void monitor_on(struct server *s)
 {
+    struct cli_options quick = s->o;
     redisReply *r;
 
-    if (cli_raw_connect_to(&s->o, NULL, 0, 0, &s->mon) != 0)
+    /*
+     * The handshake blocks the loop: a peer that accepts but never
+     * answers holds it up for this long at most, not for --timeout.
+     */
+    if (quick.timeout_ms > MONITOR_HANDSHAKE_MS)
+        quick.timeout_ms = MONITOR_HANDSHAKE_MS;
+    if (cli_raw_connect_to(&quick, NULL, 0, 0, &s->mon) != 0)
         return;
     r = cli_raw_reply(s->mon, "MONITOR", redisCommand(s->mon, "MONITOR"));
     if (r == NULL) {
