@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hiredis_compat.h"
 
@@ -718,6 +719,26 @@ int cli_watch(const struct cli_options *o, char **keys, int n_keys)
 
 /* ---- the exporter's legacy writes: one MONITOR line judged */
 
+/*
+ * Whether the line's command (its first quoted word) is SETNX, GETSET or
+ * SET: most lines are not, and are passed over before the full parse.
+ */
+static int maybe_stamp_write(const char *text, size_t len)
+{
+    const char *q = memchr(text, '"', len), *end;
+    size_t n;
+
+    if (q == NULL)
+        return 0;
+    end = memchr(q + 1, '"', len - (size_t)(q + 1 - text));
+    if (end == NULL)
+        return 0;
+    n = (size_t)(end - q - 1);
+    return (n == 5 && strncasecmp(q + 1, "setnx", 5) == 0)
+           || (n == 6 && strncasecmp(q + 1, "getset", 6) == 0)
+           || (n == 3 && strncasecmp(q + 1, "set", 3) == 0);
+}
+
 int cli_monitor_legacy_write(const char *text, size_t len,
                              struct cli_legacy_write *out)
 {
@@ -727,8 +748,8 @@ int cli_monitor_legacy_write(const char *text, size_t len,
     const char *c;
     int v;
 
-    if (parse_line(text, len, &l) != 0 || l.n < 3
-        || strcmp(l.client, "lua") == 0)
+    if (!maybe_stamp_write(text, len) || parse_line(text, len, &l) != 0
+        || l.n < 3 || strcmp(l.client, "lua") == 0)
         return 0;
     c = l.args[0];
     /*
