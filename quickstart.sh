@@ -39,12 +39,15 @@ top_packages="tmux"
 # python3-venv, python3-wheel: the Python sdist test (a venv installs
 # the sdist with the system setuptools and wheel, no package index).
 # stress-ng: make check-stress loads every core while the tests run.
+# prometheus (with promtool), curl: the exporter's test has a real
+# Prometheus scrape tslock exporter and checks its output with promtool.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libssl-dev openssl libcunit1-dev redis-server
           python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
-          rpm rpmlint file dh-python python3-venv python3-wheel stress-ng"
+          rpm rpmlint file dh-python python3-venv python3-wheel stress-ng
+          prometheus curl"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.

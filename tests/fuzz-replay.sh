@@ -9,7 +9,7 @@
 set -u
 src="${top_srcdir:-.}"
 build="${top_builddir:-.}"
-targets="stamp classify handle url options reply"
+targets="stamp classify handle url options reply http"
 status=0
 
 for t in $targets; do

@@ -92,6 +92,15 @@ struct cli_options {
     int64_t top_limit;        /* top --limit N: rows at most (0: fit) */
     int64_t top_scan_max;     /* top --scan-max N: keys read per frame */
     int top_no_monitor;       /* top --no-monitor: no legacy column */
+    /* exporter (exporter.c) and survey --since (migration.c) */
+    const char *listen;     /* --listen ADDR:PORT */
+    int prefix_depth;       /* --prefix-depth: separators kept */
+    const char *prefix_sep; /* --prefix-sep */
+    int max_series;         /* --max-series: prefixes per server */
+    int64_t scan_budget;    /* --scan-budget: keys read per scrape */
+    int monitor_duty;       /* --monitor-duty: percent of the time */
+    int64_t record_max;     /* --record-max: record entries, 0: off */
+    int64_t since_ms;       /* survey --since: the window, 0: none */
 };
 
 /* top's defaults: a frame a second, at most this many keys read a frame. */
@@ -300,6 +309,56 @@ int cli_check(const struct cli_options *o, const char *key);
 int cli_functions(const struct cli_options *o, const char *action);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
+/*
+ * survey.c for the exporter: the locks by dialect and state (not-a-lock
+ * left out), keys read and members of fair lines ({KEY}:queue).
+ */
+#define CLI_SURVEY_DIALECTS 7 /* token, timestamp-ms/s/float, bridge-... */
+#define CLI_SURVEY_STATES   3 /* live, expired, no-ttl */
+struct cli_survey_tally {
+    long locks[CLI_SURVEY_DIALECTS][CLI_SURVEY_STATES];
+    long keys;
+    long waiters;
+    long scan_calls;
+};
+const char *cli_survey_dialect_name(int d);
+const char *cli_survey_state_name(int st);
+/*
+ * SCAN on from cursor ("0" to begin) until it comes back to "0" or about
+ * budget keys were read, adding what was read to *t.  Returns 0 or an
+ * exit status, printed.
+ */
+struct redisContext;
+int cli_survey_step(struct redisContext *ctx, const struct cli_options *o,
+                    int has_pttl, char cursor[32], long budget,
+                    struct cli_survey_tally *t);
+/* migration.c: the record of legacy writers, fed by the exporter. */
+struct cli_legacy_write;
+struct cli_record_entry {
+    char *member; /* "ADDRESS KEY" */
+    size_t len;
+    int64_t at_ms;
+};
+struct cli_legacy_record {
+    struct cli_record_entry *pending; /* since the last flush */
+    int n, cap;
+    long dropped;
+    int64_t first_ms;      /* this recorder's span began, server ms */
+    int64_t last_flush_ms; /* monotonic */
+    char name[320];        /* "HOST LISTEN" */
+};
+void cli_record_note(struct cli_legacy_record *r,
+                     const struct cli_legacy_write *w);
+/*
+ * Write what was noted (ZADD, capped at max members by ZREMRANGEBYRANK)
+ * and, with monitor_on, this recorder's span: 0, or -1 printed.
+ */
+int cli_record_flush(struct redisContext *ctx, struct cli_legacy_record *r,
+                     const char *listen, int64_t server_now_ms, int monitor_on,
+                     int64_t max);
+void cli_record_free(struct cli_legacy_record *r);
+/* migration.c: survey --since: the legacy writers the exporter recorded. */
+int cli_survey_since(const struct cli_options *o);
 /* ---- escape.c: bytes from Redis, printed safely */
 
 /*
@@ -417,6 +476,19 @@ int cli_writer_skew(int64_t expires_ms, int64_t at_ms, int64_t prior_ms,
 
 /* watch.c: follow MONITOR for writes to keys (--json shared with survey). */
 int cli_watch(const struct cli_options *o, char **keys, int n_keys);
+/* A legacy write seen on MONITOR: the key (cut at 511 bytes), who, when. */
+struct cli_legacy_write {
+    char key[512];
+    size_t key_len;
+    char client[128]; /* "127.0.0.1:51234", "unix:/s", or "?" before 2.6 */
+    int64_t at_ms;    /* the server's clock, from the line */
+};
+/*
+ * 1 when the MONITOR line is a classic client's write of a stamp (SETNX,
+ * GETSET or plain SET, outside a script), with *out filled; else 0.
+ */
+int cli_monitor_legacy_write(const char *text, size_t len,
+                             struct cli_legacy_write *out);
 int cli_replay(const struct cli_options *o, const char *id, int list);
 
 /*
@@ -424,6 +496,30 @@ int cli_replay(const struct cli_options *o, const char *id, int list);
  * the classroom page to o->html_path, narrating each as replay does.
  */
 int cli_replay_html(const struct cli_options *o, char **ids, int n);
+
+/* ---- http.c: the exporter's HTTP/1.x */
+
+#define CLI_HTTP_MAX_REQUEST 8192
+struct cli_http_request {
+    char method[16];
+    char path[256];
+    int minor;       /* HTTP/1.minor */
+    int openmetrics; /* Accept names application/openmetrics-text */
+    size_t length;   /* bytes of the request line and headers */
+};
+/*
+ * Parse buf[0..len): 1 complete (*req filled), 0 incomplete, -1 bad
+ * (*why says what was expected).  Never reads past len.
+ */
+int cli_http_parse(const char *buf, size_t len, struct cli_http_request *req,
+                   const char **why);
+/* A non-blocking listening socket on ADDR:PORT: 0, or an exit status. */
+int cli_http_listen(const char *addr, int *out_fd);
+/* Status line, headers and body (none with head_only): 0, or -1. */
+int cli_http_respond(int fd, int status, const char *content_type,
+                     const char *body, size_t len, int head_only);
+/* exporter.c: tslock exporter --listen ADDR:PORT [-u URL]... */
+int cli_exporter(const struct cli_options *o, char **urls, int n_urls);
 
 /* ---- signals.c: what tslock does with INT, TERM and HUP */
 

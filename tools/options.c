@@ -69,7 +69,15 @@ enum long_only {
     OPT_INTERVAL,
     OPT_LIMIT,
     OPT_SCAN_MAX,
-    OPT_NO_MONITOR
+    OPT_NO_MONITOR,
+    OPT_LISTEN,
+    OPT_PREFIX_DEPTH,
+    OPT_PREFIX_SEP,
+    OPT_MAX_SERIES,
+    OPT_SCAN_BUDGET,
+    OPT_MONITOR_DUTY,
+    OPT_RECORD_MAX,
+    OPT_SINCE
 };
 
 static const char short_options[] = ":u:a:m:t:w:rE:qvVh";
@@ -133,6 +141,14 @@ static const struct option long_options[] = {
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"scan-max", required_argument, NULL, OPT_SCAN_MAX},
     {"no-monitor", no_argument, NULL, OPT_NO_MONITOR},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"prefix-depth", required_argument, NULL, OPT_PREFIX_DEPTH},
+    {"prefix-sep", required_argument, NULL, OPT_PREFIX_SEP},
+    {"max-series", required_argument, NULL, OPT_MAX_SERIES},
+    {"scan-budget", required_argument, NULL, OPT_SCAN_BUDGET},
+    {"monitor-duty", required_argument, NULL, OPT_MONITOR_DUTY},
+    {"record-max", required_argument, NULL, OPT_RECORD_MAX},
+    {"since", required_argument, NULL, OPT_SINCE},
     {NULL, 0, NULL, 0}};
 
 int cli_usage_error(const char *fmt, ...)
@@ -546,6 +562,66 @@ static int apply_schedule_option(int opt, struct cli_options *o)
     }
 }
 
+/* The exporter's options, and survey --since. */
+static int apply_exporter_option(int opt, struct cli_options *o)
+{
+    int64_t v;
+
+    switch (opt) {
+    case OPT_LISTEN:
+        o->listen = optarg;
+        return 0;
+    case OPT_PREFIX_SEP:
+        if (optarg[0] == '\0')
+            return cli_usage_error("--prefix-sep expects a separator such "
+                                   "as ':', got ''");
+        o->prefix_sep = optarg;
+        return 0;
+    case OPT_PREFIX_DEPTH:
+        if (parse_integer(optarg, 0, 16, &v) != 0)
+            return cli_usage_error("--prefix-depth expects how many parts "
+                                   "of a key name its prefix keeps, from 0 "
+                                   "to 16, got '%s'",
+                                   optarg);
+        o->prefix_depth = (int)v;
+        return 0;
+    case OPT_MAX_SERIES:
+        if (parse_integer(optarg, 1, 100000, &v) != 0)
+            return cli_usage_error("--max-series expects prefixes per "
+                                   "server from 1 to 100000, got '%s'",
+                                   optarg);
+        o->max_series = (int)v;
+        return 0;
+    case OPT_SCAN_BUDGET:
+        if (parse_integer(optarg, 1, INT64_C(100000000), &o->scan_budget) != 0)
+            return cli_usage_error("--scan-budget expects keys read per "
+                                   "scrape, from 1, got '%s'",
+                                   optarg);
+        return 0;
+    case OPT_MONITOR_DUTY:
+        if (parse_integer(optarg, 0, 100, &v) != 0)
+            return cli_usage_error("--monitor-duty expects the percentage of "
+                                   "the time MONITOR is on, 0 to 100, got "
+                                   "'%s'",
+                                   optarg);
+        o->monitor_duty = (int)v;
+        return 0;
+    case OPT_RECORD_MAX:
+        if (parse_integer(optarg, 0, INT64_C(10000000), &o->record_max) != 0)
+            return cli_usage_error("--record-max expects how many (address, "
+                                   "key) entries the record keeps, 0 (off) "
+                                   "to 10000000, got '%s'",
+                                   optarg);
+        return 0;
+    default: /* OPT_SINCE */
+        if (cli_parse_duration(optarg, &o->since_ms) != 0 || o->since_ms == 0)
+            return cli_usage_error("--since expects a duration such as 7d, "
+                                   "12h or 30m, got '%s'",
+                                   optarg);
+        return 0;
+    }
+}
+
 static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
 {
     if (opt >= OPT_TLS && opt <= OPT_INSECURE)
@@ -556,6 +632,8 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     }
     if (opt == 'a')
         return take_password(optarg, r);
+    if (opt >= OPT_LISTEN && opt <= OPT_SINCE)
+        return apply_exporter_option(opt, o);
     if (opt >= OPT_AT_LEAST && opt <= OPT_LAST)
         return apply_schedule_option(opt, o);
     if (opt == 'w')
@@ -648,6 +726,12 @@ static void set_defaults(struct cli_options *o, struct cli_request *r)
     o->history_last = CLI_DEFAULT_HISTORY_LAST;
     o->top_interval_ms = CLI_DEFAULT_TOP_INTERVAL_MS;
     o->top_scan_max = CLI_DEFAULT_TOP_SCAN_MAX;
+    o->prefix_depth = 1;
+    o->prefix_sep = ":";
+    o->max_series = 100;
+    o->scan_budget = 10000;
+    o->monitor_duty = 100;
+    o->record_max = 10000;
     r->url_text = getenv("REDIS_URL");
     r->url_origin = "$REDIS_URL";
     if (r->url_text == NULL || r->url_text[0] == '\0') {

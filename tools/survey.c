@@ -69,6 +69,9 @@ struct survey {
     void *each_arg;
     long max_keys;
     int cut; /* the walk stopped at max_keys before SCAN's end */
+    /* cli_survey_step (the exporter): count only, and the fair lines. */
+    int quiet;
+    long waiters;
 };
 
 /* Whether the server has PTTL (2.6.0), from INFO's redis_version. */
@@ -273,6 +276,37 @@ static int read_owners(struct survey *s, struct entry *es, size_t n)
     return 0;
 }
 
+/*
+ * The exporter's waiters: ZCARD of every fair line ("{KEY}:queue", a
+ * sorted set) in the batch, in one more round trip.
+ */
+static int is_queue(const struct entry *e)
+{
+    return e->len > 6 && memcmp(e->key + e->len - 6, ":queue", 6) == 0
+           && !e->skip;
+}
+
+static int read_waiters(struct survey *s, struct entry *es, size_t n)
+{
+    redisReply *r;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (is_queue(&es[i]))
+            redisAppendCommand(s->ctx, "ZCARD %b", es[i].key, es[i].len);
+    for (i = 0; i < n; i++) {
+        if (!is_queue(&es[i]))
+            continue;
+        if ((r = next_reply(s)) == NULL)
+            return CLI_EXIT_UNAVAILABLE;
+        /* WRONGTYPE: a key of another kind that only ends so. */
+        if (r->type == REDIS_REPLY_INTEGER)
+            s->waiters += (long)r->integer;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
 /* A key for the table: bytes that are not printable ASCII as \xHH. */
 static void print_table_key(const char *key, size_t len)
 {
@@ -367,13 +401,16 @@ static void report_batch(struct survey *s, const struct entry *es, size_t n)
         report_each(s, es, n);
         return;
     }
-    print_header(s);
+    if (!s->quiet)
+        print_header(s);
 
     for (i = 0; i < n; i++) {
         if (es[i].skip)
             continue;
         s->seen++;
         s->counts[es[i].dialect][es[i].state]++;
+        if (s->quiet)
+            continue;
         if (es[i].dialect != D_NOT_A_LOCK || s->o->survey_all)
             print_entry(s, &es[i]);
     }
@@ -399,6 +436,8 @@ static int survey_batch(struct survey *s, redisReply **keys, size_t n)
     status = read_values(s, es, n);
     if (status == 0)
         status = read_owners(s, es, n);
+    if (status == 0 && s->quiet)
+        status = read_waiters(s, es, n);
     if (status == 0)
         report_batch(s, es, n);
     free(es);
@@ -630,5 +669,47 @@ int cli_survey_locks(struct redisContext *ctx, const char *match, long max_keys,
         status = walk(&s);
     *keys_seen = s.seen;
     *cut = s.cut;
+    return status;
+}
+
+/* ---- the exporter's walk: a few SCAN calls per scrape, counted only */
+
+const char *cli_survey_dialect_name(int d)
+{
+    return d >= 0 && d < CLI_SURVEY_DIALECTS ? dialect_names[d] : "?";
+}
+
+const char *cli_survey_state_name(int st)
+{
+    return st >= 0 && st < CLI_SURVEY_STATES ? state_names[st] : "?";
+}
+
+int cli_survey_step(struct redisContext *ctx, const struct cli_options *o,
+                    int has_pttl, char cursor[32], long budget,
+                    struct cli_survey_tally *t)
+{
+    struct survey s;
+    int status = 0, d, st;
+
+    memset(&s, 0, sizeof(s));
+    s.ctx = ctx;
+    s.o = o;
+    s.has_pttl = has_pttl;
+    s.quiet = 1;
+    /* SCAN COUNT 1000 may answer a little more; the budget is in calls. */
+    do {
+        status = scan_step(&s, cursor, 32);
+        t->scan_calls++;
+        if (status == -1) {
+            cli_error("the server has no SCAN (Redis 2.8): the exporter "
+                      "does not walk with KEYS, which blocks the server");
+            status = CLI_EXIT_UNAVAILABLE;
+        }
+    } while (status == 0 && strcmp(cursor, "0") != 0 && s.seen < budget);
+    t->keys += s.seen;
+    t->waiters += s.waiters;
+    for (d = 0; d < CLI_SURVEY_DIALECTS; d++)
+        for (st = 0; st < CLI_SURVEY_STATES; st++)
+            t->locks[d][st] += s.counts[d][st];
     return status;
 }

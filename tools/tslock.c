@@ -50,6 +50,12 @@ static const char *const help_text[] = {
     "       tslock [options] replay --html FILE [--doc URL] [RACE...]\n"
     "                                                the races as a page "
     "to step through\n"
+    "       tslock [options] survey --since DURATION [--json]\n"
+    "                                                keys legacy clients "
+    "wrote, recorded\n"
+    "       tslock [options] exporter --listen ADDR:PORT [-u URL]...\n"
+    "                                                /metrics for "
+    "Prometheus\n"
     "\n"
     "  -u, --url URL        redis://[[user]:password@]host[:port][/db],\n"
     "                       unix:///path/to/socket[?db=N] or\n"
@@ -150,6 +156,20 @@ static const char *const help_text[] = {
     "                       one self-contained page to step through\n"
     "      --doc URL        replay --html: where the page links to\n"
     "                       doc/races.md (default doc/races.md)\n"
+    "      --since DURATION  survey: the legacy writers recorded in the\n"
+    "                       last DURATION (7d, 12h), from the record\n",
+    "      --listen ADDR:PORT  exporter: where to serve /metrics\n"
+    "      --prefix-sep S   exporter: key parts are separated by S "
+    "(default :)\n"
+    "      --prefix-depth N  exporter: legacy writes counted per prefix of\n"
+    "                       N parts (default 1)\n"
+    "      --max-series N   exporter: at most N prefixes per server, the\n"
+    "                       rest as prefix=\"(other)\" (default 100)\n"
+    "      --scan-budget N  exporter: keys read per scrape (default 10000)\n"
+    "      --monitor-duty PCT  exporter: MONITOR on PCT% of the time\n"
+    "                       (default 100; 0: off)\n"
+    "      --record-max N   exporter: entries kept in the legacy-writer\n"
+    "                       record (default 10000; 0: no record)\n"
     "\n"
     "Exit status: COMMAND's own; 1 (-E) busy, or break deleted nothing;\n"
     "3 --once-per skipped (this period ran already);\n"
@@ -208,7 +228,8 @@ enum form {
     FORM_CHECK,
     FORM_FUNCTIONS,
     FORM_HISTORY,
-    FORM_TOP
+    FORM_TOP,
+    FORM_EXPORTER
 };
 static const struct {
     const char *name;
@@ -226,7 +247,8 @@ static const struct {
              {"check", 2, "KEY"},
              {"functions", 2, "load or print"},
              {"history", 2, "KEY"},
-             {"top", 1, "no arguments (options only)"}};
+             {"top", 1, "no arguments (options only)"},
+             {"exporter", 1, "no arguments (--listen ADDR:PORT, -u URL...)"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -251,8 +273,55 @@ static int watch_options_elsewhere(const struct cli_options *o, enum form f)
     return 0;
 }
 
+/* The exporter's options elsewhere, and --since off the survey form. */
+static int exporter_options_elsewhere(const struct cli_options *o, enum form f)
+{
+    if (o->since_ms != 0 && f != FORM_SURVEY)
+        return cli_usage_error("--since is an option of the survey form only");
+    if (f != FORM_EXPORTER
+        && (o->listen != NULL || o->prefix_depth != 1
+            || strcmp(o->prefix_sep, ":") != 0 || o->max_series != 100
+            || o->scan_budget != 10000 || o->monitor_duty != 100
+            || o->record_max != 10000))
+        return cli_usage_error("--listen, --prefix-depth, --prefix-sep, "
+                               "--max-series, --scan-budget, --monitor-duty "
+                               "and --record-max are options of the "
+                               "exporter form only");
+    return 0;
+}
+
+/* Every -u, each a server of its own; $REDIS_URL or the default without. */
+static int run_exporter(struct cli_request *r, struct cli_options *o)
+{
+    char *one[1];
+
+    if (r->n_urls > CLI_MAX_MASTERS)
+        return cli_usage_error("exporter takes at most %d -u, got %d",
+                               CLI_MAX_MASTERS, r->n_urls);
+    if (r->password_in_argv && !r->no_auth_warning)
+        cli_error("warning: a password in -u/--url on the command line is not "
+                  "safe (shell history; ps until tslock hides it); set "
+                  "$REDISCLI_AUTH instead, or pass --no-auth-warning");
+    if (r->n_urls > 0)
+        return cli_exporter(o, r->url_copies, r->n_urls);
+    one[0] = (char *)r->url_text;
+    return cli_exporter(o, one, 1);
+}
+
 static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
 {
+    if (exporter_options_elsewhere(o, f) != 0)
+        return CLI_EXIT_USAGE;
+    if (f == FORM_EXPORTER
+        && (o->survey_json || o->survey_all || o->survey_keys
+            || o->watch_for_ms != 0))
+        return cli_usage_error("--json, --all, --keys and --for are not "
+                               "options of the exporter (it takes --match)");
+    if (f == FORM_EXPORTER)
+        return run_exporter(r, o);
+    if (f == FORM_SURVEY && o->since_ms != 0)
+        return parse_url(r, o, "survey") != 0 ? CLI_EXIT_USAGE
+                                              : cli_survey_since(o);
     if (watch_options_elsewhere(o, f) != 0)
         return CLI_EXIT_USAGE;
     if (f != FORM_SURVEY && f != FORM_WATCH && survey_options_elsewhere(o) != 0)
@@ -436,6 +505,8 @@ static int dispatch(struct cli_request *r, struct cli_options *o)
         return cli_usage_error("--list is for replay only");
     if (o->html_path != NULL || o->doc_url != NULL)
         return cli_usage_error("--html and --doc are for replay only");
+    if (exporter_options_elsewhere(o, FORM_DEMO) != 0)
+        return CLI_EXIT_USAGE;
     if (survey_options_elsewhere(o) != 0 || o->watch_for_ms != 0)
         return o->watch_for_ms != 0 ? cli_usage_error("--for is an option of "
                                                       "the watch form only")

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hiredis_compat.h"
 
@@ -734,4 +735,61 @@ int cli_monitor_line(const char *s, size_t len, char *client,
     }
     free(l);
     return rc;
+}
+
+/* ---- the exporter's legacy writes: one MONITOR line judged */
+
+/*
+ * Whether the line's command (its first quoted word) is SETNX, GETSET or
+ * SET: most lines are not, and are passed over before the full parse.
+ */
+static int maybe_stamp_write(const char *text, size_t len)
+{
+    const char *q = memchr(text, '"', len), *end;
+    size_t n;
+
+    if (q == NULL)
+        return 0;
+    end = memchr(q + 1, '"', len - (size_t)(q + 1 - text));
+    if (end == NULL)
+        return 0;
+    n = (size_t)(end - q - 1);
+    return (n == 5 && strncasecmp(q + 1, "setnx", 5) == 0)
+           || (n == 6 && strncasecmp(q + 1, "getset", 6) == 0)
+           || (n == 3 && strncasecmp(q + 1, "set", 3) == 0);
+}
+
+int cli_monitor_legacy_write(const char *text, size_t len,
+                             struct cli_legacy_write *out)
+{
+    static struct line l; /* big; the exporter is single-threaded */
+    tslock_scheme scheme;
+    tslock_unit unit;
+    const char *c;
+    int v;
+
+    if (!maybe_stamp_write(text, len) || parse_line(text, len, &l) != 0
+        || l.n < 3 || strcmp(l.client, "lua") == 0)
+        return 0;
+    c = l.args[0];
+    /*
+     * What a classic client writes: SETNX, GETSET or a plain SET of a
+     * stamp.  tslock's bridge writes its stamps from a script (client
+     * "lua") or with SETEX in a transaction (2.2-2.4), its tokens are
+     * not stamps: none of them counts.
+     */
+    if (strcmp(c, "setnx") != 0 && strcmp(c, "getset") != 0
+        && !(strcmp(c, "set") == 0 && l.n == 3))
+        return 0;
+    v = value_arg(&l);
+    if (v == 0
+        || tslock_value_classify(l.args[v], l.lens[v], &scheme, &unit, NULL)
+               != TSLOCK_OK
+        || scheme != TSLOCK_SCHEME_TIMESTAMP)
+        return 0;
+    memcpy(out->key, l.args[1], l.lens[1] + 1);
+    out->key_len = l.lens[1];
+    snprintf(out->client, sizeof(out->client), "%s", l.client);
+    out->at_ms = line_ms(&l);
+    return 1;
 }

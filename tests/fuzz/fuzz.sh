@@ -17,13 +17,13 @@ src=$(cd "${top_srcdir:-.}" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 cc=${CLANG:-clang}
 out="$build/tests/fuzz"
-targets=${*:-"stamp classify handle url options reply"}
+targets=${*:-"stamp classify handle url options reply http"}
 seconds=${FUZZ_SECONDS:-60}
 
 # Every C file of the library's four layers (lib/, compat/, proto/, net/)
 # is the library's, so the list cannot drift from Makefile.am.
 lib_sources=$(cd "$src" && echo lib/*.c compat/*.c proto/*.c net/*.c)
-tool_sources="tools/options.c tools/session.c tools/signals.c"
+tool_sources="tools/options.c tools/session.c tools/signals.c tools/http.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
     -I$src/include -I$src/lib -I$src/compat -I$src/proto -I$src/net
     -I$build ${HIREDIS_CFLAGS:-}"
@@ -31,7 +31,7 @@ flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # The sources a target needs besides its own file.
 sources_of() {
     case $1 in
-    url | options) echo "$lib_sources $tool_sources" ;;
+    url | options | http) echo "$lib_sources $tool_sources" ;;
     *) echo "$lib_sources" ;;
     esac
 }
