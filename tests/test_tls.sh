@@ -187,6 +187,40 @@ handle=$(cat "$out")
 t "release over TLS with the handle" 0 $tool -u "$U" release th "$handle"
 t "survey over TLS" 0 $tool -u "$U" survey
 check "survey over TLS: its summary" has "keys" "$out"
+t "top --once over TLS" 0 $tool -u "$U" top --once --no-monitor
+check "top --once over TLS: its totals line" has "locks" "$out"
+t "survey --since over TLS" 0 $tool -u "$U" survey --since 1h
+# The exporter's scrape and its MONITOR stream over TLS: tslock_up is 1
+# and a legacy SETNX of a stamp, sent after MONITOR is on, is counted.
+if command -v curl >/dev/null 2>&1; then
+    xport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    $tool -u "$U" exporter --listen "127.0.0.1:$xport" \
+        >"$dir/exporter.out" 2>"$dir/exporter.err" &
+    xpid=$!
+    n=0
+    until rcli client list | grep -q "cmd=monitor"; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && break
+        sleep 0.01
+    done
+    rcli setnx "legacy:tls" "$(($(date +%s) + 60))" >/dev/null
+    n=0
+    until curl -sf "http://127.0.0.1:$xport/metrics" >"$dir/metrics.txt" \
+        && grep -q '^tslock_legacy_writes_total{.*prefix="legacy".*} 1$' \
+            "$dir/metrics.txt"; do
+        n=$((n + 1))
+        [ $n -gt 100 ] && break
+        sleep 0.1
+    done
+    check "exporter over TLS: tslock_up is 1" \
+        grep -q '^tslock_up{.*} 1$' "$dir/metrics.txt"
+    check "exporter over TLS: the legacy SETNX seen over MONITOR" \
+        grep -q '^tslock_legacy_writes_total{.*prefix="legacy".*} 1$' \
+        "$dir/metrics.txt"
+    kill "$xpid" 2>/dev/null
+    wait "$xpid" 2>/dev/null
+    rcli del legacy:tls tslock:legacy-writers tslock:legacy-recorders >/dev/null
+fi
 # watch reads MONITOR over TLS by poll(2): the lines of a lock taken
 # once it is watching (its MONITOR seen by the server) must all come.
 $tool -u "$U" watch --for 20000 wk >"$dir/watch.out" 2>"$dir/watch.err" &

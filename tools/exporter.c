@@ -320,7 +320,7 @@ static void render(struct out *b, const struct exporter *e, int om)
 static void disconnect(struct server *s)
 {
     if (s->ctx != NULL)
-        redisFree(s->ctx);
+        tslock_conn_free(s->ctx);
     s->ctx = NULL;
 }
 
@@ -428,7 +428,7 @@ static void count_prefix(struct server *s, const char *key, size_t len)
 static void monitor_off(struct server *s)
 {
     if (s->mon != NULL)
-        redisFree(s->mon);
+        tslock_conn_free(s->mon);
     s->mon = NULL;
 }
 
@@ -445,7 +445,7 @@ static void monitor_on(struct server *s)
         quick.timeout_ms = MONITOR_HANDSHAKE_MS;
     if (cli_raw_connect_to(&quick, NULL, 0, 0, &s->mon) != 0)
         return;
-    r = cli_raw_reply(s->mon, "MONITOR", redisCommand(s->mon, "MONITOR"));
+    r = cli_raw_reply(s->mon, "MONITOR", cli_raw_command(s->mon, "MONITOR"));
     if (r == NULL) {
         monitor_off(s);
         return;
@@ -487,7 +487,7 @@ static void monitor_read(struct server *s)
     struct cli_legacy_write w;
     redisReply *r;
 
-    if (redisBufferRead(s->mon) != REDIS_OK) {
+    if (tslock_conn_read(s->mon) != TSLOCK_OK) {
         cli_error("%s: MONITOR: %s", s->label,
                   s->mon->errstr[0] ? s->mon->errstr : "connection lost");
         monitor_off(s);

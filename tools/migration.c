@@ -103,7 +103,8 @@ void cli_record_free(struct cli_legacy_record *r)
 static void learn_first(redisContext *ctx, struct cli_legacy_record *r,
                         int64_t now_ms)
 {
-    redisReply *rep = redisCommand(ctx, "HGET " RECORDERS_KEY " %s", r->name);
+    redisReply *rep =
+        cli_raw_command(ctx, "HGET " RECORDERS_KEY " %s", r->name);
     long long first = 0, last = 0;
 
     r->first_ms = now_ms;
@@ -129,24 +130,24 @@ int cli_record_flush(struct redisContext *ctx, struct cli_legacy_record *r,
     if (monitor_on && r->first_ms == 0)
         learn_first(ctx, r, server_now_ms);
     for (i = 0; i < r->n; i++, n++)
-        redisAppendCommand(ctx, "ZADD " RECORD_KEY " %" PRId64 " %b",
-                           r->pending[i].at_ms, r->pending[i].member,
-                           r->pending[i].len);
+        cli_raw_append(ctx, "ZADD " RECORD_KEY " %" PRId64 " %b",
+                       r->pending[i].at_ms, r->pending[i].member,
+                       r->pending[i].len);
     if (r->n > 0) {
-        redisAppendCommand(ctx, "ZREMRANGEBYRANK " RECORD_KEY " 0 %" PRId64,
-                           -(max + 1));
+        cli_raw_append(ctx, "ZREMRANGEBYRANK " RECORD_KEY " 0 %" PRId64,
+                       -(max + 1));
         n++;
     }
     if (monitor_on) {
         snprintf(span, sizeof(span), "%" PRId64 " %" PRId64, r->first_ms,
                  server_now_ms);
-        redisAppendCommand(ctx, "HSET " RECORDERS_KEY " %s %s", r->name, span);
+        cli_raw_append(ctx, "HSET " RECORDERS_KEY " %s %s", r->name, span);
         n++;
     } else
         r->first_ms = 0; /* the next span starts when MONITOR is back */
     for (i = 0; i < n; i++) {
         rep = NULL;
-        if (redisGetReply(ctx, (void **)&rep) != REDIS_OK) {
+        if (tslock_conn_get_reply(ctx, (void **)&rep) != TSLOCK_OK) {
             cli_error("writing the legacy-writer record: %s", ctx->errstr);
             return -1;
         }
@@ -299,14 +300,14 @@ static int since_report(const struct cli_options *o, redisContext *ctx,
     char window[16];
 
     r = cli_raw_reply(ctx, "ZREVRANGEBYSCORE",
-                      redisCommand(ctx,
-                                   "ZREVRANGEBYSCORE " RECORD_KEY
-                                   " +inf %" PRId64 " WITHSCORES",
-                                   from));
+                      cli_raw_command(ctx,
+                                      "ZREVRANGEBYSCORE " RECORD_KEY
+                                      " +inf %" PRId64 " WITHSCORES",
+                                      from));
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
     h = cli_raw_reply(ctx, "HGETALL",
-                      redisCommand(ctx, "HGETALL " RECORDERS_KEY));
+                      cli_raw_command(ctx, "HGETALL " RECORDERS_KEY));
     if ((ks = group(r, &n)) == NULL) {
         freeReplyObject(r);
         freeReplyObject(h);
@@ -350,7 +351,7 @@ int cli_survey_since(const struct cli_options *o)
         status = since_report(o, ctx, cli_wall_ms() + offset);
     }
     if (ctx != NULL)
-        redisFree(ctx);
+        tslock_conn_free(ctx);
     if (status == 0 && fflush(stdout) != 0) {
         cli_error("cannot write the report");
         status = CLI_EXIT_OSERR;

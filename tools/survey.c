@@ -293,7 +293,7 @@ static int read_waiters(struct survey *s, struct entry *es, size_t n)
 
     for (i = 0; i < n; i++)
         if (is_queue(&es[i]))
-            redisAppendCommand(s->ctx, "ZCARD %b", es[i].key, es[i].len);
+            cli_raw_append(s->ctx, "ZCARD %b", es[i].key, es[i].len);
     for (i = 0; i < n; i++) {
         if (!is_queue(&es[i]))
             continue;
