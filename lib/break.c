@@ -42,7 +42,7 @@ static int break_lua(tslock_lock *l, const char *value)
     redisReply *r = NULL;
     int rc =
         tslock__script_run_keys(l->client, SCRIPT_BREAK, 2, keys,
-                                tslock__sharded(l->client) ? 3 : 2, args, &r);
+                                tslock__announce_sharded(l) ? 3 : 2, args, &r);
 
     if (rc != TSLOCK_OK)
         return rc;

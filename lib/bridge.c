@@ -234,7 +234,8 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
 
         snprintf(ms, sizeof(ms), "%" PRId64, ttl_ms);
         rc = tslock__script_run_keys(c, SCRIPT_BRIDGE_GUARD, 2, keys,
-                                     tslock__sharded(c) ? 7 : 6, args, &r);
+                                     tslock__announce_sharded(l) ? 7 : 6, args,
+                                     &r);
         if (rc != TSLOCK_OK)
             return rc;
         if (r->type != REDIS_REPLY_INTEGER)

@@ -119,7 +119,7 @@ void tslock__rw_leave(tslock_lock *l)
     memcpy(keep, c->errstr, sizeof(keep));
     if (c->caps & TSLOCK_CAP_LUA) {
         if (tslock__script_run(c, SCRIPT_DEL_IF_EQUAL, l->intent_key,
-                               tslock__sharded(c) ? 3 : 2, args, &r)
+                               tslock__announce_sharded(l) ? 3 : 2, args, &r)
             == TSLOCK_OK)
             freeReplyObject(r);
     } else if (c->caps & TSLOCK_CAP_WATCH) {

@@ -233,7 +233,8 @@ static int release_outcome(tslock_lock *l, int *outcome)
     tslock__script_now(c, now_s, sizeof(now_s));
     if (c->caps & TSLOCK_CAP_LUA) {
         rc = tslock__script_run_keys(c, SCRIPT_SHARED_RELEASE, 2, keys,
-                                     tslock__sharded(c) ? 4 : 3, args, &r);
+                                     tslock__announce_sharded(l) ? 4 : 3, args,
+                                     &r);
         if (rc == TSLOCK_OK)
             rc = integer_outcome(l, r, outcome);
     } else {

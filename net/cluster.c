@@ -719,36 +719,51 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
 
 /* ------------------------------------------------- sharded subscribers */
 
-/* Ask any node that answers for the slot map; the current one first. */
+/*
+ * Ask for the slot map on ctx (a connection to node i): 1 when it was
+ * learned.  The client's error is left as it was.
+ */
+static int map_from(tslock_client *c, redisContext *ctx, int i)
+{
+    static const char *slots[2] = {"CLUSTER", "SLOTS"};
+    char keep[TSLOCK__ERRSTR_SIZE];
+    redisReply *r = NULL;
+    int ok;
+
+    memcpy(keep, c->errstr, sizeof(keep));
+    ok = tslock__roundtrip(ctx, 2, slots, &r) == REDIS_OK
+         && r->type == REDIS_REPLY_ARRAY
+         && parse_slots(c, r, c->cluster->nodes[i].host) == TSLOCK_OK;
+    freeReplyObject(r);
+    memcpy(c->errstr, keep, sizeof(keep));
+    return ok;
+}
+
+/*
+ * Ask any node that answers for the slot map: the current connection
+ * first, then a new connection to each known node in turn (the current
+ * one may be to a master that just died).
+ */
 static void refresh_map(tslock_client *c)
 {
     struct tslock__cluster *cl = c->cluster;
     int i, n = cl->n;
 
     if (cl->current >= 0 && cl->nodes[cl->current].ctx != NULL
-        && !cl->nodes[cl->current].ctx->err) {
-        reload(c, cl->current);
+        && !cl->nodes[cl->current].ctx->err
+        && map_from(c, cl->nodes[cl->current].ctx, cl->current))
         return;
-    }
     for (i = 0; i < n; i++) {
-        redisContext *ctx = NULL;
-        static const char *slots[2] = {"CLUSTER", "SLOTS"};
-        redisReply *r = NULL;
         char keep[TSLOCK__ERRSTR_SIZE];
+        redisContext *ctx = NULL;
         int ok;
 
         memcpy(keep, c->errstr, sizeof(keep));
-        if (tslock__connect_node(c, cl->nodes[i].host, cl->nodes[i].port, &ctx)
-            != TSLOCK_OK) {
-            memcpy(c->errstr, keep, sizeof(keep));
-            continue;
-        }
-        ok = tslock__roundtrip(ctx, 2, slots, &r) == REDIS_OK
-             && r->type == REDIS_REPLY_ARRAY
-             && parse_slots(c, r, cl->nodes[i].host) == TSLOCK_OK;
-        freeReplyObject(r);
-        redisFree(ctx);
+        ok = tslock__connect_node(c, cl->nodes[i].host, cl->nodes[i].port, &ctx)
+                 == TSLOCK_OK
+             && map_from(c, ctx, i);
         memcpy(c->errstr, keep, sizeof(keep));
+        redisFree(ctx);
         if (ok)
             return;
     }

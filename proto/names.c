@@ -112,13 +112,29 @@ int tslock__publish_queued(tslock_lock *l, const char *argv[3],
 {
     if (l->client->publish_refused || l->channel == NULL)
         return 0;
-    argv[0] = tslock__sharded(l->client) ? "SPUBLISH" : "PUBLISH";
+    argv[0] = tslock__announce_sharded(l) ? "SPUBLISH" : "PUBLISH";
     argv[1] = l->channel;
     argv[2] = l->key;
     q->step = TSLOCK_STEP_PUBLISH;
     q->argc = 3;
     q->argv = argv;
     return 1;
+}
+
+/*
+ * Whether an announcement on the key's channel goes by SPUBLISH.  Only
+ * when sharded was asked for by name: under TSLOCK_PUBSUB_AUTO a
+ * sharded waiter also listens on the key's classic channel, and waiters
+ * of tslock 1.0 (timestamp and bridge locks, which keep no line) listen
+ * there alone, so those announcements stay classic while such clients
+ * may remain.  The releases of token locks wake their line entry by
+ * entry, each in the way it listens (SCRIPT_RELEASE_WAKE), and need
+ * no such care.
+ */
+int tslock__announce_sharded(const tslock_lock *l)
+{
+    return l->client->pubsub_mode == TSLOCK_PUBSUB_SHARDED
+           && tslock__sharded(l->client);
 }
 
 /*

@@ -123,6 +123,8 @@ int tslock__companion(tslock_lock *l, char **slot, const char *suffix);
 int tslock__fence_key(tslock_lock *l, char **out);
 /* The channel releases of l's key are announced on ("{key}:released"). */
 int tslock__channel(tslock_lock *l);
+/* Whether announcements on that channel go by SPUBLISH (names.c). */
+int tslock__announce_sharded(const tslock_lock *l);
 /*
  * The line of waiters' keys ("{key}:queue", ":alive", ":queue-seq"), the
  * prefix of its wake channels (":wake:"), and this client's id in it.

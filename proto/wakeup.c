@@ -53,6 +53,9 @@ static int is_release(const redisReply *r, const tslock_client *c)
            && is_ours(r->element[1], c);
 }
 
+/* How often a wait whose subscription was lost tries to make it again. */
+#define RELISTEN_MS 200
+
 #define DRAIN_FAILED  (-1) /* the subscriber connection failed */
 #define DRAIN_DROPPED (-2) /* the server ended a sharded subscription */
 
@@ -327,13 +330,6 @@ static int wait_for_release(tslock_lock *l, int64_t ms)
     int64_t end = tslock__system_ms(TSLOCK_CLOCK_MONOTONIC) + ms;
     tslock_client *c = l->client;
 
-    /* A subscription lost before, whose owner was down then: again. */
-    if (l->lost_listen && l->waiting) {
-        l->lost_listen = 0;
-        relisten(l);
-        if (l->listening)
-            return TSLOCK_OK; /* try once before waiting */
-    }
     for (;;) {
         struct pollfd p[2] = {{.fd = l->cancel_pipe[0], .events = POLLIN},
                               {.fd = -1, .events = POLLIN}};
@@ -346,11 +342,24 @@ static int wait_for_release(tslock_lock *l, int64_t ms)
             return TSLOCK_OK;
         if (l->listening && c->sub != NULL)
             p[1].fd = c->sub->fd;
+        if (l->lost_listen && left > RELISTEN_MS)
+            left = RELISTEN_MS;
         n = poll(p, 2, left > 60000 ? 60000 : (int)left);
         if (n < 0 && errno != EINTR)
             return TSLOCK_EIO;
         if (p[0].revents != 0 || l->cancel_flag)
             return TSLOCK_ECANCELED;
+        /*
+         * A subscription lost, whose owner was down then (a master died
+         * and its replica is not promoted yet): again every RELISTEN_MS,
+         * and once it is made, try the lock before waiting on.
+         */
+        if (n == 0 && l->lost_listen && l->waiting) {
+            relisten(l);
+            if (l->listening)
+                return TSLOCK_OK;
+            continue;
+        }
         if (n <= 0 || p[1].fd < 0 || p[1].revents == 0)
             continue;
         heard = drain(c);
@@ -359,8 +368,9 @@ static int wait_for_release(tslock_lock *l, int64_t ms)
             return TSLOCK_OK;
         }
         if (heard < 0) {
-            relisten(l);
-            return TSLOCK_OK;
+            relisten(l); /* made again: try once; else poll for the owner */
+            if (l->listening)
+                return TSLOCK_OK;
         }
     }
 }
