@@ -733,7 +733,9 @@ TSLOCK_EXTERN int tslock_lock_set_reconnect(tslock_lock *lock, int64_t max_ms);
  * channel ("{KEY}:released", or "KEY:released" when KEY has a hash tag or
  * a '}') and to its own wake channel ("{KEY}:wake:<entry>") before its
  * first try, and sleeps until the first of: a wake, the holder's known
- * expiry, the retry delay (tslock_lock_set_retry()), the deadline.  A
+ * expiry, the retry delay (tslock_lock_set_retry()), the deadline; on a
+ * Redis 7.0+ Cluster the subscriptions are sharded, at the master of the
+ * key's slot (tslock_client_set_pubsub()).  A
  * waiting token acquisition on Redis 2.2 or later also joins the line of
  * waiters beside the key ("{KEY}:queue", "{KEY}:alive",
  * "{KEY}:queue-seq"), and a token release wakes the first live waiter of

@@ -397,6 +397,60 @@ static void test_brace_key_wakes_one(void)
     tslock_client_free(c2);
 }
 
+/*
+ * Falling back: on a single 7.0 server AUTO is classic (sharded saves no
+ * bus there) and SHARDED is sharded; a user whose ACL refuses SSUBSCRIBE
+ * (as a proxy that filters it would) falls back to classic at its first
+ * wait, says so, and is still woken, here by a sharded client's release.
+ */
+static void test_refused_falls_back(void)
+{
+    th_server srv;
+    tslock_client *hc = NULL, *wc = NULL, *ac = NULL;
+    tslock_lock *h, *w;
+    struct waiter wt;
+    redisContext *raw;
+    redisReply *r;
+
+    CU_ASSERT_FATAL(th_server_start(&srv, NULL) == 0);
+    raw = th_redis(&srv);
+    r = redisCommand(raw, "ACL SETUSER nossub on >pw ~* &* +@all "
+                          "-ssubscribe");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(raw);
+    ac = th_client(&srv);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(ac), TSLOCK_PUBSUB_CLASSIC);
+    tslock_client_free(ac);
+    hc = th_client(&srv);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(hc, TSLOCK_PUBSUB_SHARDED),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(hc), TSLOCK_PUBSUB_SHARDED);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(hc, 3), TSLOCK_EINVAL);
+    CU_ASSERT_FATAL(tslock_client_new(&wc) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(wc, TSLOCK_PUBSUB_SHARDED),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_auth(wc, "nossub", "pw"), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(wc, srv.socket),
+                          TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_SHARDED);
+    h = waiting_lock(hc, "fb");
+    w = waiting_lock(wc, "fb");
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    waiter_start(&wt, w);
+    CU_ASSERT_FATAL(th_await_queue(&srv, "fb", 1));
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_CLASSIC);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+    tslock_lock_free(h);
+    tslock_lock_free(w);
+    tslock_client_free(hc);
+    tslock_client_free(wc);
+    th_server_stop(&srv);
+}
+
 /* ------------------------------------------------- the overlap checker */
 
 #define MAX_INSIDE 64
@@ -823,6 +877,8 @@ int main(void)
         CU_add_test(s, "both kinds wake each other",
                     test_both_kinds_wake_each_other);
         CU_add_test(s, "a '}' key wakes one", test_brace_key_wakes_one);
+        CU_add_test(s, "a refused SSUBSCRIBE falls back to classic",
+                    test_refused_falls_back);
         s = CU_add_suite("slot moves", NULL, NULL);
         CU_add_test(s, "the checker fails on broken waiters",
                     test_checker_fails_on_broken);
