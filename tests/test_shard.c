@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness_cluster.h"
@@ -451,6 +452,46 @@ static void test_refused_falls_back(void)
     th_server_stop(&srv);
 }
 
+/*
+ * tslock -v says which pub/sub its waits use and why; --pubsub takes
+ * auto, classic or sharded, and names what it expected otherwise.
+ */
+static int cli(const char *args, char *out, size_t size)
+{
+    const char *top = getenv("top_builddir");
+    char cmd[1024];
+    size_t len = 0;
+    FILE *p;
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "%s/tools/tslock -v -u %s %s 2>&1",
+             top ? top : ".", th_cluster_url(&cl, 0), args);
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    out[0] = '\0';
+    while (len + 1 < size && fgets(out + len, (int)(size - len), p) != NULL)
+        len += strlen(out + len);
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_cli_pubsub(void)
+{
+    char out[8192];
+
+    CU_ASSERT_EQUAL(cli("-w 1000 cli:ps -- true", out, sizeof(out)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wake-ups: sharded pub/sub"));
+    CU_ASSERT_EQUAL(
+        cli("--pubsub classic -w 1000 cli:ps -- true", out, sizeof(out)), 0);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(out, "wake-ups: classic pub/sub (--pubsub classic)"));
+    CU_ASSERT_NOT_EQUAL(cli("--pubsub loud cli:ps -- true", out, sizeof(out)),
+                        0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--pubsub expects auto, classic or "
+                                       "sharded, got 'loud'"));
+}
+
 /* ------------------------------------------------- the overlap checker */
 
 #define MAX_INSIDE 64
@@ -879,6 +920,7 @@ int main(void)
         CU_add_test(s, "a '}' key wakes one", test_brace_key_wakes_one);
         CU_add_test(s, "a refused SSUBSCRIBE falls back to classic",
                     test_refused_falls_back);
+        CU_add_test(s, "tslock --pubsub and -v", test_cli_pubsub);
         s = CU_add_suite("slot moves", NULL, NULL);
         CU_add_test(s, "the checker fails on broken waiters",
                     test_checker_fails_on_broken);
