@@ -174,7 +174,7 @@ static int confirmed(redisContext *sub, int n, const char *kind,
  */
 static int subscribe_on(tslock_client *c, const char *channel, const char *own,
                         const char *classic, int sharded, char *moved,
-                        size_t moved_size)
+                        size_t moved_size, int *classic_ok)
 {
     const char *argv[3] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channel, own};
     const char *also[2] = {"SUBSCRIBE", classic};
@@ -187,8 +187,19 @@ static int subscribe_on(tslock_client *c, const char *channel, const char *own,
         return TSLOCK_EIO;
     ok = confirmed(c->sub, own != NULL ? 2 : 1,
                    sharded ? "ssubscribe" : "subscribe", &refused);
-    if (sharded)
-        ok = confirmed(c->sub, 1, "subscribe", NULL) && ok;
+    /*
+     * The classic subscription is a courtesy to classic releasers: an
+     * ACL that allows only sharded channels leaves it out, and the wait
+     * goes on with the sharded ones (*classic_ok = 0).
+     */
+    if (sharded) {
+        redisReply *no = NULL;
+        *classic_ok = confirmed(c->sub, 1, "subscribe", &no);
+        if (no != NULL)
+            freeReplyObject(no);
+        else if (!*classic_ok)
+            ok = 0;
+    }
     if (refused != NULL) {
         if (strncmp(refused->str, "MOVED ", 6) == 0) {
             snprintf(moved, moved_size, "%s", refused->str);
@@ -228,6 +239,7 @@ static int subscribe(tslock_lock *l, int refresh)
     for (tries = 0; tries < 4; tries++) {
         int sharded = tslock__sharded(c);
         char *own = own_channel(l), *classic = NULL, moved[300];
+        int classic_ok = 0;
 
         if (listens_for(c, l, own, sharded)) {
             free(own);
@@ -241,7 +253,11 @@ static int subscribe(tslock_lock *l, int refresh)
                        : tslock__connect_side(c, &c->sub);
         if (rc == TSLOCK_OK)
             rc = subscribe_on(c, l->channel, own, classic, sharded, moved,
-                              sizeof(moved));
+                              sizeof(moved), &classic_ok);
+        if (rc == TSLOCK_OK && !classic_ok) {
+            free(classic); /* refused: sharded only */
+            classic = NULL;
+        }
         if (rc == TSLOCK_OK) {
             c->sub_channel = strdup(l->channel);
             c->sub_own = own;

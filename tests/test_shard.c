@@ -403,6 +403,7 @@ static void test_brace_key_wakes_one(void)
  * bus there) and SHARDED is sharded; a user whose ACL refuses SSUBSCRIBE
  * (as a proxy that filters it would) falls back to classic at its first
  * wait, says so, and is still woken, here by a sharded client's release.
+ * Each waiter retries only every 30 s.
  */
 static void test_refused_falls_back(void)
 {
@@ -441,6 +442,33 @@ static void test_refused_falls_back(void)
     waiter_start(&wt, w);
     CU_ASSERT_FATAL(th_await_queue(&srv, "fb", 1));
     CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_CLASSIC);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+    tslock_lock_free(w);
+    tslock_client_free(wc);
+    /*
+     * The other way round: a user allowed only sharded channels keeps
+     * its sharded subscriptions without the classic one beside them.
+     */
+    raw = th_redis(&srv);
+    r = redisCommand(raw, "ACL SETUSER onlyshard on >pw ~* &* +@all "
+                          "-subscribe");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(raw);
+    CU_ASSERT_FATAL(tslock_client_new(&wc) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(wc, TSLOCK_PUBSUB_SHARDED),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_auth(wc, "onlyshard", "pw"), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(wc, srv.socket),
+                          TSLOCK_OK);
+    w = waiting_lock(wc, "fb");
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    waiter_start(&wt, w);
+    CU_ASSERT_FATAL(th_await_queue(&srv, "fb", 1));
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_SHARDED);
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
     waiter_join(&wt);
     CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
