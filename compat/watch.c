@@ -96,7 +96,12 @@ static int transaction(tslock_lock *l, int n, const tslock_step *steps,
     return tslock__transaction(l, i, q, out);
 }
 
-/* The first listening entry of the line, or NULL (fair.c's members). */
+/*
+ * The first classic listening entry of the line, or NULL (fair.c's
+ * members).  A sharded listener ('s') is not woken alone here: the
+ * transaction's announcement is a classic PUBLISH (transaction.c), which
+ * it hears on the key's channel with every other waiter.
+ */
 static const char *first_listener(const redisReply *line)
 {
     size_t i;

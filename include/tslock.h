@@ -630,6 +630,43 @@ TSLOCK_EXTERN int tslock_client_set_functions(tslock_client *client,
                                               tslock_functions mode);
 
 /*
+ * How a client's waiters hear releases (tslock_client_set_pubsub):
+ * AUTO, sharded on a Redis 7.0+ Cluster and classic elsewhere; CLASSIC,
+ * SUBSCRIBE and PUBLISH everywhere; SHARDED, SSUBSCRIBE and SPUBLISH
+ * wherever the server has them (7.0), a single server too.
+ */
+#define TSLOCK_PUBSUB_AUTO    0
+#define TSLOCK_PUBSUB_CLASSIC 1
+#define TSLOCK_PUBSUB_SHARDED 2
+
+/*
+ * tslock_client_set_pubsub - whether waiters are woken over Redis 7.0's
+ * sharded pub/sub (SSUBSCRIBE, SPUBLISH), which keeps each release's
+ * message inside the shard that owns the lock's slot, or over classic
+ * pub/sub, which a Redis Cluster forwards to every node.
+ *
+ * client: not NULL.  mode: TSLOCK_PUBSUB_AUTO (the default),
+ * TSLOCK_PUBSUB_CLASSIC or TSLOCK_PUBSUB_SHARDED.  Where the server is
+ * older than 7.0, or a proxy refuses SSUBSCRIBE, the client falls back
+ * to classic pub/sub whatever the mode (tslock_client_get_pubsub() says
+ * which it uses).  Waiters of either kind are woken by releases of
+ * either kind on the same key (doc/topologies.md, "Sharded wake-ups").
+ * Takes effect at the next wait.
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_set_pubsub(tslock_client *client, int mode);
+
+/*
+ * tslock_client_get_pubsub - the pub/sub this client uses for wake-ups
+ * now: TSLOCK_PUBSUB_SHARDED or TSLOCK_PUBSUB_CLASSIC, judged from its
+ * mode, the server it reached and any refusal seen; TSLOCK_EINVAL when
+ * client is NULL.  Before a connect it says CLASSIC.
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_client_get_pubsub(const tslock_client *client);
+
+/*
  * tslock_functions_library - the Lua function library of this libtslock,
  * as FUNCTION LOAD takes it ("#!lua name=tslock_<version id>" and one
  * registered function per script), and its name.
@@ -998,7 +1035,9 @@ TSLOCK_EXTERN int tslock_lock_set_reconnect(tslock_lock *lock, int64_t max_ms);
  * channel ("{KEY}:released", or "KEY:released" when KEY has a hash tag or
  * a '}') and to its own wake channel ("{KEY}:wake:<entry>") before its
  * first try, and sleeps until the first of: a wake, the holder's known
- * expiry, the retry delay (tslock_lock_set_retry()), the deadline.  A
+ * expiry, the retry delay (tslock_lock_set_retry()), the deadline; on a
+ * Redis 7.0+ Cluster the subscriptions are sharded, at the master of the
+ * key's slot (tslock_client_set_pubsub()).  A
  * waiting token acquisition on Redis 2.2 or later also joins the line of
  * waiters beside the key ("{KEY}:queue", "{KEY}:alive",
  * "{KEY}:queue-seq"), and a token release wakes the first live waiter of

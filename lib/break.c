@@ -38,10 +38,11 @@ static int break_compare(tslock_lock *l, const redisReply *r, const char *value)
 static int break_lua(tslock_lock *l, const char *value)
 {
     const char *keys[2] = {l->key, l->owner_key};
-    const char *args[2] = {value, l->channel};
+    const char *args[3] = {value, l->channel, "s"};
     redisReply *r = NULL;
     int rc =
-        tslock__script_run_keys(l->client, SCRIPT_BREAK, 2, keys, 2, args, &r);
+        tslock__script_run_keys(l->client, SCRIPT_BREAK, 2, keys,
+                                tslock__announce_sharded(l) ? 3 : 2, args, &r);
 
     if (rc != TSLOCK_OK)
         return rc;

@@ -230,13 +230,14 @@ static int guard(tslock_lock *l, tslock_release_form form, const char *op,
     if (form == TSLOCK_RELEASE_LUA && (c->caps & TSLOCK_CAP_LUA)) {
         const char *keys[2] = {l->key, l->owner_key};
         char ms[24];
-        const char *args[6] = {l->value, l->owner_token,
-                               op,       stamp != NULL ? stamp : "",
-                               ms,       l->channel};
+        const char *args[7] = {
+            l->value, l->owner_token, op, stamp != NULL ? stamp : "",
+            ms,       l->channel,     "s"};
         redisReply *r = NULL;
 
         snprintf(ms, sizeof(ms), "%" PRId64, ttl_ms);
-        rc = tslock__script_run_keys(c, SCRIPT_BRIDGE_GUARD, 2, keys, 6, args,
+        rc = tslock__script_run_keys(c, SCRIPT_BRIDGE_GUARD, 2, keys,
+                                     tslock__announce_sharded(l) ? 7 : 6, args,
                                      &r);
         if (rc != TSLOCK_OK)
             return rc;

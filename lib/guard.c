@@ -26,7 +26,15 @@ static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
 {
     char now[TSLOCK__I64_STR];
     const char *keys[3] = {l->key, l->queue_key, l->alive_key};
-    const char *args[4] = {expect, l->channel, now, "cluster"};
+    const char *args[4] = {expect, l->channel, now,
+                           tslock__sharded(l->client) ? "sharded" : "cluster"};
+    /*
+     * "sharded": a sharded entry of the line is woken by SPUBLISH and
+     * counted (entries of either kind are woken as they listen), and
+     * with nobody woken the key's channel hears an SPUBLISH: every
+     * listening waiter of a token lock, of tslock 1.0 too, joins the
+     * line, so no classic listener is left out.
+     */
 
     tslock__i64_str(now, tslock__now(l->client, TSLOCK_CLOCK_WALL));
     return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 3, keys,
@@ -38,12 +46,15 @@ static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,
 {
     static const enum tslock__script scripts[] = {
         SCRIPT_DEL_IF_EQUAL, SCRIPT_SET_IF_EQUAL, SCRIPT_PEXPIRE_IF_EQUAL};
-    const char *args[2] = {expect, op == GUARDED_DEL ? l->channel : arg};
+    const char *args[3] = {expect, op == GUARDED_DEL ? l->channel : arg, "s"};
+    int nargs = args[1] == NULL                                    ? 1
+                : op == GUARDED_DEL && tslock__announce_sharded(l) ? 3
+                                                                   : 2;
     redisReply *r = NULL;
     int rc = op == GUARDED_DEL && tslock__wakes_one(l)
                  ? release_wake_one(l, expect, &r)
-                 : tslock__script_run(l->client, scripts[op], l->key,
-                                      args[1] == NULL ? 1 : 2, args, &r);
+                 : tslock__script_run(l->client, scripts[op], l->key, nargs,
+                                      args, &r);
 
     if (rc != TSLOCK_OK)
         return rc;

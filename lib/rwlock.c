@@ -105,7 +105,7 @@ void tslock__rw_leave(tslock_lock *l)
     tslock_client *c = l->client;
     char keep[TSLOCK__ERRSTR_SIZE];
     char token[33];
-    const char *args[2] = {token, l->channel};
+    const char *args[3] = {token, l->channel, "s"};
     redisReply *r = NULL;
 
     if (l->rw != TSLOCK_RW_EXCLUSIVE)
@@ -118,8 +118,8 @@ void tslock__rw_leave(tslock_lock *l)
         return;
     memcpy(keep, c->errstr, sizeof(keep));
     if (c->caps & TSLOCK_CAP_LUA) {
-        if (tslock__script_run(c, SCRIPT_DEL_IF_EQUAL, l->intent_key, 2, args,
-                               &r)
+        if (tslock__script_run(c, SCRIPT_DEL_IF_EQUAL, l->intent_key,
+                               tslock__announce_sharded(l) ? 3 : 2, args, &r)
             == TSLOCK_OK)
             freeReplyObject(r);
     } else if (c->caps & TSLOCK_CAP_WATCH) {

@@ -225,14 +225,15 @@ static int release_outcome(tslock_lock *l, int *outcome)
     int64_t srv = tslock__server_now(c);
     char now_s[24];
     const char *keys[2] = {l->key, l->holders_key};
-    const char *args[3] = {l->value, now_s, l->channel};
+    const char *args[4] = {l->value, now_s, l->channel, "s"};
     redisReply *r = NULL;
     int rc;
 
     *outcome = 0;
     tslock__script_now(c, now_s, sizeof(now_s));
     if (c->caps & TSLOCK_CAP_LUA) {
-        rc = tslock__script_run_keys(c, SCRIPT_SHARED_RELEASE, 2, keys, 3, args,
+        rc = tslock__script_run_keys(c, SCRIPT_SHARED_RELEASE, 2, keys,
+                                     tslock__announce_sharded(l) ? 4 : 3, args,
                                      &r);
         if (rc == TSLOCK_OK)
             rc = integer_outcome(l, r, outcome);

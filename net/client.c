@@ -294,6 +294,9 @@ void tslock__sub_close(tslock_client *c)
     c->sub_channel = NULL;
     free(c->sub_own);
     c->sub_own = NULL;
+    free(c->sub_classic);
+    c->sub_classic = NULL;
+    c->sub_sharded = 0;
 }
 
 /*
@@ -465,6 +468,29 @@ int tslock_client_set_functions(tslock_client *c, tslock_functions mode)
         return TSLOCK_EINVAL;
     c->functions_mode = mode;
     return TSLOCK_OK;
+}
+
+int tslock_client_set_pubsub(tslock_client *c, int mode)
+{
+    if (c == NULL || mode < TSLOCK_PUBSUB_AUTO || mode > TSLOCK_PUBSUB_SHARDED)
+        return TSLOCK_EINVAL;
+    c->pubsub_mode = mode;
+    return TSLOCK_OK;
+}
+
+int tslock__sharded(const tslock_client *c)
+{
+    if (c->pubsub_mode == TSLOCK_PUBSUB_CLASSIC || c->sharded_refused
+        || c->version[0] < 7)
+        return 0;
+    return c->cluster != NULL || c->pubsub_mode == TSLOCK_PUBSUB_SHARDED;
+}
+
+int tslock_client_get_pubsub(const tslock_client *c)
+{
+    if (c == NULL)
+        return TSLOCK_EINVAL;
+    return tslock__sharded(c) ? TSLOCK_PUBSUB_SHARDED : TSLOCK_PUBSUB_CLASSIC;
 }
 
 int tslock_client_limit_caps(tslock_client *c, unsigned allowed)

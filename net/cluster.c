@@ -596,7 +596,9 @@ static int select_again(int n, const struct tslock__queued *q, redisReply **out,
             in_multi = 1;
         if (in_multi && block)
             again = 1;
-        if (k > 0 && is_named(&q[i], "PUBLISH")) /* a release's announcement */
+        if (k > 0
+            && (is_named(&q[i], "PUBLISH") || is_named(&q[i], "SPUBLISH")))
+            /* a release's announcement */
             again = 1;
         if (is_named(&q[i], "EXEC"))
             in_multi = 0;
@@ -713,4 +715,92 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
                         "slot %u of '%s' was not served after %d "
                         "redirections: -%s",
                         slot, key, rt.hops, rt.last);
+}
+
+/* ------------------------------------------------- sharded subscribers */
+
+/*
+ * Ask for the slot map on ctx (a connection to node i): 1 when it was
+ * learned.  The client's error is left as it was.
+ */
+static int map_from(tslock_client *c, redisContext *ctx, int i)
+{
+    static const char *slots[2] = {"CLUSTER", "SLOTS"};
+    char keep[TSLOCK__ERRSTR_SIZE];
+    redisReply *r = NULL;
+    int ok;
+
+    memcpy(keep, c->errstr, sizeof(keep));
+    ok = tslock__roundtrip(ctx, 2, slots, &r) == REDIS_OK
+         && r->type == REDIS_REPLY_ARRAY
+         && parse_slots(c, r, c->cluster->nodes[i].host) == TSLOCK_OK;
+    freeReplyObject(r);
+    memcpy(c->errstr, keep, sizeof(keep));
+    return ok;
+}
+
+/*
+ * Ask any node that answers for the slot map: the current connection
+ * first, then a new connection to each known node in turn (the current
+ * one may be to a master that just died).
+ */
+static void refresh_map(tslock_client *c)
+{
+    struct tslock__cluster *cl = c->cluster;
+    int i, n = cl->n;
+
+    if (cl->current >= 0 && cl->nodes[cl->current].ctx != NULL
+        && !cl->nodes[cl->current].ctx->err
+        && map_from(c, cl->nodes[cl->current].ctx, cl->current))
+        return;
+    for (i = 0; i < n; i++) {
+        char keep[TSLOCK__ERRSTR_SIZE];
+        redisContext *ctx = NULL;
+        int ok;
+
+        memcpy(keep, c->errstr, sizeof(keep));
+        ok = tslock__connect_node(c, cl->nodes[i].host, cl->nodes[i].port, &ctx)
+                 == TSLOCK_OK
+             && map_from(c, ctx, i);
+        memcpy(c->errstr, keep, sizeof(keep));
+        redisFree(ctx);
+        if (ok)
+            return;
+    }
+}
+
+int tslock__cluster_connect_owner(tslock_client *c, const char *key,
+                                  int refresh, redisContext **out)
+{
+    struct tslock__cluster *cl = c->cluster;
+    unsigned slot;
+    int i;
+
+    *out = NULL;
+    if (cl == NULL)
+        return tslock__connect_side(c, out);
+    if (refresh || cl->stale)
+        refresh_map(c);
+    slot = tslock__slot(key, strlen(key));
+    if (cl->owner[slot] == 0)
+        return tslock__connect_side(c, out);
+    i = cl->owner[slot] - 1;
+    return tslock__connect_node(c, cl->nodes[i].host, cl->nodes[i].port, out);
+}
+
+void tslock__cluster_moved(tslock_client *c, const char *moved)
+{
+    redisReply r = {.type = REDIS_REPLY_ERROR};
+    char line[300];
+    int slot, target;
+
+    if (c->cluster == NULL)
+        return;
+    snprintf(line, sizeof(line), "%s", moved);
+    r.str = line;
+    r.len = strlen(line);
+    target = redirect_target(c, &r, &slot);
+    if (target >= 0)
+        c->cluster->owner[slot] = (unsigned short)(target + 1);
+    c->cluster->stale = 1;
 }

@@ -75,8 +75,17 @@ struct tslock_client {
     char wakeups_why[256];   /* what made the first of them */
     /* The subscriber connection of waiting acquires (wakeup.c). */
     redisContext *sub;
-    char *sub_channel;  /* what sub is subscribed to: the key's channel */
-    char *sub_own;      /* and this client's own wake channel for that key */
+    char *sub_channel; /* what sub is subscribed to: the key's channel */
+    char *sub_own;     /* and this client's own wake channel for that key */
+    int sub_sharded;   /* sub listens with SSUBSCRIBE (tslock__sharded) */
+    char *sub_classic; /* and, then, with SUBSCRIBE to the classic name */
+    /*
+     * Sharded pub/sub (Redis 7.0): the mode of tslock_client_set_pubsub()
+     * and whether a server or proxy refused SSUBSCRIBE on this client,
+     * which then uses classic pub/sub for the rest of its life.
+     */
+    int pubsub_mode;
+    int sharded_refused;
     char waiter_id[33]; /* 32 hex digits: this client in a line of waiters */
     /*
      * Sentinel (sentinel.c): where to ask for the master.  With
@@ -268,6 +277,12 @@ void tslock__wakeups_fall_back(tslock_client *c, unsigned bit, const char *fmt,
     ;
 /* A second connection to the same server, AUTHed, no probe. */
 int tslock__connect_side(tslock_client *c, redisContext **out);
+/*
+ * Whether wake-ups go over sharded pub/sub (SSUBSCRIBE, SPUBLISH): the
+ * mode allows it, the server is 7.0 or later, nothing refused it, and
+ * (in TSLOCK_PUBSUB_AUTO) it is a cluster, where it saves the bus.
+ */
+int tslock__sharded(const tslock_client *c);
 
 /* ---- sentinel.c: the master named by Sentinel */
 /*
@@ -312,6 +327,16 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
  * made again, on the slot's new master.  0 on a single server.
  */
 int tslock__rewatch(tslock_client *c);
+/*
+ * A new connection to the master the slot map names for key's slot (the
+ * seed when none is known yet): where a sharded subscription to a
+ * channel in that slot must go.  With refresh, the map is asked again
+ * first, of any node that answers.
+ */
+int tslock__cluster_connect_owner(tslock_client *c, const char *key,
+                                  int refresh, redisContext **out);
+/* Note that the slot moved to "host:port" (a -MOVED's target). */
+void tslock__cluster_moved(tslock_client *c, const char *moved);
 #define TSLOCK__REWATCH_MAX 8
 
 #endif /* TSLOCK_NET_H */

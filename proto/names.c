@@ -12,28 +12,62 @@
 #include "proto.h"
 
 /*
+ * A hash tag of digits that hashes to key's slot: the first of "0", "1",
+ * "2"... that does, so every client finds the same one.  The slots of
+ * the numbers below 10^6 cover all 16384 (CRC16 over them is well
+ * spread; a few tens of thousands of tries at most, once per lock).
+ */
+static void slot_tag(const char *key, char out[12])
+{
+    unsigned want = tslock__slot(key, strlen(key));
+    long n;
+
+    for (n = 0; n < 10000000; n++) {
+        int len = snprintf(out, 12, "%ld", n);
+        if (tslock__slot(out, (size_t)len) == want)
+            return;
+    }
+    out[0] = '\0';
+}
+
+/* The names of the wake-ups, which a sharded '}' key may take a tag for. */
+static int is_wakeup_name(const char *suffix)
+{
+    return strcmp(suffix, ":released") == 0 || strcmp(suffix, ":queue") == 0
+           || strcmp(suffix, ":alive") == 0 || strcmp(suffix, ":queue-seq") == 0
+           || strcmp(suffix, ":wake:") == 0;
+}
+
+/*
  * A key with a usable hash tag ("{x}...") keeps it, so its companions
  * hash with it; a key without one is made the tag ("{key}:owner").  A key
  * with a '}' but no usable tag gets the plain suffix, since wrapping it
- * in braces would make a different tag.
+ * in braces would make a different tag; with sharded wake-ups, its
+ * wake-up names instead take a tag of digits that hashes to its slot
+ * ("{4711}a}b:released"), since a sharded channel must share the slot.
  */
 int tslock__companion(tslock_lock *l, char **slot, const char *suffix)
 {
     const char *k = l->key, *open = strchr(k, '{');
     const char *close = open != NULL ? strchr(open + 1, '}') : NULL;
     int tagged = close != NULL && close > open + 1;
-    size_t len = strlen(k) + strlen(suffix) + 3;
+    size_t len = strlen(k) + strlen(suffix) + 3 + 12;
+    char tag[12];
 
     if (*slot != NULL)
         return TSLOCK_OK;
+    tag[0] = '\0';
+    if (!tagged && strchr(k, '}') != NULL && l->client->cluster != NULL
+        && tslock__sharded(l->client) && is_wakeup_name(suffix))
+        slot_tag(k, tag);
     /*
      * "a}b" hashes whole, and no name with a suffix can: neither
      * "a}b:owner" nor "{a}b}:owner" shares its slot.  On a cluster that
      * would be CROSSSLOT or another node, so it is refused by name.  The
-     * channel is no key: classic PUBLISH reaches every node.
+     * classic channel is no key: classic PUBLISH reaches every node.
      */
-    if (!tagged && strchr(k, '}') != NULL && l->client->cluster != NULL
-        && strcmp(suffix, ":released") != 0)
+    if (!tagged && tag[0] == '\0' && strchr(k, '}') != NULL
+        && l->client->cluster != NULL && strcmp(suffix, ":released") != 0)
         return tslock__fail(l->client, TSLOCK_ECLUSTER,
                             "key '%s' has a '}' but no hash tag, so its "
                             "companion '%s%s' cannot share its Cluster hash "
@@ -43,7 +77,9 @@ int tslock__companion(tslock_lock *l, char **slot, const char *suffix)
     if (*slot == NULL)
         return tslock__fail(l->client, TSLOCK_ENOMEM,
                             "no memory for the name '%s%s'", k, suffix);
-    if (tagged || strchr(k, '}') != NULL)
+    if (tag[0] != '\0')
+        snprintf(*slot, len, "{%s}%s%s", tag, k, suffix);
+    else if (tagged || strchr(k, '}') != NULL)
         snprintf(*slot, len, "%s%s", k, suffix);
     else
         snprintf(*slot, len, "{%s}%s", k, suffix);
@@ -76,13 +112,29 @@ int tslock__publish_queued(tslock_lock *l, const char *argv[3],
 {
     if (l->client->publish_refused || l->channel == NULL)
         return 0;
-    argv[0] = "PUBLISH";
+    argv[0] = tslock__announce_sharded(l) ? "SPUBLISH" : "PUBLISH";
     argv[1] = l->channel;
     argv[2] = l->key;
     q->step = TSLOCK_STEP_PUBLISH;
     q->argc = 3;
     q->argv = argv;
     return 1;
+}
+
+/*
+ * Whether an announcement on the key's channel goes by SPUBLISH.  Only
+ * when sharded was asked for by name: under TSLOCK_PUBSUB_AUTO a
+ * sharded waiter also listens on the key's classic channel, and waiters
+ * of tslock 1.0 (timestamp and bridge locks, which keep no line) listen
+ * there alone, so those announcements stay classic while such clients
+ * may remain.  The releases of token locks wake their line entry by
+ * entry, each in the way it listens (SCRIPT_RELEASE_WAKE), and need
+ * no such care.
+ */
+int tslock__announce_sharded(const tslock_lock *l)
+{
+    return l->client->pubsub_mode == TSLOCK_PUBSUB_SHARDED
+           && tslock__sharded(l->client);
 }
 
 /*
@@ -139,14 +191,21 @@ int tslock__queue_named(tslock_lock *l)
 }
 
 /*
- * The entry names the client and says whether it listens: a release
- * wakes only listeners ('w'), on the channel the entry names, and takes
- * a listener that no subscriber hears as gone.  A polling entry ('p')
- * is never woken; it takes its turn at its next retry.
+ * The entry names the client and says whether it listens, and how: a
+ * release wakes only listeners, on the channel the entry names, with
+ * PUBLISH for a classic listener ('w') and SPUBLISH for a sharded one
+ * ('s'), and takes a listener that no subscriber hears as gone.  A
+ * polling entry ('p') is never woken; it takes its turn at its next
+ * retry.  Releases by tslock before sharded wake-ups take an 's' entry
+ * for a polling one: they announce on the key's channel instead, which
+ * a sharded listener also hears (wakeup.c).
  */
 void tslock__queue_member(const tslock_lock *l, int listening, char out[35])
 {
-    snprintf(out, 35, "%s%c", l->client->waiter_id, listening ? 'w' : 'p');
+    snprintf(out, 35, "%s%c", l->client->waiter_id,
+             !listening                   ? 'p'
+             : tslock__sharded(l->client) ? 's'
+                                          : 'w');
 }
 
 /*

@@ -46,18 +46,20 @@ struct tslock_lock {
     int retry_min_ms;
     int retry_max_ms;
     int fencing;
-    int replicas;        /* tslock_lock_set_replicas(): 0 waits for none */
-    int replicas_ms;     /* its WAIT timeout */
-    int replicas_seen;   /* a pipelined WAIT was judged this attempt */
-    int replicas_rc;     /* and its verdict */
-    int reentrant;       /* tslock_lock_set_reentrant() */
-    int held;            /* holds: 0 none; more than 1 re-entered (reentrant) */
-    int waiting;         /* inside a waiting acquire */
-    int wakeup;          /* waits listen for releases (the default) */
-    int listening;       /* this wait listens on the client's subscriber */
-    int woken;           /* the last sleep ended on a release announced */
-    int reconnect_tries; /* reconnects of this wait */
-    char value[TSLOCK__VALUE_SIZE];       /* what we wrote for our hold */
+    int replicas;      /* tslock_lock_set_replicas(): 0 waits for none */
+    int replicas_ms;   /* its WAIT timeout */
+    int replicas_seen; /* a pipelined WAIT was judged this attempt */
+    int replicas_rc;   /* and its verdict */
+    int reentrant;     /* tslock_lock_set_reentrant() */
+    int held;          /* holds: 0 none; more than 1 re-entered (reentrant) */
+    int waiting;       /* inside a waiting acquire */
+    int wakeup;        /* waits listen for releases (the default) */
+    int listening;     /* this wait listens on the client's subscriber */
+    int woken;         /* the last sleep ended on a release announced */
+    int lost_listen;   /* a subscription was lost and not made again */
+    unsigned resubscribed;          /* subscriptions made again after a loss */
+    int reconnect_tries;            /* reconnects of this wait */
+    char value[TSLOCK__VALUE_SIZE]; /* what we wrote for our hold */
     char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */
     int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
     int64_t held_since; /* monotonic ms when taken: tslock_release_after() */
@@ -131,6 +133,8 @@ int tslock__companion(tslock_lock *l, char **slot, const char *suffix);
 int tslock__fence_key(tslock_lock *l, char **out);
 /* The channel releases of l's key are announced on ("{key}:released"). */
 int tslock__channel(tslock_lock *l);
+/* Whether announcements on that channel go by SPUBLISH (names.c). */
+int tslock__announce_sharded(const tslock_lock *l);
 /*
  * The line of waiters' keys ("{key}:queue", ":alive", ":queue-seq"), the
  * prefix of its wake channels (":wake:"), and this client's id in it.
@@ -138,7 +142,10 @@ int tslock__channel(tslock_lock *l);
 int tslock__queue_names(tslock_lock *l);
 /* The same, as a yes or no that leaves the client's error as it was. */
 int tslock__queue_named(tslock_lock *l);
-/* This client's entry in a line: "<waiter id>w" listening, else "...p". */
+/*
+ * This client's entry in a line: "<waiter id>w" listening classic,
+ * "...s" listening sharded, else "...p".
+ */
 void tslock__queue_member(const tslock_lock *l, int listening, char out[35]);
 /*
  * Whether a release of l wakes one waiter from the line: a token lock

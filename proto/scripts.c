@@ -38,16 +38,18 @@ static const struct {
     const char *sha;
 } scripts[SCRIPT_COUNT] = {
     /*
-     * The release: delete while ours, and announce it on ARGV[2].  The
+     * The release: delete while ours, and announce it on ARGV[2], with
+     * SPUBLISH when ARGV[3] is 's' (sharded wake-ups), else PUBLISH.  The
      * announcement is a pcall: a user whose ACL has no channels (Redis 7
      * gives none by default) still releases, and its waiters poll.
      */
     [SCRIPT_DEL_IF_EQUAL] =
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
          "local n = redis.call('del', KEYS[1]) "
-         "redis.pcall('publish', ARGV[2], KEYS[1]) return n "
+         "redis.pcall(ARGV[3] == 's' and 'spublish' or 'publish', ARGV[2], "
+         "KEYS[1]) return n "
          "else return 0 end",
-         "b5b28d1546eee51753f163454f99279362522242"},
+         "c3c9f6b32c128b69422ed142d2e10b7641a58c0e"},
     [SCRIPT_SET_IF_EQUAL] =
         {"if redis.call('get', KEYS[1]) == ARGV[1] then "
          "redis.call('set', KEYS[1], ARGV[2]) return 1 else return 0 end",
@@ -82,7 +84,8 @@ static const struct {
                              "return 1",
                              "ed5868d2cc5b14cf79666e743fac47f7d84d7986"},
     /*
-     * The bridge proof, then ARGV[3]: 'del' (announced on ARGV[6]), 'set'
+     * The bridge proof, then ARGV[3]: 'del' (announced on ARGV[6], with
+     * SPUBLISH when ARGV[7] is 's'), 'set'
      * (stamp ARGV[4], TTL ARGV[5] ms) or 'read'.  1 when done; -1 the stamp is
      * not ours, -2 it has no TTL (written again by a client that sets none), -3
      * the owner key holds another token.
@@ -92,21 +95,24 @@ static const struct {
          "if redis.call('pttl', KEYS[1]) < 0 then return -2 end "
          "if redis.call('get', KEYS[2]) ~= ARGV[2] then return -3 end "
          "if ARGV[3] == 'del' then redis.call('del', KEYS[1], KEYS[2]) "
-         "redis.pcall('publish', ARGV[6], KEYS[1]) "
+         "redis.pcall(ARGV[7] == 's' and 'spublish' or 'publish', ARGV[6], "
+         "KEYS[1]) "
          "elseif ARGV[3] == 'set' then redis.call('set', KEYS[1], ARGV[4]) "
          "redis.call('pexpire', KEYS[1], ARGV[5]) "
          "redis.call('pexpire', KEYS[2], ARGV[5]) end "
          "return 1",
-         "4cdf40541dcede3adc6b75476d55f99a5acdaf7f"},
+         "1912e82df0392a07be34e81af4a51b7ea32522c3"},
     /*
      * The operator's break (break.c), KEYS[1] the lock, KEYS[2] its owner
      * key: while the lock holds exactly ARGV[1], delete both and announce
-     * it on ARGV[2].  1 when deleted, 0 when the lock holds anything else.
+     * it on ARGV[2] (SPUBLISH when ARGV[3] is 's').  1 when deleted, 0 when the
+     * lock holds anything else.
      */
     [SCRIPT_BREAK] = {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 "
                       "end redis.call('del', KEYS[1], KEYS[2]) "
-                      "redis.pcall('publish', ARGV[2], KEYS[1]) return 1",
-                      "3c35cf1a94c8a8ca46736c9e4efc034afcd2555c"},
+                      "redis.pcall(ARGV[3] == 's' and 'spublish' or "
+                      "'publish', ARGV[2], KEYS[1]) return 1",
+                      "ef9f95fbc3dd51b8ea43475d664826ff3617748f"},
     /*
      * The line of waiters (fair.c).  KEYS: the lock, the queue (entry ->
      * arrival number), the liveness set (entry -> alive until, ms), the
@@ -150,7 +156,8 @@ static const struct {
      * ms, now, the permit limit (0 none), '1' to yield to a waiting
      * writer: {1,0,0}, or {0, wait ms, why}: 0 held exclusively, 1 a
      * writer waits, 2 no permit free.  Release: ARGV entry, now,
-     * channel: 1, 0 (entry gone), -1 (the key was taken).  Extend: ARGV
+     * channel, 's' for SPUBLISH: 1, 0 (entry gone), -1 (the key was
+     * taken).  Extend: ARGV
      * old entry, new entry, lease ms, now: as release.  Exclusive:
      * ARGV token, lease ms, now, intent ms (0 none): {1,0} taken, or
      * {0, holder's PTTL} with the intent kept.
@@ -181,8 +188,9 @@ static const struct {
          "marked(redis.call('get', KEYS[1])) local n = redis.call('zrem', "
          "KEYS[2], ARGV[1]) if not ours then return -1 end "
          "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now) "
-         "mark(now) redis.pcall('publish', ARGV[3], KEYS[1]) return n",
-         "0b6f66fc9a2a733b7fc7028a1236d4242f88a0f7"},
+         "mark(now) redis.pcall(ARGV[4] == 's' and 'spublish' or 'publish', "
+         "ARGV[3], KEYS[1]) return n",
+         "0ca3fbd993151215c6f9967fd96c7d9cbfac2faa"},
     [SCRIPT_SHARED_EXTEND] =
         {SHARED_MARK
          "local now = tonumber(ARGV[4]) if not now then "
@@ -216,15 +224,20 @@ static const struct {
     /*
      * The release of a token lock with a line of waiters (guard.c).
      * KEYS: the lock, the queue, the liveness set.  ARGV: our token, the
-     * key's channel ("<name>:released"), now ms, and 'cluster' on a
-     * cluster, where a PUBLISH does not count every subscriber.  While
-     * the lock holds our token: delete it, then wake the first live
-     * listening entry of the first four alone, on its own channel, the
-     * wake prefix beside the key's channel ("<name>:wake:<entry>").  An
-     * entry that lapsed, or a listener no subscriber hears (it died), is
-     * dropped; a live polling entry keeps its place.  With nobody woken,
-     * the release is announced on the key's channel as before, for
-     * waiters that do not queue.  1 deleted, 0 not ours.
+     * key's channel ("<name>:released"), now ms, and on a cluster
+     * 'cluster' (classic wake-ups) or 'sharded' (sharded wake-ups).
+     * While the lock holds our token: delete it, then wake the first
+     * live listening entry of the first four alone, on its own channel,
+     * the wake prefix beside the key's channel ("<name>:wake:<entry>"):
+     * a classic listener ('w') with PUBLISH, a sharded one ('s') with
+     * SPUBLISH.  An entry that lapsed, or a listener no subscriber hears
+     * (it died, or its slot moved under it), is dropped; a live polling
+     * entry keeps its place.  A classic PUBLISH on a cluster counts only
+     * the node's own subscribers, so there it is taken as heard; an
+     * SPUBLISH counts the shard's, as every sharded listener subscribes
+     * at the slot's master.  With nobody woken, the release is announced
+     * on the key's channel as before, for waiters that do not queue,
+     * with SPUBLISH under 'sharded'.  1 deleted, 0 not ours.
      *
      * Most releases find nobody in line: that path runs what the release
      * before the line ran (SCRIPT_DEL_IF_EQUAL) and one ZRANGE, and its
@@ -241,13 +254,15 @@ static const struct {
          "KEYS[2], '0', '3') if line[1] then local now = tonumber(ARGV[3]) "
          "local wake = string.sub(ARGV[2], 1, -10) .. ':wake:' for _, h in "
          "ipairs(line) do local a = tonumber(redis.call('zscore', KEYS[3], "
-         "h)) local w = string.sub(h, -1) == 'w' if a and a >= now and w "
-         "then local n = redis.pcall('publish', wake .. h, KEYS[1]) if "
-         "type(n) ~= 'number' or n > 0 or ARGV[4] == 'cluster' then return "
-         "1 end end if not a or a < now or w then redis.call('zrem', "
-         "KEYS[2], h) redis.call('zrem', KEYS[3], h) end end end "
-         "redis.pcall('publish', ARGV[2], KEYS[1]) return 1",
-         "74490905dfde41b68b7264de6ba1f54ff3d03730"},
+         "h)) local k = string.sub(h, -1) local w = k == 'w' or k == 's' if "
+         "a and a >= now and w then local n = redis.pcall(k == 's' and "
+         "'spublish' or 'publish', wake .. h, KEYS[1]) if type(n) ~= "
+         "'number' or n > 0 or (k == 'w' and ARGV[4]) then return 1 end end "
+         "if not a or a < now or w then redis.call('zrem', KEYS[2], h) "
+         "redis.call('zrem', KEYS[3], h) end end end "
+         "redis.pcall(ARGV[4] == 'sharded' and 'spublish' or 'publish', "
+         "ARGV[2], KEYS[1]) return 1",
+         "b9ca3c2ebb95b4f4600e1ba993afbefac430ae6c"},
 };
 
 /*

@@ -78,8 +78,18 @@ int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
     all[0].step = TSLOCK_STEP_MULTI;
     all[0].argc = 1;
     all[0].argv = multi;
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         all[1 + i] = q[i];
+        /*
+         * No SPUBLISH inside MULTI: while a slot migrates, a sharded
+         * channel is served by the source until the end, while the keys
+         * already moved are served by the target, so the transaction
+         * could run on neither.  A classic PUBLISH runs anywhere, and
+         * sharded listeners hear it too (wakeup.c).
+         */
+        if (strcmp(q[i].argv[0], "SPUBLISH") == 0)
+            q[i].argv[0] = "PUBLISH";
+    }
     all[1 + n].step = TSLOCK_STEP_EXEC;
     all[1 + n].argc = 1;
     all[1 + n].argv = exec;

@@ -7,7 +7,11 @@
  * holder's expiry or the retry delay, whichever is first.  A release of
  * a token lock wakes the first waiter of the line on its own channel
  * (fair.c); others, and releases by earlier tslock versions, announce on
- * the lock's channel, which wakes every listener.
+ * the lock's channel, which wakes every listener.  On a Redis 7.0+
+ * Cluster the subscriptions are sharded (SSUBSCRIBE at the master of the
+ * key's slot; releases SPUBLISH), and a subscription lost to a slot
+ * migration or a failover is made again at the new owner, after which
+ * the lock is tried once before the wait goes on.
  */
 #include <errno.h>
 #include <poll.h>
@@ -25,25 +29,46 @@ int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
     return TSLOCK_OK;
 }
 
-/* Whether r is a message published on the key's channel or our own. */
-static int is_release(const redisReply *r, const tslock_client *c)
+static int is_ours(const redisReply *e, const tslock_client *c)
+{
+    return e->type == REDIS_REPLY_STRING
+           && (strcmp(e->str, c->sub_channel) == 0
+               || (c->sub_own != NULL && strcmp(e->str, c->sub_own) == 0)
+               || (c->sub_classic != NULL
+                   && strcmp(e->str, c->sub_classic) == 0));
+}
+
+/* Whether r is a push of kind (a "message", "smessage"...). */
+static int is_push(const redisReply *r, const char *kind)
 {
     return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
            && r->element[0]->type == REDIS_REPLY_STRING
-           && strcmp(r->element[0]->str, "message") == 0
-           && r->element[1]->type == REDIS_REPLY_STRING
-           && (strcmp(r->element[1]->str, c->sub_channel) == 0
-               || (c->sub_own != NULL
-                   && strcmp(r->element[1]->str, c->sub_own) == 0));
+           && strcmp(r->element[0]->str, kind) == 0;
 }
+
+/* Whether r is a message published on the key's channel or our own. */
+static int is_release(const redisReply *r, const tslock_client *c)
+{
+    return (is_push(r, "message") || is_push(r, "smessage"))
+           && is_ours(r->element[1], c);
+}
+
+/* How often a wait whose subscription was lost tries to make it again. */
+#define RELISTEN_MS 200
+
+#define DRAIN_FAILED  (-1) /* the subscriber connection failed */
+#define DRAIN_DROPPED (-2) /* the server ended a sharded subscription */
 
 /*
  * Take every message already read or readable without blocking: how many
- * announced a release, or -1 when the subscriber connection failed.
+ * announced a release, DRAIN_FAILED when the subscriber connection
+ * failed, or DRAIN_DROPPED when the server unsubscribed us unasked: an
+ * "sunsubscribe" push, which Redis 7 sends when the slot of a sharded
+ * channel leaves the node (a migration, a failover).
  */
 static int drain(tslock_client *c)
 {
-    int heard = 0;
+    int heard = 0, dropped = 0;
 
     for (;;) {
         struct pollfd p = {.fd = c->sub->fd, .events = POLLIN};
@@ -51,21 +76,25 @@ static int drain(tslock_client *c)
 
         while (redisGetReplyFromReader(c->sub, &r) == REDIS_OK && r != NULL) {
             heard += is_release(r, c);
+            dropped |= is_push(r, "sunsubscribe");
             freeReplyObject(r);
             r = NULL;
         }
         if (c->sub->err)
-            return -1;
+            return DRAIN_FAILED;
+        if (dropped)
+            return DRAIN_DROPPED;
         if (poll(&p, 1, 0) != 1)
             return heard;
         if (tslock__buffer_read(c->sub) != REDIS_OK)
-            return -1;
+            return DRAIN_FAILED;
     }
 }
 
 /*
- * This client's wake channel for l's key ("{KEY}:wake:<id>w"), or NULL
- * when the key's line cannot be named (then only the key's channel).
+ * This client's wake channel for l's key ("{KEY}:wake:<id>w", or "...s"
+ * for a sharded listener), or NULL when the key's line cannot be named
+ * (then only the key's channel).
  */
 static char *own_channel(tslock_lock *l)
 {
@@ -82,58 +111,201 @@ static char *own_channel(tslock_lock *l)
     return own;
 }
 
-/* Whether r confirms a subscription. */
-static int is_subscribed(const redisReply *r)
+/* Whether r confirms a subscription of kind ("subscribe", "ssubscribe"). */
+static int is_subscribed(const redisReply *r, const char *kind)
 {
-    return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
-           && r->element[0]->type == REDIS_REPLY_STRING
-           && strcmp(r->element[0]->str, "subscribe") == 0;
+    return is_push(r, kind);
 }
 
-/* The subscriber on l's channels: kept from the last wait, or made. */
-static int subscribe(tslock_lock *l)
+/*
+ * The name classic releases of l's key are announced on: the channel,
+ * except for a '}' key without a tag, whose sharded channel took a tag
+ * (names.c) but whose classic one is "KEY:released", as ever.
+ */
+static char *classic_channel(const tslock_lock *l)
+{
+    size_t size = strlen(l->key) + sizeof(":released");
+    char *name;
+
+    if (l->channel[0] != '{' || l->key[0] == '{')
+        return strdup(l->channel);
+    if (strncmp(l->channel + strcspn(l->channel, "}") + 1, l->key,
+                strlen(l->key))
+        != 0)
+        return strdup(l->channel);
+    if ((name = malloc(size)) != NULL)
+        snprintf(name, size, "%s:released", l->key);
+    return name;
+}
+
+/*
+ * Read the n confirmations of kind; an error reply instead (a refused
+ * SSUBSCRIBE) is handed back in *refused.  0 when all came.
+ */
+static int confirmed(redisContext *sub, int n, const char *kind,
+                     redisReply **refused)
+{
+    int ok = 1;
+
+    while (n-- > 0) {
+        void *r = NULL;
+        if (tslock__get_reply(sub, &r) != REDIS_OK || r == NULL)
+            return 0;
+        if (((redisReply *)r)->type == REDIS_REPLY_ERROR && refused != NULL
+            && *refused == NULL) {
+            *refused = r;
+            ok = 0;
+            n = 0; /* one error answers the whole command */
+            continue;
+        }
+        ok = ok && is_subscribed((redisReply *)r, kind);
+        freeReplyObject(r);
+    }
+    return ok;
+}
+
+/*
+ * One subscribing round trip on a new connection: SSUBSCRIBE to the
+ * key's channel and our own, and SUBSCRIBE to the key's classic channel
+ * (so that releases by classic clients wake this waiter too), or, in
+ * classic mode, SUBSCRIBE to both.  TSLOCK_OK; TSLOCK_ECLUSTER with
+ * *moved set after a -MOVED; TSLOCK_EUNSUPPORTED when SSUBSCRIBE was
+ * refused; TSLOCK_EIO otherwise.
+ */
+static int subscribe_on(tslock_client *c, const char *channel, const char *own,
+                        const char *classic, int sharded, char *moved,
+                        size_t moved_size, int *classic_ok)
+{
+    const char *argv[3] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channel, own};
+    const char *also[2] = {"SUBSCRIBE", classic};
+    struct tslock__queued q[2] = {{TSLOCK_STEP_GET, own != NULL ? 3 : 2, argv},
+                                  {TSLOCK_STEP_GET, 2, also}};
+    redisReply *refused = NULL;
+    int ok, rc = TSLOCK_OK;
+
+    if (tslock__send(c->sub, sharded ? 2 : 1, q) != REDIS_OK)
+        return TSLOCK_EIO;
+    ok = confirmed(c->sub, own != NULL ? 2 : 1,
+                   sharded ? "ssubscribe" : "subscribe", &refused);
+    /*
+     * The classic subscription is a courtesy to classic releasers: an
+     * ACL that allows only sharded channels leaves it out, and the wait
+     * goes on with the sharded ones (*classic_ok = 0).
+     */
+    if (sharded) {
+        redisReply *no = NULL;
+        *classic_ok = confirmed(c->sub, 1, "subscribe", &no);
+        if (no != NULL)
+            freeReplyObject(no);
+        else if (!*classic_ok)
+            ok = 0;
+    }
+    if (refused != NULL) {
+        if (strncmp(refused->str, "MOVED ", 6) == 0) {
+            snprintf(moved, moved_size, "%s", refused->str);
+            rc = TSLOCK_ECLUSTER;
+        } else {
+            rc = TSLOCK_EUNSUPPORTED;
+            /* A refused classic SUBSCRIBE (an ACL, a managed service):
+             * waits poll at their retry delay from then on. */
+            if (!sharded)
+                tslock__wakeups_fall_back(c, TSLOCK_WAKEUPS_POLLING,
+                                          "SUBSCRIBE was refused (-%.120s): "
+                                          "waits poll at their retry delay",
+                                          refused->str);
+        }
+        freeReplyObject(refused);
+        return rc;
+    }
+    return ok ? TSLOCK_OK : TSLOCK_EIO;
+}
+
+/* Whether the subscriber already listens where l's wait needs it to. */
+static int listens_for(const tslock_client *c, const tslock_lock *l,
+                       const char *own, int sharded)
+{
+    return c->sub != NULL && strcmp(c->sub_channel, l->channel) == 0
+           && c->sub_sharded == sharded
+           && (own == NULL
+                   ? c->sub_own == NULL
+                   : c->sub_own != NULL && strcmp(c->sub_own, own) == 0);
+}
+
+/*
+ * The subscriber on l's channels: kept from the last wait, or made: on a
+ * cluster with sharded wake-ups at the master of the key's slot (asking
+ * the slot map again with refresh, and following a -MOVED), elsewhere on
+ * a second connection to the client's server.  A server or proxy that
+ * refuses SSUBSCRIBE turns the client to classic pub/sub for good.
+ */
+static int subscribe(tslock_lock *l, int refresh)
 {
     tslock_client *c = l->client;
-    char *own = own_channel(l);
-    const char *argv[3] = {"SUBSCRIBE", l->channel, own};
-    redisReply *r = NULL;
-    void *second = NULL;
-    int ok;
+    int tries, rc = TSLOCK_EIO;
 
-    if (c->sub != NULL && strcmp(c->sub_channel, l->channel) == 0
-        && (own == NULL ? c->sub_own == NULL
-                        : c->sub_own != NULL && strcmp(c->sub_own, own) == 0)) {
+    for (tries = 0; tries < 4; tries++) {
+        int sharded = tslock__sharded(c);
+        char *own = own_channel(l), *classic = NULL, moved[300];
+        int classic_ok = 0;
+
+        if (listens_for(c, l, own, sharded)) {
+            free(own);
+            return TSLOCK_OK;
+        }
+        tslock__sub_close(c);
+        classic = sharded ? classic_channel(l) : NULL;
+        rc = (sharded && classic == NULL) ? TSLOCK_ENOMEM
+             : sharded ? tslock__cluster_connect_owner(c, l->channel, refresh,
+                                                       &c->sub)
+                       : tslock__connect_side(c, &c->sub);
+        if (rc == TSLOCK_OK)
+            rc = subscribe_on(c, l->channel, own, classic, sharded, moved,
+                              sizeof(moved), &classic_ok);
+        if (rc == TSLOCK_OK && !classic_ok) {
+            free(classic); /* refused: sharded only */
+            classic = NULL;
+        }
+        if (rc == TSLOCK_OK) {
+            c->sub_channel = strdup(l->channel);
+            c->sub_own = own;
+            c->sub_classic = classic;
+            c->sub_sharded = sharded;
+            if (c->sub_channel != NULL)
+                return TSLOCK_OK;
+            rc = TSLOCK_ENOMEM;
+            own = classic = NULL; /* freed with the subscriber */
+        }
         free(own);
-        return TSLOCK_OK;
+        free(classic);
+        tslock__sub_close(c); /* refused (an ACL), or no memory: poll */
+        if (rc == TSLOCK_ECLUSTER)
+            tslock__cluster_moved(c, moved); /* to the new owner */
+        else if (rc == TSLOCK_EUNSUPPORTED && sharded)
+            c->sharded_refused = 1; /* once more, classic */
+        else
+            return TSLOCK_EIO;
+        refresh = 0;
+    }
+    return rc;
+}
+
+/* Subscribe and take what was heard before: 0, or -1 when that failed. */
+static int listen_fresh(tslock_lock *l, int refresh)
+{
+    tslock_client *c = l->client;
+    int tries;
+
+    for (tries = 0; tries < 2; tries++) {
+        if (subscribe(l, refresh) != TSLOCK_OK)
+            break;
+        if (drain(c) >= 0)
+            return 0;
+        /* It died or was dropped since the last wait: once more, anew. */
+        tslock__sub_close(c);
+        refresh = 1;
     }
     tslock__sub_close(c);
-    if (tslock__connect_side(c, &c->sub) != TSLOCK_OK) {
-        free(own);
-        return TSLOCK_EIO;
-    }
-    ok = tslock__roundtrip(c->sub, own != NULL ? 3 : 2, argv, &r) == REDIS_OK
-         && is_subscribed(r);
-    if (r != NULL && r->type == REDIS_REPLY_ERROR)
-        tslock__wakeups_fall_back(c, TSLOCK_WAKEUPS_POLLING,
-                                  "SUBSCRIBE was refused (-%.120s): waits "
-                                  "poll at their retry delay",
-                                  r->str);
-    freeReplyObject(r);
-    /* One confirmation per channel. */
-    if (ok && own != NULL) {
-        ok = tslock__get_reply(c->sub, &second) == REDIS_OK
-             && is_subscribed((redisReply *)second);
-        if (second != NULL)
-            freeReplyObject(second);
-    }
-    if (ok)
-        c->sub_channel = strdup(l->channel);
-    c->sub_own = own;
-    if (!ok || c->sub_channel == NULL) {
-        tslock__sub_close(c); /* refused (an ACL), or no memory: poll */
-        return TSLOCK_EIO;
-    }
-    return TSLOCK_OK;
+    return -1;
 }
 
 /*
@@ -145,24 +317,32 @@ static int subscribe(tslock_lock *l)
  */
 void tslock__listen(tslock_lock *l)
 {
-    tslock_client *c = l->client;
-
     l->listening = 0;
     /* A client whose waits fell back polls from then on. */
-    if (!l->wakeup || (c->wakeups & TSLOCK_WAKEUPS_POLLING)
+    l->lost_listen = 0;
+    if (!l->wakeup || (l->client->wakeups & TSLOCK_WAKEUPS_POLLING)
         || tslock__channel(l) != TSLOCK_OK)
         return;
-    if (subscribe(l) != TSLOCK_OK)
-        return;
-    if (drain(c) < 0) {
-        /* It died since the last wait: once more, on a new connection. */
-        tslock__sub_close(c);
-        if (subscribe(l) != TSLOCK_OK || drain(c) < 0) {
-            tslock__sub_close(c);
-            return;
-        }
-    }
-    l->listening = 1;
+    if (listen_fresh(l, 0) == 0)
+        l->listening = 1;
+}
+
+/*
+ * The subscription was lost in a wait: its connection failed (the node
+ * died), or the server dropped a sharded subscription (its slot moved).
+ * Subscribe again, at the slot's owner as the cluster names it now, and
+ * have the caller try the lock once at once, before it waits again: a
+ * release may have gone by while nobody listened.  Where subscribing
+ * fails (the owner is down and not yet replaced), the wait polls, and
+ * the next wait tries to subscribe again.
+ */
+static void relisten(tslock_lock *l)
+{
+    tslock__sub_close(l->client);
+    l->listening = listen_fresh(l, 1) == 0;
+    l->lost_listen = !l->listening;
+    l->woken = 1;
+    l->resubscribed++;
 }
 
 /*
@@ -187,11 +367,24 @@ static int wait_for_release(tslock_lock *l, int64_t ms)
             return TSLOCK_OK;
         if (l->listening && c->sub != NULL)
             p[1].fd = c->sub->fd;
+        if (l->lost_listen && left > RELISTEN_MS)
+            left = RELISTEN_MS;
         n = poll(p, 2, left > 60000 ? 60000 : (int)left);
         if (n < 0 && errno != EINTR)
             return TSLOCK_EIO;
         if (p[0].revents != 0 || l->cancel_flag)
             return TSLOCK_ECANCELED;
+        /*
+         * A subscription lost, whose owner was down then (a master died
+         * and its replica is not promoted yet): again every RELISTEN_MS,
+         * and once it is made, try the lock before waiting on.
+         */
+        if (n == 0 && l->lost_listen && l->waiting) {
+            relisten(l);
+            if (l->listening)
+                return TSLOCK_OK;
+            continue;
+        }
         if (n <= 0 || p[1].fd < 0 || p[1].revents == 0)
             continue;
         heard = drain(c);
@@ -199,9 +392,10 @@ static int wait_for_release(tslock_lock *l, int64_t ms)
             l->woken = 1;
             return TSLOCK_OK;
         }
-        if (heard < 0) { /* the subscriber failed: poll from now on */
-            tslock__sub_close(c);
-            l->listening = 0;
+        if (heard < 0) {
+            relisten(l); /* made again: try once; else poll for the owner */
+            if (l->listening)
+                return TSLOCK_OK;
         }
     }
 }

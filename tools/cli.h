@@ -54,6 +54,7 @@ struct cli_options {
     int64_t wait_ms;
     tslock_time_source time_source;
     tslock_functions functions; /* --functions: FCALL where EVAL is refused */
+    int pubsub;                 /* --pubsub: TSLOCK_PUBSUB_* for wake-ups */
     /* --takeover-grace: stamps count as expired this much later */
     int64_t takeover_grace_ms;
     int renew;
@@ -305,6 +306,8 @@ int cli_break(const struct cli_options *o, const char *key);
 int cli_demo(const struct cli_options *o);
 /* check.c: whether this user's ACL allows what the scheme needs on key. */
 int cli_check(const struct cli_options *o, const char *key);
+/* Verbose: the pub/sub wake-ups use, and why (session.c). */
+void cli_report_pubsub(tslock_client *c, int asked);
 /* tslock functions load|print: tslock's Redis 7 function library. */
 int cli_functions(const struct cli_options *o, const char *action);
 /* survey.c: list the locks in the server, read only. */

@@ -50,6 +50,7 @@ enum long_only {
     OPT_HTML,
     OPT_DOC,
     OPT_FUNCTIONS,
+    OPT_PUBSUB,
     OPT_AT_LEAST,
     OPT_ONCE_PER,
     OPT_PERIOD_OFFSET,
@@ -97,6 +98,7 @@ static const struct option long_options[] = {
     {"stamp", required_argument, NULL, OPT_STAMP},
     {"clock", required_argument, NULL, OPT_CLOCK},
     {"functions", required_argument, NULL, OPT_FUNCTIONS},
+    {"pubsub", required_argument, NULL, OPT_PUBSUB},
     {"takeover-grace", required_argument, NULL, OPT_TAKEOVER_GRACE},
     {"ttl", required_argument, NULL, 't'},
     {"wait", required_argument, NULL, 'w'},
@@ -289,6 +291,17 @@ static int parse_word_option(int opt, const char *arg, struct cli_options *o)
             }
         return cli_usage_error("--functions expects load, use or off, got "
                                "'%s'",
+                               arg);
+    }
+    if (opt == OPT_PUBSUB) {
+        static const char *const pmodes[] = {"auto", "classic", "sharded"};
+        for (i = 0; i < 3; i++)
+            if (strcmp(arg, pmodes[i]) == 0) {
+                o->pubsub = i; /* TSLOCK_PUBSUB_AUTO, _CLASSIC, _SHARDED */
+                return 0;
+            }
+        return cli_usage_error("--pubsub expects auto, classic or sharded, "
+                               "got '%s'",
                                arg);
     }
     if (opt == OPT_CLOCK) {
@@ -645,6 +658,7 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     case OPT_STAMP:
     case OPT_CLOCK:
     case OPT_FUNCTIONS:
+    case OPT_PUBSUB:
         return parse_word_option(opt, optarg, o);
     case 'r':
     case OPT_KILL_ON_LOSS:

@@ -143,6 +143,8 @@ static void describe_caps(unsigned caps, char *buf, size_t size)
              caps & TSLOCK_CAP_FUNCTIONS ? " Functions (EVAL refused)" : "");
 }
 
+static int o_pubsub_asked; /* the --pubsub of the client reported */
+
 static void report_server(tslock_client *c)
 {
     int major, minor, patch;
@@ -158,6 +160,36 @@ static void report_server(tslock_client *c)
         cli_verbose("server: version unknown; capabilities:%s", caps);
     cli_verbose("server clock minus this host's: %" PRId64 " ms",
                 tslock_client_clock_offset(c));
+    cli_report_pubsub(c, o_pubsub_asked);
+}
+
+/*
+ * Verbose: how waiters are woken, and, where it is classic pub/sub
+ * although sharded was possible or asked, why.
+ */
+void cli_report_pubsub(tslock_client *c, int asked)
+{
+    int major = 0, minor = 0, patch = 0;
+    int known = tslock_client_server_version(c, &major, &minor, &patch);
+    int cluster = (tslock_client_caps(c) & TSLOCK_CAP_CLUSTER) != 0;
+
+    if (cli_verbosity < 1)
+        return;
+    if (tslock_client_get_pubsub(c) == TSLOCK_PUBSUB_SHARDED)
+        cli_verbose("wake-ups: sharded pub/sub (SSUBSCRIBE at the key's "
+                    "master, SPUBLISH)");
+    else if (asked == TSLOCK_PUBSUB_CLASSIC)
+        cli_verbose("wake-ups: classic pub/sub (--pubsub classic)");
+    else if (known != TSLOCK_OK || major < 7)
+        cli_verbose("wake-ups: classic pub/sub, falling back: the server "
+                    "(%s) has no sharded pub/sub, which needs Redis 7.0",
+                    known != TSLOCK_OK ? "version unknown" : "before 7.0");
+    else if (asked == TSLOCK_PUBSUB_AUTO && !cluster)
+        cli_verbose("wake-ups: classic pub/sub (a single server: sharded "
+                    "saves nothing; --pubsub sharded to use it)");
+    else
+        cli_verbose("wake-ups: classic pub/sub, falling back: the server "
+                    "or a proxy refused SSUBSCRIBE");
 }
 
 int cli_client_for(const struct cli_options *o, const struct tslock_url *u,
@@ -177,6 +209,9 @@ int cli_client_for(const struct cli_options *o, const struct tslock_url *u,
     rc = tslock_client_set_time_source(c, o->time_source);
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_functions(c, o->functions);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_pubsub(c, o->pubsub);
+    o_pubsub_asked = o->pubsub;
     if (rc == TSLOCK_OK)
         rc = tslock_client_set_timeouts(c, o->timeout_ms, o->timeout_ms);
     if (rc == TSLOCK_OK)
@@ -257,6 +292,8 @@ static int taken_or_not(const struct cli_options *o, tslock_client *c,
                     " ms",
                     key, cli_scheme_name(tslock_lock_scheme_used(l)),
                     cli_scheme_name(o->scheme), o->ttl_ms);
+        if (o->wait_ms != 0 && !o->poll)
+            cli_report_pubsub(c, o->pubsub); /* a refusal shows in a wait */
         return CLI_EXIT_OK;
     case TSLOCK_EBUSY:
     case TSLOCK_EUNREADABLE:

@@ -1,0 +1,971 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_shard.c - sharded wake-ups (SSUBSCRIBE, SPUBLISH) on a real Redis
+ * 7.0 Cluster of three masters with one replica each, and waiters that
+ * survive what moves a slot: a migration, a manual failover (plain and
+ * FORCE) and a master killed with SIGKILL.  Every hold is checked by an
+ * overlap checker that tells overlaps asynchronous replication allows
+ * (a hold no replica acknowledged, on a master since replaced) from real
+ * ones, and is itself shown to fail on a known-broken client.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness_cluster.h"
+
+static th_cluster cl;
+
+#define WAITERS 16
+/*
+ * Waiters retry only every 30 s: every acquisition within the bounds
+ * below came from a wake-up or from the retry after a lost
+ * subscription, never from polling.
+ */
+#define RETRY_MS 30000
+/* The documented bound (doc/topologies.md) this test holds them to. */
+#define BOUND_MS 10000
+
+static tslock_client *client_on(int node, int pubsub)
+{
+    tslock_client *c = NULL;
+    int rc = tslock_client_new(&c);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_pubsub(c, pubsub);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_connect_tcp(c, "127.0.0.1", cl.node[node].port);
+    if (rc != TSLOCK_OK) {
+        fprintf(stderr, "client_on(%d): %s: %s\n", node, tslock_errname(rc),
+                tslock_client_errstr(c));
+        exit(2);
+    }
+    return c;
+}
+
+static tslock_lock *waiting_lock(tslock_client *c, const char *key)
+{
+    tslock_lock *l = NULL;
+
+    if (tslock_lock_new(&l, c, key) != TSLOCK_OK)
+        exit(2);
+    tslock_lock_set_ttl(l, 60000);
+    tslock_lock_set_retry(l, RETRY_MS, RETRY_MS);
+    return l;
+}
+
+/* The sum over the live nodes of a CLUSTER INFO counter. */
+static long bus_stat(const char *field)
+{
+    long sum = 0;
+    int i;
+
+    for (i = 0; i < cl.n; i++) {
+        redisContext *c;
+        redisReply *r;
+        const char *p;
+
+        if (cl.node[i].pid == 0)
+            continue;
+        c = th_redis(&cl.node[i]);
+        r = redisCommand(c, "CLUSTER INFO");
+        if (r != NULL && r->type == REDIS_REPLY_STRING
+            && (p = strstr(r->str, field)) != NULL)
+            sum += atol(p + strlen(field) + 1);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return sum;
+}
+
+/* A raw command on node i: its reply, or NULL. */
+static redisReply *on_node(int i, const char *fmt, ...)
+{
+    redisContext *c = th_redis(&cl.node[i]);
+    redisReply *r;
+    va_list ap;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+/* Node i's count of subscribers of channel (NUMSUB or SHARDNUMSUB). */
+static long long subscribers(int i, const char *which, const char *channel)
+{
+    redisReply *r = on_node(i, "PUBSUB %s %s", which, channel);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[1]->type == REDIS_REPLY_INTEGER)
+        n = r->element[1]->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Wait (10 s at most) for n subscribers of channel on node i. */
+static int await_subscribers(int i, const char *which, const char *channel,
+                             long long n)
+{
+    int k;
+
+    for (k = 0; k < 2000; k++) {
+        if (subscribers(i, which, channel) >= n)
+            return 1;
+        poll(NULL, 0, 5);
+    }
+    return 0;
+}
+
+/* The length of key's line, asked through a client of node i. */
+static long long line_length(int i, const char *key)
+{
+    tslock_client *c = NULL;
+    tslock_lock *l = NULL;
+    int64_t n = -1;
+
+    if (tslock_client_new(&c) == TSLOCK_OK
+        && tslock_client_connect_tcp(c, "127.0.0.1", cl.node[i].port)
+               == TSLOCK_OK
+        && tslock_lock_new(&l, c, key) == TSLOCK_OK
+        && tslock_lock_queue_length(l, &n) != TSLOCK_OK)
+        n = -1;
+    tslock_lock_free(l);
+    tslock_client_free(c);
+    return (long long)n;
+}
+
+/* Wait (BOUND_MS at most) until key's line is n long. */
+static int await_line(int i, const char *key, long long n)
+{
+    int64_t end = th_mono_ms() + BOUND_MS;
+
+    while (th_mono_ms() < end) {
+        if (line_length(i, key) == n)
+            return 1;
+        poll(NULL, 0, 5);
+    }
+    return 0;
+}
+
+/* A key whose slot the master `owner` serves. */
+static void key_on(int owner, const char *prefix, char *out, size_t size)
+{
+    int i;
+
+    for (i = 0;; i++) {
+        snprintf(out, size, "%s:%d", prefix, i);
+        if (th_cluster_owner(&cl, out) == owner)
+            return;
+    }
+}
+
+/* A node other than these (a seed for clients that must be redirected). */
+static int other_node(int a, int b)
+{
+    int i;
+
+    for (i = 0; i < cl.n; i++)
+        if (i != a && i != b && cl.node[i].pid != 0)
+            return i;
+    return -1;
+}
+
+/* ------------------------------------------------- one waiter, threads */
+
+struct waiter {
+    tslock_lock *lock;
+    int rc;
+    int64_t took_ms; /* monotonic, when the acquire returned */
+    pthread_t thread;
+    th_bound bound;
+};
+
+static void *wait_thread(void *arg)
+{
+    struct waiter *w = arg;
+
+    w->rc = tslock_acquire(w->lock, BOUND_MS);
+    w->took_ms = th_mono_ms();
+    return NULL;
+}
+
+static void waiter_start(struct waiter *w, tslock_lock *l)
+{
+    w->lock = l;
+    w->rc = -1000;
+    th_bound_start(&w->bound, l);
+    CU_ASSERT_FATAL(pthread_create(&w->thread, NULL, wait_thread, w) == 0);
+}
+
+static void waiter_join(struct waiter *w)
+{
+    pthread_join(w->thread, NULL);
+    th_bound_end(&w->bound);
+}
+
+/* ------------------------------------------------- sharded wake-ups */
+
+/*
+ * One release woken waiter, once with sharded and once with classic
+ * pub/sub: the cluster bus carries the sharded wake-up only inside the
+ * key's shard (its master's one replica), the classic one to every
+ * node.  The waiter retries only every 30 s, so its acquisition within
+ * the bound is the wake-up's.
+ */
+static void release_and_count(int pubsub, long *publish, long *shard)
+{
+    int owner, seed;
+    char key[32];
+    tslock_client *hc, *wc;
+    tslock_lock *h, *w;
+    struct waiter wt;
+    long p0, s0;
+
+    owner = th_cluster_owner(&cl, "{wk}");
+    snprintf(key, sizeof(key), "{wk}:%d", pubsub);
+    seed = other_node(owner, -1);
+    hc = client_on(seed, pubsub);
+    wc = client_on(seed, pubsub);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(hc),
+                    pubsub == TSLOCK_PUBSUB_CLASSIC ? TSLOCK_PUBSUB_CLASSIC
+                                                    : TSLOCK_PUBSUB_SHARDED);
+    h = waiting_lock(hc, key);
+    w = waiting_lock(wc, key);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    waiter_start(&wt, w);
+    CU_ASSERT_FATAL(await_line(owner, key, 1));
+    p0 = bus_stat("cluster_stats_messages_publish_sent");
+    s0 = bus_stat("cluster_stats_messages_publishshard_sent");
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    *publish = bus_stat("cluster_stats_messages_publish_sent") - p0;
+    *shard = bus_stat("cluster_stats_messages_publishshard_sent") - s0;
+    CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+    tslock_lock_free(h);
+    tslock_lock_free(w);
+    tslock_client_free(hc);
+    tslock_client_free(wc);
+}
+
+static void test_sharded_stays_in_shard(void)
+{
+    long pub, shard, cpub, cshard;
+
+    release_and_count(TSLOCK_PUBSUB_AUTO, &pub, &shard);
+    release_and_count(TSLOCK_PUBSUB_CLASSIC, &cpub, &cshard);
+    printf("\n    bus messages per wake-up: sharded %ld publish + %ld "
+           "publishshard; classic %ld publish + %ld publishshard (%d nodes) ",
+           pub, shard, cpub, cshard, cl.n);
+    CU_ASSERT_EQUAL(pub, 0);
+    CU_ASSERT_TRUE(shard >= 1 && shard <= 1); /* the master's one replica */
+    CU_ASSERT_EQUAL(cpub, cl.n - 1);          /* every other node */
+    CU_ASSERT_EQUAL(cshard, 0);
+}
+
+/*
+ * tslock 1.0's release of a token lock with a line, verbatim (SHA1
+ * 74490905): it knows only 'w' (classic) entries, takes an 's' entry
+ * for a polling one and announces on the key's classic channel.
+ */
+static const char release_1_0[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "redis.call('del', KEYS[1]) local line = redis.call('zrange', "
+    "KEYS[2], '0', '3') if line[1] then local now = tonumber(ARGV[3]) "
+    "local wake = string.sub(ARGV[2], 1, -10) .. ':wake:' for _, h in "
+    "ipairs(line) do local a = tonumber(redis.call('zscore', KEYS[3], "
+    "h)) local w = string.sub(h, -1) == 'w' if a and a >= now and w "
+    "then local n = redis.pcall('publish', wake .. h, KEYS[1]) if "
+    "type(n) ~= 'number' or n > 0 or ARGV[4] == 'cluster' then return "
+    "1 end end if not a or a < now or w then redis.call('zrem', "
+    "KEYS[2], h) redis.call('zrem', KEYS[3], h) end end end "
+    "redis.pcall('publish', ARGV[2], KEYS[1]) return 1";
+
+/*
+ * A rolling upgrade: waiters and releasers of both kinds on one key.
+ * A sharded waiter is woken by tslock 1.0's release (on the key's
+ * classic channel, which it also hears) and by a classic client; a
+ * classic waiter by a sharded client (its 'w' entry is woken with
+ * PUBLISH); and waiters of timestamp locks, which keep no line, both
+ * ways.  Each waiter retries only every 30 s.
+ */
+static void one_pair(int wmode, int hmode, tslock_scheme scheme, int old)
+{
+    int owner = th_cluster_owner(&cl, "{mix}");
+    tslock_client *hc = client_on(owner, hmode), *wc = client_on(owner, wmode);
+    tslock_lock *h = waiting_lock(hc, "{mix}"), *w = waiting_lock(wc, "{mix}");
+    struct waiter wt;
+    redisReply *r;
+    char now[24];
+
+    tslock_lock_set_scheme(h, scheme);
+    tslock_lock_set_scheme(w, scheme);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    waiter_start(&wt, w);
+    if (scheme == TSLOCK_SCHEME_TOKEN) {
+        CU_ASSERT_FATAL(await_line(owner, "{mix}", 1));
+    } else {
+        CU_ASSERT_FATAL(await_subscribers(
+            owner, wmode == TSLOCK_PUBSUB_CLASSIC ? "NUMSUB" : "SHARDNUMSUB",
+            "{mix}:released", 1));
+    }
+    if (old) {
+        snprintf(now, sizeof(now), "%lld", (long long)(th_wall_us() / 1000));
+        r = on_node(owner,
+                    "EVAL %s 3 {mix} {mix}:queue {mix}:alive %s %s %s "
+                    "cluster",
+                    release_1_0, tslock_lock_value(h), "{mix}:released", now);
+        CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
+                       && r->integer == 1);
+        freeReplyObject(r);
+    } else {
+        CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    }
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+    tslock_lock_free(h);
+    tslock_lock_free(w);
+    tslock_client_free(hc);
+    tslock_client_free(wc);
+}
+
+static void test_both_kinds_wake_each_other(void)
+{
+    const int A = TSLOCK_PUBSUB_AUTO, C = TSLOCK_PUBSUB_CLASSIC,
+              S = TSLOCK_PUBSUB_SHARDED;
+
+    one_pair(A, C, TSLOCK_SCHEME_TOKEN, 1); /* tslock 1.0's release */
+    one_pair(A, C, TSLOCK_SCHEME_TOKEN, 0);
+    one_pair(C, A, TSLOCK_SCHEME_TOKEN, 0);
+    one_pair(C, A, TSLOCK_SCHEME_TIMESTAMP, 0);
+    one_pair(A, C, TSLOCK_SCHEME_TIMESTAMP, 0);
+    one_pair(A, S, TSLOCK_SCHEME_TIMESTAMP, 0);
+}
+
+/*
+ * A key with a '}' and no hash tag: its wake-up names take a tag of
+ * digits in its slot, so two waiters queue in its line and the release
+ * wakes the first alone, by SPUBLISH, with no classic broadcast.
+ */
+static void test_brace_key_wakes_one(void)
+{
+    static const char key[] = "a}b";
+    int owner = th_cluster_owner(&cl, key);
+    tslock_client *hc = client_on(owner, TSLOCK_PUBSUB_AUTO);
+    tslock_client *c1 = client_on(owner, TSLOCK_PUBSUB_AUTO);
+    tslock_client *c2 = client_on(owner, TSLOCK_PUBSUB_AUTO);
+    tslock_lock *h = waiting_lock(hc, key), *l1 = waiting_lock(c1, key),
+                *l2 = waiting_lock(c2, key);
+    struct waiter w1, w2;
+    long p0;
+
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    tslock_lock_set_fair(l1, 1);
+    tslock_lock_set_fair(l2, 1);
+    waiter_start(&w1, l1);
+    CU_ASSERT_FATAL(await_line(owner, key, 1));
+    waiter_start(&w2, l2);
+    CU_ASSERT_FATAL(await_line(owner, key, 2));
+    p0 = bus_stat("cluster_stats_messages_publish_sent");
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    pthread_join(w1.thread, NULL);
+    th_bound_end(&w1.bound);
+    CU_ASSERT_EQUAL(w1.rc, TSLOCK_OK);
+    /* The second is still in line: it was not woken with the first. */
+    CU_ASSERT_EQUAL(line_length(owner, key), 1);
+    CU_ASSERT_EQUAL(tslock_release(l1), TSLOCK_OK);
+    waiter_join(&w2);
+    CU_ASSERT_EQUAL(w2.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l2), TSLOCK_OK);
+    CU_ASSERT_EQUAL(bus_stat("cluster_stats_messages_publish_sent") - p0, 0);
+    tslock_lock_free(h);
+    tslock_lock_free(l1);
+    tslock_lock_free(l2);
+    tslock_client_free(hc);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+/*
+ * Falling back: on a single 7.0 server AUTO is classic (sharded saves no
+ * bus there) and SHARDED is sharded; a user whose ACL refuses SSUBSCRIBE
+ * (as a proxy that filters it would) falls back to classic at its first
+ * wait, says so, and is still woken, here by a sharded client's release.
+ * Each waiter retries only every 30 s.
+ */
+static void test_refused_falls_back(void)
+{
+    th_server srv;
+    tslock_client *hc = NULL, *wc = NULL, *ac = NULL;
+    tslock_lock *h, *w;
+    struct waiter wt;
+    redisContext *raw;
+    redisReply *r;
+
+    CU_ASSERT_FATAL(th_server_start(&srv, NULL) == 0);
+    raw = th_redis(&srv);
+    r = redisCommand(raw, "ACL SETUSER nossub on >pw ~* &* +@all "
+                          "-ssubscribe");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(raw);
+    ac = th_client(&srv);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(ac), TSLOCK_PUBSUB_CLASSIC);
+    tslock_client_free(ac);
+    hc = th_client(&srv);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(hc, TSLOCK_PUBSUB_SHARDED),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(hc), TSLOCK_PUBSUB_SHARDED);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(hc, 3), TSLOCK_EINVAL);
+    CU_ASSERT_FATAL(tslock_client_new(&wc) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(wc, TSLOCK_PUBSUB_SHARDED),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_auth(wc, "nossub", "pw"), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(wc, srv.socket),
+                          TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_SHARDED);
+    h = waiting_lock(hc, "fb");
+    w = waiting_lock(wc, "fb");
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    waiter_start(&wt, w);
+    CU_ASSERT_FATAL(th_await_queue(&srv, "fb", 1));
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_CLASSIC);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+    tslock_lock_free(w);
+    tslock_client_free(wc);
+    /*
+     * The other way round: a user allowed only sharded channels keeps
+     * its sharded subscriptions without the classic one beside them.
+     */
+    raw = th_redis(&srv);
+    r = redisCommand(raw, "ACL SETUSER onlyshard on >pw ~* &* +@all "
+                          "-subscribe");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(raw);
+    CU_ASSERT_FATAL(tslock_client_new(&wc) == TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_pubsub(wc, TSLOCK_PUBSUB_SHARDED),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_client_set_auth(wc, "onlyshard", "pw"), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_client_connect_unix(wc, srv.socket),
+                          TSLOCK_OK);
+    w = waiting_lock(wc, "fb");
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    waiter_start(&wt, w);
+    CU_ASSERT_FATAL(th_await_queue(&srv, "fb", 1));
+    CU_ASSERT_EQUAL(tslock_client_get_pubsub(wc), TSLOCK_PUBSUB_SHARDED);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(w), TSLOCK_OK);
+    tslock_lock_free(h);
+    tslock_lock_free(w);
+    tslock_client_free(hc);
+    tslock_client_free(wc);
+    th_server_stop(&srv);
+}
+
+/*
+ * tslock -v says which pub/sub its waits use and why; --pubsub takes
+ * auto, classic or sharded, and names what it expected otherwise.
+ */
+static int cli(const char *args, char *out, size_t size)
+{
+    const char *top = getenv("top_builddir");
+    char cmd[1024];
+    size_t len = 0;
+    FILE *p;
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "%s/tools/tslock -v -u %s %s 2>&1",
+             top ? top : ".", th_cluster_url(&cl, 0), args);
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    out[0] = '\0';
+    while (len + 1 < size && fgets(out + len, (int)(size - len), p) != NULL)
+        len += strlen(out + len);
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_cli_pubsub(void)
+{
+    char out[8192];
+
+    CU_ASSERT_EQUAL(cli("-w 1000 cli:ps -- true", out, sizeof(out)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "wake-ups: sharded pub/sub"));
+    CU_ASSERT_EQUAL(
+        cli("--pubsub classic -w 1000 cli:ps -- true", out, sizeof(out)), 0);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(out, "wake-ups: classic pub/sub (--pubsub classic)"));
+    CU_ASSERT_NOT_EQUAL(cli("--pubsub loud cli:ps -- true", out, sizeof(out)),
+                        0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--pubsub expects auto, classic or "
+                                       "sharded, got 'loud'"));
+}
+
+/* ------------------------------------------------- the overlap checker */
+
+#define MAX_INSIDE 64
+
+/*
+ * Shared by the processes of one scenario.  A hold records the
+ * generation it was taken in (the driver starts a new one just before
+ * it changes the master) and whether a replica acknowledged it.  An
+ * overlap with a hold of an earlier generation that no replica
+ * acknowledged is one asynchronous replication allows (the write was
+ * lost with its master); any other overlap is real.
+ */
+struct shared {
+    atomic_int spin;
+    int inside_gen[MAX_INSIDE], inside_acked[MAX_INSIDE],
+        inside_used[MAX_INSIDE];
+    atomic_int gen;
+    atomic_int real_overlaps, repl_overlaps, errors, done;
+    atomic_llong first_ms; /* monotonic, the first waiter's acquisition */
+    atomic_llong last_ms;  /* and the last one's */
+    atomic_int broken;     /* the known-broken variant */
+    atomic_int pids[WAITERS];
+};
+static struct shared *sh;
+
+static int enter(int acked)
+{
+    int gen = atomic_load(&sh->gen), i, slot = -1;
+
+    while (atomic_exchange(&sh->spin, 1))
+        ;
+    for (i = 0; i < MAX_INSIDE; i++) {
+        if (!sh->inside_used[i]) {
+            if (slot < 0)
+                slot = i;
+            continue;
+        }
+        if (!sh->inside_acked[i] && sh->inside_gen[i] < gen)
+            atomic_fetch_add(&sh->repl_overlaps, 1);
+        else
+            atomic_fetch_add(&sh->real_overlaps, 1);
+    }
+    if (slot >= 0) {
+        sh->inside_used[slot] = 1;
+        sh->inside_gen[slot] = gen;
+        sh->inside_acked[slot] = acked;
+    }
+    atomic_store(&sh->spin, 0);
+    return slot;
+}
+
+static void leave(int slot)
+{
+    while (atomic_exchange(&sh->spin, 1))
+        ;
+    if (slot >= 0)
+        sh->inside_used[slot] = 0;
+    atomic_store(&sh->spin, 0);
+}
+
+static void shared_new(void)
+{
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(sh != MAP_FAILED);
+    memset(sh, 0, sizeof(*sh));
+}
+
+/* ------------------------------------------- waiters through a change */
+
+enum change { MIGRATE, FAILOVER, FORCE, KILL, KILL_LOSS, BROKEN };
+static const char *const change_names[] = {"slot migration",
+                                           "CLUSTER FAILOVER",
+                                           "CLUSTER FAILOVER FORCE",
+                                           "SIGKILL of the master",
+                                           "SIGKILL, write unreplicated",
+                                           "known-broken waiters"};
+
+static char cur_key[32];
+static int cur_seed;
+
+/* One waiter process: one acquisition, checked, then released. */
+static void waiter_proc(int index, void *userdata)
+{
+    tslock_client *c = client_on(cur_seed, TSLOCK_PUBSUB_AUTO);
+    tslock_lock *l = waiting_lock(c, cur_key);
+    int rc, slot;
+    long long zero = 0;
+    int64_t now;
+
+    (void)userdata;
+    atomic_store(&sh->pids[index], (int)getpid());
+    rc = atomic_load(&sh->broken) ? (tslock_acquire(l, 0), TSLOCK_OK)
+                                  : tslock_acquire(l, 3 * BOUND_MS);
+    if (rc != TSLOCK_OK) {
+        fprintf(stderr, "    waiter: %s: %s\n", tslock_errname(rc),
+                tslock_client_errstr(c));
+        atomic_fetch_add(&sh->errors, 1);
+        return;
+    }
+    now = th_mono_ms();
+    atomic_compare_exchange_strong(&sh->first_ms, &zero, now);
+    atomic_store(&sh->last_ms, now);
+    slot = enter(0);
+    poll(NULL, 0, 2);
+    leave(slot);
+    atomic_fetch_add(&sh->done, 1);
+    if (!atomic_load(&sh->broken) && (rc = tslock_release(l)) != TSLOCK_OK) {
+        fprintf(stderr, "    waiter release: %s: %s\n", tslock_errname(rc),
+                tslock_client_errstr(c));
+        atomic_fetch_add(&sh->errors, 1);
+    }
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+static int workers_ok;
+
+static void *workers_thread(void *arg)
+{
+    (void)arg;
+    workers_ok = th_workers(WAITERS, waiter_proc, NULL);
+    return NULL;
+}
+
+/* Wait until key's slot is served by a master other than `old`. */
+static int await_new_owner(const char *key, int old)
+{
+    int64_t end = th_mono_ms() + 3 * BOUND_MS;
+
+    while (th_mono_ms() < end) {
+        int owner = th_cluster_owner(&cl, key);
+        if (owner >= 0 && owner != old)
+            return owner;
+        poll(NULL, 0, 10);
+    }
+    return -1;
+}
+
+/* Wait until the cluster names replica as a replica of key's master. */
+static int await_replica(const char *key, int replica)
+{
+    int64_t end = th_mono_ms() + 3 * BOUND_MS;
+
+    while (th_mono_ms() < end) {
+        if (th_cluster_replica(&cl, key) == replica)
+            return 1;
+        poll(NULL, 0, 10);
+    }
+    return 0;
+}
+
+/* Make the change; the new owner, or -1. */
+static int make_change(enum change kind, const char *key, int owner,
+                       int replica, int target)
+{
+    int slot = tslock_key_slot(key, strlen(key)), moved = 1;
+    redisReply *r;
+
+    switch (kind) {
+    case MIGRATE:
+        if (th_cluster_migrate_begin(&cl, slot, owner, target) != 0)
+            return -1;
+        while (moved > 0)
+            moved = th_cluster_migrate_keys(&cl, slot, owner, target, 0);
+        if (moved < 0 || th_cluster_migrate_end(&cl, slot, owner, target) != 0)
+            return -1;
+        return target;
+    case FAILOVER:
+    case FORCE:
+        r = on_node(replica, kind == FORCE ? "CLUSTER FAILOVER FORCE"
+                                           : "CLUSTER FAILOVER");
+        CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        return await_new_owner(key, owner);
+    case KILL:
+    case KILL_LOSS:
+        atomic_fetch_add(&sh->gen, 1); /* holds from now: a new master's */
+        th_server_kill(&cl.node[owner]);
+        if (kind == KILL_LOSS)
+            th_server_resume(&cl.node[replica]);
+        return await_new_owner(key, owner);
+    case BROKEN:
+        break;
+    }
+    return owner;
+}
+
+/*
+ * Cut the replica off its master unreplicated: stop it (SIGSTOP), then
+ * have the master drop its link, so that no write after this reaches it;
+ * the stopped replica cannot reconnect before its master is gone.
+ */
+static void cut_replica(int owner, int replica)
+{
+    redisReply *r;
+
+    th_server_pause(&cl.node[replica]);
+    r = on_node(owner, "CLIENT KILL TYPE replica");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
+                   && r->integer == 1);
+    freeReplyObject(r);
+}
+
+/* The key's channel ("KEY:released" for these tagged keys' "{..}"). */
+static const char *channel_of(const char *key)
+{
+    static char name[64];
+
+    snprintf(name, sizeof(name), "{%s}:released", key);
+    return name;
+}
+
+/* SIGSTOP or SIGCONT the first n waiters. */
+static void signal_waiters(int n, int sig)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        kill(atomic_load(&sh->pids[i]), sig);
+}
+
+/* Wait until n waiters are done, or BOUND_MS passed. */
+static int await_done(int n)
+{
+    int64_t end = th_mono_ms() + BOUND_MS;
+
+    while (atomic_load(&sh->done) < n && th_mono_ms() < end)
+        poll(NULL, 0, 2);
+    return atomic_load(&sh->done) >= n;
+}
+
+/*
+ * The holder takes key, 16 waiters line up behind it (the line shows
+ * all 16), the change is made, and the holder releases once the key's
+ * slot has its new owner: every waiter must get the lock within
+ * BOUND_MS of the change, and the checker sees every overlap.
+ *
+ * A slot migration or a manual failover unsubscribes the waiters at
+ * the old master ("sunsubscribe"); the new owner must show them
+ * subscribed again before the holder releases.  In the migration, half
+ * of the waiters are stopped (SIGSTOP) first, so the release and the
+ * wake-ups of the others go by while they hear nothing, and their
+ * entries are dropped as unheard; continued, each must subscribe again
+ * and try the lock once, since nothing else would wake it before its
+ * 30 s retry.
+ */
+static void scenario(enum change kind, const char *key, int owner, int replica,
+                     int target)
+{
+    tslock_client *hc;
+    tslock_lock *h;
+    pthread_t workers;
+    int64_t began, changed = 0;
+    int acked = kind == FAILOVER || kind == FORCE || kind == KILL;
+    int hslot, rc, now_owner = owner;
+
+    shared_new();
+    snprintf(cur_key, sizeof(cur_key), "%s", key);
+    cur_seed = other_node(owner, replica);
+    hc = client_on(cur_seed, TSLOCK_PUBSUB_AUTO);
+    h = waiting_lock(hc, key);
+    if (kind == KILL_LOSS) {
+        cut_replica(owner, replica);
+        /* With --replicas 1 the unreplicated hold is refused... */
+        tslock_lock_set_replicas(h, 1, 300);
+        CU_ASSERT_EQUAL(tslock_acquire(h, 0), TSLOCK_EREPLICAS);
+        CU_ASSERT_FALSE(tslock_lock_is_held(h));
+        tslock_lock_set_replicas(h, 0, 0);
+    }
+    if (acked)
+        tslock_lock_set_replicas(h, 1, 2000);
+    rc = tslock_acquire(h, 0);
+    CU_ASSERT_EQUAL_FATAL(rc, TSLOCK_OK);
+    hslot = enter(acked);
+    atomic_store(&sh->broken, kind == BROKEN);
+    CU_ASSERT_FATAL(pthread_create(&workers, NULL, workers_thread, NULL) == 0);
+    began = changed = th_mono_ms();
+    if (kind == BROKEN) {
+        while (atomic_load(&sh->done) + atomic_load(&sh->errors) < WAITERS
+               && th_mono_ms() - began < BOUND_MS)
+            poll(NULL, 0, 2);
+    } else {
+        /* Not fatal: the waiters are running, and are waited for below. */
+        if (!await_line(owner, key, WAITERS)) {
+            CU_FAIL("the line never reached 16");
+            fprintf(stderr, "    the line is %lld long, %d waiters done\n",
+                    line_length(owner, key), atomic_load(&sh->done));
+        }
+        if (kind == MIGRATE)
+            signal_waiters(WAITERS / 2, SIGSTOP);
+        began = th_mono_ms();
+        now_owner = make_change(kind, key, owner, replica, target);
+        changed = th_mono_ms();
+        CU_ASSERT_FATAL(now_owner >= 0);
+        if (kind != KILL_LOSS) {
+            int want = kind == MIGRATE ? WAITERS / 2 : WAITERS;
+            CU_ASSERT_TRUE(await_subscribers(now_owner, "SHARDNUMSUB",
+                                             channel_of(key), want));
+            printf("\n    %lld waiters subscribed again at the new owner "
+                   "before the release",
+                   subscribers(now_owner, "SHARDNUMSUB", channel_of(key)));
+        }
+    }
+    if (kind == KILL_LOSS) /* ...and without it, a waiter overlaps it */
+        while (atomic_load(&sh->done) == 0 && th_mono_ms() - changed < BOUND_MS)
+            poll(NULL, 0, 1);
+    leave(hslot);
+    rc = tslock_release(h);
+    if (kind == MIGRATE) {
+        CU_ASSERT_TRUE(await_done(WAITERS / 2));
+        signal_waiters(WAITERS / 2, SIGCONT);
+    }
+    CU_ASSERT_EQUAL(rc, kind == KILL_LOSS ? TSLOCK_ELOST
+                        : kind == BROKEN  ? rc
+                                          : TSLOCK_OK);
+    pthread_join(workers, NULL);
+    CU_ASSERT_TRUE(workers_ok);
+    printf("\n    %s: change %lld ms; first acquisition %lld ms after it "
+           "(%lld ms after the change began), last %lld ms; overlaps: %d "
+           "real, %d allowed by async replication ",
+           change_names[kind], (long long)(changed - began),
+           (long long)(atomic_load(&sh->first_ms) - changed),
+           (long long)(atomic_load(&sh->first_ms) - began),
+           (long long)(atomic_load(&sh->last_ms) - changed),
+           atomic_load(&sh->real_overlaps), atomic_load(&sh->repl_overlaps));
+    CU_ASSERT_EQUAL(atomic_load(&sh->done), WAITERS);
+    CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
+    if (kind == BROKEN) {
+        CU_ASSERT_TRUE(atomic_load(&sh->real_overlaps) > 0); /* caught */
+    } else {
+        CU_ASSERT_EQUAL(atomic_load(&sh->real_overlaps), 0);
+        CU_ASSERT_TRUE(atomic_load(&sh->last_ms) - changed <= BOUND_MS);
+    }
+    if (kind == KILL_LOSS) {
+        CU_ASSERT_TRUE(atomic_load(&sh->repl_overlaps) >= 1);
+    } else {
+        CU_ASSERT_EQUAL(atomic_load(&sh->repl_overlaps), 0);
+    }
+    tslock_lock_free(h);
+    tslock_client_free(hc);
+    munmap(sh, sizeof(*sh));
+}
+
+/* The three masters, in the order of their first slots. */
+static int masters[3];
+
+static void find_masters(void)
+{
+    int n = 0, i, j;
+    char key[32];
+
+    for (i = 0; n < 3 && i < 10000; i++) {
+        int o;
+        snprintf(key, sizeof(key), "m:%d", i);
+        o = th_cluster_owner(&cl, key);
+        for (j = 0; j < n && masters[j] != o; j++)
+            ;
+        if (o >= 0 && j == n)
+            masters[n++] = o;
+    }
+    CU_ASSERT_FATAL(n == 3);
+}
+
+static void test_checker_fails_on_broken(void)
+{
+    char key[32];
+
+    find_masters();
+    key_on(masters[0], "brk", key, sizeof(key));
+    scenario(BROKEN, key, masters[0], -1, -1);
+}
+
+static void test_migration(void)
+{
+    char key[32];
+
+    key_on(masters[0], "mg", key, sizeof(key));
+    scenario(MIGRATE, key, masters[0], -1, masters[1]);
+}
+
+static void test_failover_then_force(void)
+{
+    char key[32];
+    int m = masters[1], r;
+
+    key_on(m, "fo", key, sizeof(key));
+    r = th_cluster_replica(&cl, key);
+    CU_ASSERT_FATAL(r >= 0);
+    scenario(FAILOVER, key, m, r, -1);
+    /* The old master is the new one's replica now: back with FORCE. */
+    CU_ASSERT_FATAL(await_replica(key, m));
+    scenario(FORCE, key, r, m, -1);
+}
+
+static void test_master_killed(void)
+{
+    char key[32];
+    int m = masters[2], r;
+
+    key_on(m, "kl", key, sizeof(key));
+    r = th_cluster_replica(&cl, key);
+    CU_ASSERT_FATAL(r >= 0);
+    scenario(KILL, key, m, r, -1);
+}
+
+static void test_master_killed_unreplicated(void)
+{
+    char key[32];
+    int m = masters[0], r;
+
+    key_on(m, "ls", key, sizeof(key));
+    r = th_cluster_replica(&cl, key);
+    CU_ASSERT_FATAL(r >= 0);
+    scenario(KILL_LOSS, key, m, r, -1);
+}
+
+int main(void)
+{
+    CU_pSuite s;
+    int rc = 1;
+
+    if (th_cluster_start_opts(&cl, 3, 1, NULL, 1000) != 0)
+        return 2;
+    if (CU_initialize_registry() == CUE_SUCCESS) {
+        s = CU_add_suite("sharded wake-ups", NULL, NULL);
+        CU_add_test(s, "a wake-up stays in its shard",
+                    test_sharded_stays_in_shard);
+        CU_add_test(s, "both kinds wake each other",
+                    test_both_kinds_wake_each_other);
+        CU_add_test(s, "a '}' key wakes one", test_brace_key_wakes_one);
+        CU_add_test(s, "a refused SSUBSCRIBE falls back to classic",
+                    test_refused_falls_back);
+        CU_add_test(s, "tslock --pubsub and -v", test_cli_pubsub);
+        s = CU_add_suite("slot moves", NULL, NULL);
+        CU_add_test(s, "the checker fails on broken waiters",
+                    test_checker_fails_on_broken);
+        CU_add_test(s, "16 waiters through a slot migration", test_migration);
+        CU_add_test(s, "16 waiters through FAILOVER, then FORCE",
+                    test_failover_then_force);
+        CU_add_test(s, "16 waiters through SIGKILL of the master",
+                    test_master_killed);
+        CU_add_test(s, "SIGKILL with an unreplicated hold; --replicas",
+                    test_master_killed_unreplicated);
+        rc = th_run_all();
+    }
+    th_cluster_stop(&cl);
+    return rc;
+}
