@@ -85,7 +85,8 @@ recompile() {
     rm -rf "$copy/cc"
     mkdir "$copy/cc"
     (cd "$copy/cc" && split -l 1 "$copy/cc.sh" cc.)
-    (cd "$b" && ls "$copy"/cc/cc.* | xargs -P 2 -n 1 sh -e) >>"$log" 2>&1
+    (cd "$b" && find "$copy/cc" -name "cc.*" -print0 | xargs -0 -P 2 -n 1 sh -e) \
+        >>"$log" 2>&1
 }
 # The shared library as libtool links it: every object, the map.
 link() {

@@ -96,7 +96,7 @@ n=0
 # D symbol layer file: a global symbol a library object defines;
 # U symbol layer file: one it uses.
 for l in lib compat proto net; do
-    set -- $(objects "$l")
+    set -- $(objects "$l") # one word per object path
     [ $# -eq 0 ] && continue
     n=$((n + $#))
     # nm -A: each line starts "OBJECT: ", the object named even when alone.
