@@ -21,47 +21,66 @@ build=${2:-${top_builddir:-.}}
 layers="lib compat proto net include"
 NM=${NM:-nm}
 
-# The rank of a layer: 5 for lib/ down to 1 for include/.
-rank() {
-    r=5
-    for l in $layers; do
-        [ "$l" = "$1" ] && { echo $r; return; }
-        r=$((r - 1))
-    done
-    echo 0
-}
-# What a layer may use: itself and every layer below it.
-allowed() {
-    seen=""
-    for l in $layers; do
-        [ "$l" = "$1" ] && seen=1
-        [ -n "$seen" ] && printf '%s ' "$l"
-    done
-}
+# The ranks, for awk: lib=5 compat=4 proto=3 net=2 include=1.  What a
+# layer may use: itself and every layer below it.  Each step below is one
+# awk over everything, not a process per include or per symbol.
+ranks="lib=5 compat=4 proto=3 net=2 include=1"
+awk_layers='
+BEGIN {
+    n = split(ranks, kv, " ")
+    for (i = 1; i <= n; i++) {
+        split(kv[i], p, "=")
+        rank[p[1]] = p[2]
+        order[i] = p[1]
+    }
+    for (i = 1; i <= n; i++) {
+        a = ""
+        for (j = i; j <= n; j++)
+            a = a (a == "" ? "" : " ") order[j]
+        allowed[order[i]] = a
+    }
+}'
 
 status=0
-fail() {
-    echo "FAIL $*"
-    status=1
-}
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
 
-# ---- includes: #include "name" resolved to the layer holding name.
+# ---- includes: #include "name" resolved to the layer holding name (the
+# first layer, top down, with a file of that name).
 for l in $layers; do
-    for f in "$src/$l"/*.c "$src/$l"/*.h; do
-        [ -f "$f" ] || continue
-        for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
-            base=${h##*/}
-            for m in $layers; do
-                [ -f "$src/$m/$base" ] || continue
-                if [ "$(rank "$m")" -gt "$(rank "$l")" ]; then
-                    fail "$l/${f##*/} includes $m/$base ($l/ may use:" \
-                        "$(allowed "$l"))"
-                fi
-                break
-            done
-        done
+    for f in "$src/$l"/*; do
+        [ -f "$f" ] && echo "F $l ${f##*/}"
     done
-done
+done >"$tmp/files"
+for l in $layers; do
+    set --
+    for f in "$src/$l"/*.c "$src/$l"/*.h; do
+        [ -f "$f" ] && set -- "$@" "$f"
+    done
+    [ $# -eq 0 ] && continue
+    awk -v l="$l" '/^[ \t]*#[ \t]*include[ \t]*"[^"]*"/ {
+        h = $0
+        sub(/^[^"]*"/, "", h)
+        sub(/".*/, "", h)
+        f = FILENAME
+        sub(/.*\//, "", f)
+        print "I", l, f, h
+    }' "$@"
+done >"$tmp/includes"
+awk -v ranks="$ranks" "$awk_layers"'
+$1 == "F" { if (!($3 in home)) home[$3] = $2; next }
+{
+    base = $4
+    sub(/.*\//, "", base)
+    if (!(base in home)) next
+    m = home[base]
+    if (rank[m] > rank[$2])
+        printf "FAIL %s/%s includes %s/%s (%s/ may use: %s)\n", $2, $3, m, base, $2, allowed[$2]
+}' "$tmp/files" "$tmp/includes" >"$tmp/inc"
+if [ -s "$tmp/inc" ]; then
+    cat "$tmp/inc"
+    status=1
+fi
 
 # ---- calls: each layer's objects (libtool's, <library>_la-<file>.o).
 # An object whose source is gone from the layer (a file moved away, its
@@ -74,43 +93,39 @@ objects() {
     done
 }
 n=0
+# D symbol layer file: a global symbol a library object defines;
+# U symbol layer file: one it uses.
 for l in lib compat proto net; do
-    n=$((n + $(objects "$l" | wc -l)))
-done
+    set -- $(objects "$l") # one word per object path
+    [ $# -eq 0 ] && continue
+    n=$((n + $#))
+    # nm -A: each line starts "OBJECT: ", the object named even when alone.
+    $NM -A -P "$@" | awk -v l="$l" '{
+        f = $1
+        sub(/:$/, "", f)
+        sub(/.*\//, "", f)
+        f = substr(f, index(f, "_la-") + 4)
+        sub(/\.o$/, ".c", f)
+    }
+    $3 ~ /^[TDBRGSCVW]$/ { print "D", $2, l, f }
+    $3 == "U" { print "U", $2, l, f }'
+done >"$tmp/syms"
 if [ "$n" -eq 0 ]; then
     echo "no library objects under $build/{lib,compat,proto,net}: build first"
     exit 99
 fi
-defs=$(mktemp) || exit 99
-calls=$(mktemp) || exit 99
-trap 'rm -f "$defs" "$calls"' EXIT
-# symbol layer file, for every global symbol a library object defines.
-for l in lib compat proto net; do
-    for o in $(objects "$l"); do
-        file=${o##*/}
-        file=${file#*_la-}
-        file=${file%.o}.c
-        $NM -P "$o" | awk -v l="$l" -v f="$file" \
-            '$2 ~ /^[TDBRGSCVW]$/ { print $1, l, f }'
-    done
-done | sort -u >"$defs"
-for l in lib compat proto net; do
-    for o in $(objects "$l"); do
-        file=${o##*/}
-        file=${file#*_la-}
-        file=${file%.o}.c
-        for s in $($NM -P "$o" | awk '$2 == "U" { print $1 }' | sort -u); do
-            set -- $(awk -v s="$s" '$1 == s { print $2, $3; exit }' "$defs")
-            [ $# -eq 2 ] || continue # hiredis, libc: below every layer
-            if [ "$(rank "$1")" -gt "$(rank "$l")" ]; then
-                echo "FAIL $l/$file calls $s of $1/$2 ($l/ may use:" \
-                    "$(allowed "$l"))"
-            fi
-        done
-    done
-done >"$calls"
-if [ -s "$calls" ]; then
-    sort -u "$calls"
+# The definitions first (sorted: the first of a symbol names it), then
+# the uses; a symbol no layer defines (hiredis, libc) is below them all.
+{
+    grep '^D ' "$tmp/syms" | sort -u
+    grep '^U ' "$tmp/syms" | sort -u
+} | awk -v ranks="$ranks" "$awk_layers"'
+$1 == "D" { if (!($2 in def)) { def[$2] = $3; deffile[$2] = $4 } next }
+($2 in def) && rank[def[$2]] > rank[$3] {
+    printf "FAIL %s/%s calls %s of %s/%s (%s/ may use: %s)\n", $3, $4, $2, def[$2], deffile[$2], $3, allowed[$3]
+}' | sort -u >"$tmp/calls"
+if [ -s "$tmp/calls" ]; then
+    cat "$tmp/calls"
     status=1
 fi
 [ "$status" -eq 0 ] && echo "layers: no upward include or call in $n objects"

@@ -353,7 +353,24 @@ check "set -w: waited, then ran" [ $rc -eq 0 ]
 check "set -w: ran after the release" [ "$(tr -d '\n' <"$dir/orderm")" = RW ]
 t "two KEYs --fence" 0 $ts --fence f1 f2 -- sh -c 'echo "$TSLOCK_FENCE"'
 check "two KEYs --fence: two numbers" has "^[0-9][0-9]* [0-9][0-9]*$" "$out"
-t "two KEYs renewed past their leases" 0 $ts -r -t 300 r1 r2 -- sleep 1
+# The job outlives the first lease by the server's clock: it reads the
+# leases' end (TIME + the longer PTTL of r1 and r2) and ends once TIME has
+# passed it with both keys still there, so each must have been renewed,
+# however the job was scheduled (10 s at most, else it exits 1).  A 2 s
+# lease is renewed every 667 ms: a loaded machine missed a 300 ms one.
+cat >"$dir/outlive.sh" <<EOS
+now() { "$cli" -s "$sock" time | { read -r s; read -r us; echo \$((s * 1000 + us / 1000)); }; }
+p1=\$("$cli" -s "$sock" pttl r1) p2=\$("$cli" -s "$sock" pttl r2)
+end=\$((\$(now) + (p1 > p2 ? p1 : p2)))
+n=0
+until [ \$(now) -gt \$end ]; do
+    n=\$((n + 1)); [ \$n -gt 200 ] && exit 1; sleep 0.05
+done
+[ "\$("$cli" -s "$sock" exists r1 r2)" = 2 ] || exit 2
+[ "\$("$cli" -s "$sock" pttl r1)" -gt 0 ] && [ "\$("$cli" -s "$sock" pttl r2)" -gt 0 ]
+EOS
+t "two KEYs renewed past their leases" 0 $ts -r -t 2000 r1 r2 -- \
+    sh "$dir/outlive.sh"
 check "two KEYs renewed: released" eval '! key_exists r1 && ! key_exists r2'
 t "two KEYs, lease lost: 75" 75 $ts -t 200 l1 l2 -- sleep 0.5
 # {x,y} and {y,x} at once, ten times each: never both inside (mkdir is

@@ -52,6 +52,19 @@ out="$dir/out"
 err="$dir/err"
 shown=20
 
+# await_count TEXT FILE N: until N lines of FILE match, for up to 10 s.
+# MONITOR's lines reach a watcher after the commands' replies (through
+# the proxy later still): each watch awaits the line of its last command
+# before the SIGTERM, where a loaded machine killed the watcher first.
+await_count() {
+    n=0
+    until [ "$(grep -c -- "$1" "$2" 2>/dev/null)" -ge "$3" ]; do
+        n=$((n + 1))
+        [ $n -gt 1000 ] && return 1
+        sleep 0.01
+    done
+}
+
 # MONITOR names clients by address only over TCP: a loopback server.
 if ! start_tcp_server 11 "$dir/redis.log"; then
     echo "no redis-server of ours came up on a loopback port"
@@ -104,6 +117,7 @@ if [ -x "$old" ]; then
     await "^tslock: watching 1 key on" "$dir/werr"
     skewed -120 "$legacy" -s "$osock" client z redisdoc 60000 lock z wo \
         >"$dir/lz"
+    await_count ' setnx "wo" ' "$dir/wout" 1
     kill -TERM $watcher
     wait $watcher
     watcher=
@@ -128,6 +142,8 @@ await "^tslock: watching 1 key on" "$dir/werr"
 skewed +120 "$legacy" -p $port client y java 60000 lock y wk >"$dir/ly"
 "$cli" -p $port del wk >/dev/null
 skewed -120 "$legacy" -p $port client z redisdoc 60000 lock z wk >"$dir/lz"
+# x's, y's and z's SETNX: z's is the last command.
+await_count ' setnx "wk" ' "$dir/wout" 3
 kill -TERM $watcher
 wait $watcher
 watcher=
@@ -149,6 +165,7 @@ watcher=$!
 await "^tslock: watching 1 key on" "$dir/werr"
 "$cli" -p $port del wk >/dev/null
 skewed -120 "$legacy" -p $port client z redisdoc 60000 lock z wk >"$dir/lz"
+await_count '"command":"setnx"' "$dir/wout" 1
 kill -TERM $watcher
 wait $watcher
 watcher=
@@ -191,6 +208,8 @@ cmd(c, "GET", "wk")
 cmd(c, "GETSET", "wk", str(now + 180001))
 print("done")
 PY
+# A's, B's and C's GETSET: C's is the last command.
+await_count ' getset "wk" ' "$dir/wout" 3
 kill -TERM $watcher
 wait $watcher
 watcher=
