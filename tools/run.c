@@ -159,19 +159,33 @@ static int start_quorum_renewal(struct run_state *s)
     return CLI_EXIT_OK;
 }
 
-/* Each KEY's lease is renewed on a connection of its own. */
+/*
+ * Each KEY's lease is renewed on a connection of its own, opened before
+ * the KEYs are taken: a lease runs from its taking, and the renewal's
+ * first comes a third of it after its watchdog starts, so connections
+ * opened in between (each a connect and the server's probe, one after
+ * another) ate into the last KEY's lease, and on a loaded machine a
+ * 300 ms lease ran out before its first renewal.
+ */
+static int connect_renewal(struct run_state *s)
+{
+    int i, status = CLI_EXIT_OK;
+
+    for (i = 0; s->o->renew && i < s->n_keys && status == CLI_EXIT_OK; i++)
+        status = cli_connect(s->o, &s->keys[i].renew_client);
+    return status;
+}
+
+/* The renewals start at once after the taking, on their connections. */
 static int start_renewal(struct run_state *s)
 {
     sigset_t old;
-    int i, status, rc;
+    int i, rc;
 
     if (s->redlock != NULL)
         return s->o->renew ? start_quorum_renewal(s) : CLI_EXIT_OK;
     for (i = 0; s->o->renew && i < s->n_keys; i++) {
         struct run_key *k = &s->keys[i];
-        status = cli_connect(s->o, &k->renew_client);
-        if (status != CLI_EXIT_OK)
-            return status;
         /* The renewing thread must never be the one a signal lands in. */
         cli_signals_block(&old);
         rc = tslock_watchdog_start(&k->watchdog, k->lock, k->renew_client, 0,
@@ -447,6 +461,8 @@ int cli_run(const struct cli_options *o, char **keys, int n_keys,
             status = cli_lock_new(o, s.client, keys[i], &s.keys[i].lock);
             locks[i] = s.keys[i].lock;
         }
+        if (status == CLI_EXIT_OK)
+            status = connect_renewal(&s);
         if (status == CLI_EXIT_OK)
             status = cli_take_set(o, s.client, locks, keys, n_keys);
     }
