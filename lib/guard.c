@@ -18,14 +18,16 @@ tslock_release_form tslock__best_form(const tslock_client *c)
 }
 
 /*
- * The release that wakes the first live waiter of the line alone.  The
- * cluster flag goes only to a cluster: each argument is a cost on every
- * release, most of which find nobody in line.
+ * The release that wakes the first live waiter of the line alone.  It
+ * names the lock and the line's arrival counter only (the script names
+ * the line from the counter), and the cluster flag goes only to a
+ * cluster: each argument is a cost on every release, most of which find
+ * nobody in line.
  */
 static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
 {
     char now[TSLOCK__I64_STR];
-    const char *keys[3] = {l->key, l->queue_key, l->alive_key};
+    const char *keys[2] = {l->key, l->seq_key};
     const char *args[4] = {expect, l->channel, now,
                            tslock__sharded(l->client) ? "sharded" : "cluster"};
     /*
@@ -37,7 +39,7 @@ static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
      */
 
     tslock__i64_str(now, tslock__now(l->client, TSLOCK_CLOCK_WALL));
-    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 3, keys,
+    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 2, keys,
                                    l->client->cluster != NULL ? 4 : 3, args, r);
 }
 

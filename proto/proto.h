@@ -182,7 +182,7 @@ enum tslock__script {
     SCRIPT_SHARED_RELEASE,   /* KEYS lock, holders: shared.c */
     SCRIPT_SHARED_EXTEND,    /* KEYS lock, holders: shared.c */
     SCRIPT_RW_EXCLUSIVE,     /* KEYS lock, readers, intent: rwlock.c */
-    SCRIPT_RELEASE_WAKE,     /* KEYS lock, queue, alive: guard.c */
+    SCRIPT_RELEASE_WAKE,     /* KEYS lock, arrival counter: guard.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);

@@ -223,46 +223,62 @@ static const struct {
          "9645075f0dd5e9f4c4b8aaafae129f737303e8a5"},
     /*
      * The release of a token lock with a line of waiters (guard.c).
-     * KEYS: the lock, the queue, the liveness set.  ARGV: our token, the
-     * key's channel ("<name>:released"), now ms, and on a cluster
-     * 'cluster' (classic wake-ups) or 'sharded' (sharded wake-ups).
-     * While the lock holds our token: delete it, then wake the first
-     * live listening entry of the first four alone, on its own channel,
-     * the wake prefix beside the key's channel ("<name>:wake:<entry>"):
-     * a classic listener ('w') with PUBLISH, a sharded one ('s') with
-     * SPUBLISH.  An entry that lapsed, or a listener no subscriber hears
-     * (it died, or its slot moved under it), is dropped; a live polling
-     * entry keeps its place.  A classic PUBLISH on a cluster counts only
-     * the node's own subscribers, so there it is taken as heard; an
-     * SPUBLISH counts the shard's, as every sharded listener subscribes
-     * at the slot's master.  With nobody woken, the release is announced
-     * on the key's channel as before, for waiters that do not queue,
-     * with SPUBLISH under 'sharded'.  1 deleted, 0 not ours.
+     * KEYS: the lock and the line's arrival counter ("<line>:queue-seq",
+     * which every waiter's joining INCRs).  ARGV: our token, the key's
+     * channel ("<name>:released"), now ms, and on a cluster 'cluster'
+     * (classic wake-ups) or 'sharded' (sharded wake-ups).  While the lock
+     * holds our token: delete it and the counter in one DEL, whose count
+     * says whether anyone joined since the last release that read the
+     * line.  Only then is the line ("<line>:queue", the counter's name
+     * without "-seq") read: the counter is put back (SETNX, since every
+     * user with a line has it) at the last arrival number with the line's
+     * TTL, and the first live listening entry of
+     * the first four is woken alone, on its own channel, the wake prefix
+     * beside the key's channel ("<name>:wake:<entry>"): a classic
+     * listener ('w') with PUBLISH, a sharded one ('s') with SPUBLISH.  An
+     * entry that lapsed (by its liveness, "<line>:alive"), or a listener
+     * no subscriber hears (it died, or its slot moved under it), is
+     * dropped; a live polling entry keeps its place.  A classic PUBLISH on
+     * a cluster counts only the node's own subscribers, so there it is
+     * taken as heard; an SPUBLISH counts the shard's, as every sharded
+     * listener subscribes at the slot's master.  With nobody woken, the
+     * release is announced on the key's channel as before, for waiters
+     * that do not queue, with SPUBLISH under 'sharded'.  1 deleted, 0 not
+     * ours.
      *
-     * Most releases find nobody in line: that path runs what the release
-     * before the line ran (SCRIPT_DEL_IF_EQUAL) and one ZRANGE, and its
-     * arguments are kept few, since each costs the server a string and a
-     * slot in a Lua table on every call: the wake prefix is derived from the
-     * channel and the cluster flag is sent only on a cluster; ZRANGE's
-     * bounds are strings, since a Lua number is formatted with
-     * snprintf("%.17g") on its way into a command; and now is read only
-     * when there is a line.
+     * Most releases find nobody in line: that path runs GET, a DEL of
+     * two keys and PUBLISH, as the release before the line ran GET, DEL
+     * and PUBLISH (SCRIPT_DEL_IF_EQUAL).  Its arguments are kept few,
+     * since each costs the server a string object and a slot in a Lua
+     * table on every call (about 1.7k instructions on Redis 7.0, more
+     * than a command on an absent key): the line and its liveness set are
+     * named from the counter, the wake prefix from the channel, and the
+     * cluster flag is sent only on a cluster.  The line's keys share the
+     * lock's hash slot (names.c), so a cluster node serves them.  The
+     * counter is what the waiters of every tslock with a line (1.0 and
+     * later) write, so releases of this form wake theirs too; a
+     * counter left by a line that emptied costs one read of it.
      */
     [SCRIPT_RELEASE_WAKE] =
-        {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
-         "redis.call('del', KEYS[1]) local line = redis.call('zrange', "
-         "KEYS[2], '0', '3') if line[1] then local now = tonumber(ARGV[3]) "
-         "local wake = string.sub(ARGV[2], 1, -10) .. ':wake:' for _, h in "
-         "ipairs(line) do local a = tonumber(redis.call('zscore', KEYS[3], "
-         "h)) local k = string.sub(h, -1) local w = k == 'w' or k == 's' if "
+        {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end if "
+         "redis.call('del', KEYS[1], KEYS[2]) > 1 then local q = "
+         "string.sub(KEYS[2], 1, -5) local last = redis.call('zrange', "
+         "q, '-1', '-1', 'withscores') if last[1] then local alive = "
+         "string.sub(q, 1, -7) .. ':alive' redis.call('setnx', KEYS[2], "
+         "last[2]) local t = redis.call('pttl', q) if t > 0 then "
+         "redis.call('pexpire', KEYS[2], t) end local now = "
+         "tonumber(ARGV[3]) local wake = string.sub(ARGV[2], 1, -10) .. "
+         "':wake:' for _, h in ipairs(redis.call('zrange', q, '0', "
+         "'3')) do local a = tonumber(redis.call('zscore', alive, h)) "
+         "local k = string.sub(h, -1) local w = k == 'w' or k == 's' if "
          "a and a >= now and w then local n = redis.pcall(k == 's' and "
          "'spublish' or 'publish', wake .. h, KEYS[1]) if type(n) ~= "
-         "'number' or n > 0 or (k == 'w' and ARGV[4]) then return 1 end end "
-         "if not a or a < now or w then redis.call('zrem', KEYS[2], h) "
-         "redis.call('zrem', KEYS[3], h) end end end "
+         "'number' or n > 0 or (k == 'w' and ARGV[4]) then return 1 end "
+         "end if not a or a < now or w then redis.call('zrem', q, h) "
+         "redis.call('zrem', alive, h) end end end end "
          "redis.pcall(ARGV[4] == 'sharded' and 'spublish' or 'publish', "
          "ARGV[2], KEYS[1]) return 1",
-         "b9ca3c2ebb95b4f4600e1ba993afbefac430ae6c"},
+         "e7e0d32fbd03bd47055ef62da075cb0cd95b9c27"},
 };
 
 /*

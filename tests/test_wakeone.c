@@ -309,6 +309,8 @@ static void test_naive_wake_one_loses_the_wake(void)
             redisCommand(sub, "SUBSCRIBE {one:naive}:wake:%s", next));
         freeReplyObject(
             redisCommand(raw, "ZADD {one:naive}:queue 1 %s 2 %s", dead, next));
+        /* each joined: the arrival counter, which the release reads */
+        freeReplyObject(redisCommand(raw, "SET {one:naive}:queue-seq 2"));
         freeReplyObject(redisCommand(raw,
                                      "ZADD {one:naive}:alive %lld %s %lld %s",
                                      until, dead, until, next));
@@ -336,9 +338,102 @@ static void test_naive_wake_one_loses_the_wake(void)
                r->element[2]->str);
         freeReplyObject(r);
         freeReplyObject(redisCommand(raw, "DEL {one:naive}:queue "
-                                          "{one:naive}:alive"));
+                                          "{one:naive}:alive "
+                                          "{one:naive}:queue-seq"));
         redisFree(sub);
     }
+    redisFree(raw);
+    tslock_lock_free(h);
+    tslock_client_free(hc);
+}
+
+/* ------------------------------------------ the line's arrival counter */
+
+/* The first message sub reads after PUBLISH marker on its channel. */
+static void expect_first(redisContext *raw, redisContext *sub, const char *want)
+{
+    static const char ch[] = "{one:seq}:wake:fedcba9876543210fedcba9876543210w";
+    struct timeval tv = {5, 0};
+    redisReply *r;
+    void *m = NULL;
+
+    freeReplyObject(redisCommand(raw, "PUBLISH %s marker", ch));
+    redisSetTimeout(sub, tv);
+    CU_ASSERT_FATAL(redisGetReply(sub, &m) == REDIS_OK && m != NULL);
+    r = m;
+    CU_ASSERT_STRING_EQUAL(r->element[2]->str, want);
+    freeReplyObject(r);
+    if (strcmp(want, "marker") != 0) { /* the marker, still to read */
+        CU_ASSERT_FATAL(redisGetReply(sub, &m) == REDIS_OK && m != NULL);
+        freeReplyObject(m);
+    }
+}
+
+/*
+ * Every waiter's joining INCRs the line's arrival counter, and the
+ * release deletes it with the key in one DEL: only a release whose DEL
+ * found it reads the line, so an uncontended release costs GET, DEL and
+ * PUBLISH alone.  That release puts the counter back at the last
+ * arrival number with the line's TTL while the line stays, and leaves it
+ * gone once the line is empty.  Raw connections play the line: a live
+ * listening entry, its counter set or not.
+ */
+static void test_the_counter_marks_the_line(void)
+{
+    static const char next[] = "fedcba9876543210fedcba9876543210w";
+    tslock_client *hc;
+    tslock_lock *h;
+    redisContext *raw, *sub;
+    redisReply *r;
+    long long until = th_wall_us() / 1000 + 60000;
+
+    if (th_cur != &targets[0])
+        return; /* the line and its counter are the same on every form */
+    hc = client();
+    h = token_lock(hc, "one:seq", 50);
+    raw = th_redis(&srv);
+    sub = th_redis(&srv);
+    freeReplyObject(redisCommand(sub, "SUBSCRIBE {one:seq}:wake:%s", next));
+    freeReplyObject(redisCommand(raw, "ZADD {one:seq}:queue 7 %s", next));
+    freeReplyObject(
+        redisCommand(raw, "ZADD {one:seq}:alive %lld %s", until, next));
+    freeReplyObject(redisCommand(raw, "PEXPIRE {one:seq}:queue 60000"));
+
+    /* No counter: the line is not read, nobody is woken. */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    expect_first(raw, sub, "marker");
+
+    /* The counter: the head is woken, the counter put back. */
+    freeReplyObject(redisCommand(raw, "SET {one:seq}:queue-seq 9"));
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    expect_first(raw, sub, "one:seq");
+    r = redisCommand(raw, "GET {one:seq}:queue-seq");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_STRING
+                   && strcmp(r->str, "7") == 0);
+    freeReplyObject(r);
+    r = redisCommand(raw, "PTTL {one:seq}:queue-seq");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0
+                   && r->integer <= 60000);
+    freeReplyObject(r);
+
+    /* Still in line (it has not taken the key): woken again. */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    expect_first(raw, sub, "one:seq");
+
+    /* The line gone: the counter is deleted and stays so. */
+    freeReplyObject(redisCommand(raw, "DEL {one:seq}:queue {one:seq}:alive"));
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
+    r = redisCommand(raw, "EXISTS {one:seq}:queue-seq");
+    CU_ASSERT_TRUE(r != NULL && r->type == REDIS_REPLY_INTEGER
+                   && r->integer == 0);
+    freeReplyObject(r);
+    expect_first(raw, sub, "marker");
+
+    redisFree(sub);
     redisFree(raw);
     tslock_lock_free(h);
     tslock_client_free(hc);
@@ -652,6 +747,8 @@ int main(void)
                     test_head_paused);
         CU_add_test(s, "a wake to a dead head: lost, or passed on",
                     test_naive_wake_one_loses_the_wake);
+        CU_add_test(s, "the line's counter: read only when set, put back",
+                    test_the_counter_marks_the_line);
         CU_add_test(s, "a barging client: the woken waiter keeps its place",
                     test_barging_client);
         CU_add_test(s, "waiters of the previous wake-all protocol",
