@@ -18,16 +18,21 @@ tslock_release_form tslock__best_form(const tslock_client *c)
 }
 
 /*
- * The release that wakes the first live waiter of the line alone.  It
- * names the lock and the line's arrival counter only (the script names
- * the line from the counter), and the cluster flag goes only to a
- * cluster: each argument is a cost on every release, most of which find
- * nobody in line.
+ * The release that wakes the first live waiter of the line alone.  On a
+ * single server it names the lock and the line's arrival counter only
+ * (the script names the line from the counter), and the cluster flag goes
+ * only to a cluster: each argument is a cost on every release, most of
+ * which find nobody in line.  On a cluster the line and its liveness set
+ * are declared keys too: while the slot migrates, a key the script did
+ * not declare may already be on the target, and Redis then refuses the
+ * script ("attempted to access a non local key") where, for declared
+ * keys, it answers -ASK or -TRYAGAIN, which the client follows.
  */
 static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
 {
     char now[TSLOCK__I64_STR];
-    const char *keys[2] = {l->key, l->seq_key};
+    const char *keys[4] = {l->key, l->seq_key, l->queue_key, l->alive_key};
+    int cluster = l->client->cluster != NULL;
     const char *args[4] = {expect, l->channel, now,
                            tslock__sharded(l->client) ? "sharded" : "cluster"};
     /*
@@ -39,8 +44,9 @@ static int release_wake_one(tslock_lock *l, const char *expect, redisReply **r)
      */
 
     tslock__i64_str(now, tslock__now(l->client, TSLOCK_CLOCK_WALL));
-    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE, 2, keys,
-                                   l->client->cluster != NULL ? 4 : 3, args, r);
+    return tslock__script_run_keys(l->client, SCRIPT_RELEASE_WAKE,
+                                   cluster ? 4 : 2, keys, cluster ? 4 : 3, args,
+                                   r);
 }
 
 static int guarded_lua(tslock_lock *l, enum tslock__guarded_op op,

@@ -224,12 +224,13 @@ static const struct {
     /*
      * The release of a token lock with a line of waiters (guard.c).
      * KEYS: the lock and the line's arrival counter ("<line>:queue-seq",
-     * which every waiter's joining INCRs).  ARGV: our token, the key's
-     * channel ("<name>:released"), now ms, and on a cluster 'cluster'
-     * (classic wake-ups) or 'sharded' (sharded wake-ups).  While the lock
-     * holds our token: delete it and the counter in one DEL, whose count
-     * says whether anyone joined since the last release that read the
-     * line.  Only then is the line ("<line>:queue", the counter's name
+     * which every waiter's joining INCRs), and on a cluster the line and
+     * its liveness set (declared there so a migrating slot redirects).  ARGV:
+     * our token, the key's channel ("<name>:released"), now ms, and on a
+     * cluster 'cluster' (classic wake-ups) or 'sharded' (sharded wake-ups).
+     * While the lock holds our token: delete it and the counter in one DEL,
+     * whose count says whether anyone joined since the last release that read
+     * the line.  Only then is the line ("<line>:queue", the counter's name
      * without "-seq") read: the counter is put back (SETNX, since every
      * user with a line has it) at the last arrival number with the line's
      * TTL, and the first live listening entry of
@@ -262,23 +263,24 @@ static const struct {
     [SCRIPT_RELEASE_WAKE] =
         {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end if "
          "redis.call('del', KEYS[1], KEYS[2]) > 1 then local q = "
-         "string.sub(KEYS[2], 1, -5) local last = redis.call('zrange', "
-         "q, '-1', '-1', 'withscores') if last[1] then local alive = "
-         "string.sub(q, 1, -7) .. ':alive' redis.call('setnx', KEYS[2], "
-         "last[2]) local t = redis.call('pttl', q) if t > 0 then "
-         "redis.call('pexpire', KEYS[2], t) end local now = "
-         "tonumber(ARGV[3]) local wake = string.sub(ARGV[2], 1, -10) .. "
-         "':wake:' for _, h in ipairs(redis.call('zrange', q, '0', "
-         "'3')) do local a = tonumber(redis.call('zscore', alive, h)) "
-         "local k = string.sub(h, -1) local w = k == 'w' or k == 's' if "
-         "a and a >= now and w then local n = redis.pcall(k == 's' and "
+         "KEYS[3] or string.sub(KEYS[2], 1, -5) local last = "
+         "redis.call('zrange', q, '-1', '-1', 'withscores') if last[1] "
+         "then local alive = KEYS[4] or string.sub(q, 1, -7) .. "
+         "':alive' redis.call('setnx', KEYS[2], last[2]) local t = "
+         "redis.call('pttl', q) if t > 0 then redis.call('pexpire', "
+         "KEYS[2], t) end local now = tonumber(ARGV[3]) local wake = "
+         "string.sub(ARGV[2], 1, -10) .. ':wake:' for _, h in "
+         "ipairs(redis.call('zrange', q, '0', '3')) do local a = "
+         "tonumber(redis.call('zscore', alive, h)) local k = "
+         "string.sub(h, -1) local w = k == 'w' or k == 's' if a and a "
+         ">= now and w then local n = redis.pcall(k == 's' and "
          "'spublish' or 'publish', wake .. h, KEYS[1]) if type(n) ~= "
          "'number' or n > 0 or (k == 'w' and ARGV[4]) then return 1 end "
          "end if not a or a < now or w then redis.call('zrem', q, h) "
          "redis.call('zrem', alive, h) end end end end "
          "redis.pcall(ARGV[4] == 'sharded' and 'spublish' or 'publish', "
          "ARGV[2], KEYS[1]) return 1",
-         "e7e0d32fbd03bd47055ef62da075cb0cd95b9c27"},
+         "af1e18b8dbfd4c1cc5b2424492f04bab82594b3f"},
 };
 
 /*

@@ -87,5 +87,11 @@ def test_watchdog_renews_and_its_thread_calls_the_observer(client, r, key):
     assert seen.wait(10)
     assert events[0] == ("acquire", False, True)
     assert events[-1] == ("lost", True, False)  # on the watchdog's thread
+    # The watchdog counts its failure once tslock_extend() has returned,
+    # after the loss was observed inside it: wait for that state.
+    deadline = time.monotonic() + 10
+    while (client.stats()["renewal_failures"] < 1
+           and time.monotonic() < deadline):
+        time.sleep(0.01)
     s = client.stats()
     assert s["lost"] == 1 and s["renewal_failures"] == 1
