@@ -225,7 +225,10 @@ static const struct {
      * The release of a token lock with a line of waiters (guard.c).
      * KEYS: the lock and the line's arrival counter ("<line>:queue-seq",
      * which every waiter's joining INCRs), and on a cluster the line and
-     * its liveness set (declared there so a migrating slot redirects).  ARGV:
+     * its liveness set (declared there so a migrating slot redirects; there
+     * the counter is only read with EXISTS, never deleted and written back:
+     * inside a script, a write to a key just deleted in a migrating slot is
+     * refused as "non local").  ARGV:
      * our token, the key's channel ("<name>:released"), now ms, and on a
      * cluster 'cluster' (classic wake-ups) or 'sharded' (sharded wake-ups).
      * While the lock holds our token: delete it and the counter in one DEL,
@@ -261,26 +264,28 @@ static const struct {
      * counter left by a line that emptied costs one read of it.
      */
     [SCRIPT_RELEASE_WAKE] =
-        {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end if "
-         "redis.call('del', KEYS[1], KEYS[2]) > 1 then local q = "
-         "KEYS[3] or string.sub(KEYS[2], 1, -5) local last = "
+        {"if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+         "local joined if ARGV[4] then redis.call('del', KEYS[1]) "
+         "joined = redis.call('exists', KEYS[2]) == 1 else joined = "
+         "redis.call('del', KEYS[1], KEYS[2]) > 1 end if joined then "
+         "local q = KEYS[3] or string.sub(KEYS[2], 1, -5) local last = "
          "redis.call('zrange', q, '-1', '-1', 'withscores') if last[1] "
          "then local alive = KEYS[4] or string.sub(q, 1, -7) .. "
-         "':alive' redis.call('setnx', KEYS[2], last[2]) local t = "
-         "redis.call('pttl', q) if t > 0 then redis.call('pexpire', "
-         "KEYS[2], t) end local now = tonumber(ARGV[3]) local wake = "
-         "string.sub(ARGV[2], 1, -10) .. ':wake:' for _, h in "
-         "ipairs(redis.call('zrange', q, '0', '3')) do local a = "
-         "tonumber(redis.call('zscore', alive, h)) local k = "
-         "string.sub(h, -1) local w = k == 'w' or k == 's' if a and a "
-         ">= now and w then local n = redis.pcall(k == 's' and "
+         "':alive' if not ARGV[4] then redis.call('setnx', KEYS[2], "
+         "last[2]) local t = redis.call('pttl', q) if t > 0 then "
+         "redis.call('pexpire', KEYS[2], t) end end local now = "
+         "tonumber(ARGV[3]) local wake = string.sub(ARGV[2], 1, -10) .. "
+         "':wake:' for _, h in ipairs(redis.call('zrange', q, '0', "
+         "'3')) do local a = tonumber(redis.call('zscore', alive, h)) "
+         "local k = string.sub(h, -1) local w = k == 'w' or k == 's' if "
+         "a and a >= now and w then local n = redis.pcall(k == 's' and "
          "'spublish' or 'publish', wake .. h, KEYS[1]) if type(n) ~= "
          "'number' or n > 0 or (k == 'w' and ARGV[4]) then return 1 end "
          "end if not a or a < now or w then redis.call('zrem', q, h) "
          "redis.call('zrem', alive, h) end end end end "
          "redis.pcall(ARGV[4] == 'sharded' and 'spublish' or 'publish', "
          "ARGV[2], KEYS[1]) return 1",
-         "af1e18b8dbfd4c1cc5b2424492f04bab82594b3f"},
+         "07e7e3b2770f686287947d4bc7ff41954ee9ed0e"},
 };
 
 /*
