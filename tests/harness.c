@@ -724,14 +724,6 @@ void th_clock_advance(th_clock *c, int64_t ms)
 
 /* ----------------------------------------------------------- watchdog */
 
-static int hang_default_s = TH_HANG_DEFAULT_S;
-
-void th_set_hang_default_s(int seconds)
-{
-    if (seconds > 0)
-        hang_default_s = seconds;
-}
-
 int th_hang_bound_s(void)
 {
     const char *v = getenv("TSLOCK_TEST_TIMEOUT");
@@ -740,7 +732,7 @@ int th_hang_bound_s(void)
     long scale = f != NULL && *f != '\0' ? strtol(f, NULL, 10) : 1;
 
     if (bound <= 0)
-        bound = hang_default_s;
+        bound = TH_HANG_DEFAULT_S;
     if (scale <= 0)
         scale = 1;
     return bound * scale > 86400 ? 86400 : (int)(bound * scale);

@@ -134,14 +134,6 @@ int th_run_all(void);
 int th_hang_bound_s(void);
 
 /*
- * A program's own default for the bound, in place of TH_HANG_DEFAULT_S
- * (still under $TSLOCK_TEST_TIMEOUT and scaled): for a program whose
- * tests are CPU-bound by design and slow on a loaded machine.  Call it
- * before th_run_all().
- */
-void th_set_hang_default_s(int seconds);
-
-/*
  * The monotonic time (th_mono_ms) ms from now, ms scaled by
  * $TSLOCK_TEST_TIMEOUT_SCALE: the deadline of a test's wait for a state
  * that should come at once, so a state that never comes fails the test
