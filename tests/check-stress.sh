@@ -22,7 +22,10 @@ default_tests="tests/test_client tests/test_wakeup tests/test_wakeone
 tests/test_fair tests/test_interop tests/test_cli.sh tests/test_cli_redlock.sh
 tests/test_resilience tests/test_faults tests/test_chaos tests/test_load
 tests/test_sentinel tests/test_skew tests/test_cli_skew.sh tests/test_python.sh
-tests/test_lock tests/test_redlock tests/test_cluster"
+tests/test_lock tests/test_redlock tests/test_cluster tests/test_shard
+tests/test_quirks tests/test_stats tests/test_cli_top.sh tests/test_exporter.sh
+tests/test_cli_once.sh tests/test_at_least tests/test_noscript tests/test_tls.sh
+tests/test_acl.sh tests/test_java.sh"
 tests=${STRESS_TESTS:-$default_tests}
 # An upper bound on the whole run for stress-ng's own timeout: an hour
 # per run is far beyond what the default list takes on two loaded cores.
