@@ -47,7 +47,20 @@ def test_gil_is_released_while_waiting(client, key):
     holder.release()
 
 
-def test_ctrl_c_interrupts_a_blocking_acquire_promptly(client, r, key):
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler (KeyboardInterrupt), for the test's
+    length.  Python installs it at start only where SIGINT is not ignored;
+    a process started in the background by a shell without job control
+    (nohup ... &, some CI runners) begins with SIGINT ignored, and so does
+    the Python in it: Ctrl-C cannot reach a wait there, by design."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_interrupts_a_blocking_acquire_promptly(client, r, key,
+                                                      python_sigint):
     holder = client.lock(key, timeout=30)
     assert holder.acquire()
     # sleep=30: without the cancel, the waiter would next look in 15-30 s.
@@ -76,7 +89,7 @@ def test_ctrl_c_interrupts_a_blocking_acquire_promptly(client, r, key):
     assert not waiter.locked()
 
 
-def test_ctrl_c_leaves_no_waiting_writer_behind(client, key):
+def test_ctrl_c_leaves_no_waiting_writer_behind(client, key, python_sigint):
     reader = client.read_lock(key)
     assert reader.acquire()
     writer = client.write_lock(key, sleep=30)
@@ -96,6 +109,26 @@ def test_ctrl_c_leaves_no_waiting_writer_behind(client, key):
     assert second.acquire(blocking=False)
     second.release()
     reader.release()
+
+
+def test_an_ignored_sigint_leaves_the_wait_alone(client, key):
+    holder = client.lock(key, timeout=30, fair=True)
+    assert holder.acquire()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        def interrupt_then_release():
+            wait_until(lambda: holder.queue_length() >= 1)
+            os.kill(os.getpid(), signal.SIGINT)
+            holder.release()
+
+        t = threading.Thread(target=interrupt_then_release)
+        t.start()
+        waiter = client.lock(key, fair=True)
+        assert waiter.acquire(blocking_timeout=20) is True
+        t.join()
+        waiter.release()
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def test_a_handler_that_does_not_raise_lets_the_wait_go_on(client, r, key):
