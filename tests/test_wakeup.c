@@ -508,6 +508,26 @@ static uint64_t wait_once(tslock_client *w, tslock_lock *l, tslock_lock *hl,
 }
 
 /*
+ * A client of a user whose ACL refuses UNSUBSCRIBE (as doc/acl.md's
+ * users, which need only +subscribe, do), on a fresh connection.
+ */
+static tslock_client *refused_client(void)
+{
+    redisContext *raw = th_redis(&srv);
+    redisReply *r = redisCommand(raw, "ACL SETUSER swapper reset on >pw ~* "
+                                      "&* +@all -unsubscribe -sunsubscribe");
+    tslock_client *c = NULL;
+
+    CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(raw);
+    CU_ASSERT_FATAL(tslock_client_new(&c) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_client_set_auth(c, "swapper", "pw") == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_client_connect_unix(c, srv.socket) == TSLOCK_OK);
+    return c;
+}
+
+/*
  * A client that waits on key A, then on key B, then on A again keeps
  * one subscriber connection: the server accepts one connection for all
  * four waits, and the subscriber is moved from A's channels to B's and
@@ -518,15 +538,19 @@ static uint64_t wait_once(tslock_client *w, tslock_lock *l, tslock_lock *hl,
  * tried once more, at its end, and no more.  Then B's release is heard
  * (the one attempt after the failed try, long before the retry delay),
  * and A's.  With classic pub/sub and with sharded, where the '}' key B
- * has a classic channel of another form than its sharded one.
+ * has a classic channel of another form than its sharded one.  A user
+ * refused UNSUBSCRIBE waits the same, on a new connection for each
+ * change of key: the refused move and the next one, not tried again.
  */
 static void test_one_subscriber_for_many_keys(void)
 {
-    int sharded;
+    int pass;
 
-    for (sharded = 0; sharded <= 1; sharded++) {
+    for (pass = 0; pass < 3; pass++) {
+        int sharded = pass == 1, refused = pass == 2;
         int mode = sharded ? TSLOCK_PUBSUB_SHARDED : TSLOCK_PUBSUB_CLASSIC;
-        tslock_client *h = th_client(&srv), *w = th_client(&srv);
+        tslock_client *h = th_client(&srv),
+                      *w = refused ? refused_client() : th_client(&srv);
         tslock_lock *a =
             new_lock(w, "wake:swap-a", TSLOCK_SCHEME_TOKEN, 600000);
         tslock_lock *b =
@@ -574,10 +598,12 @@ static void test_one_subscriber_for_many_keys(void)
 
         CU_ASSERT_EQUAL(
             info_field(p.raw, "stats", "total_connections_received"),
-            conns + 1);
+            conns + (refused ? 3 : 1));
         CU_ASSERT_EQUAL(pubsub_clients(p.raw), 1);
         printf("\n    %s: 4 waits on 2 keys, %lld subscriber connection(s) ",
-               sharded ? "sharded" : "classic",
+               refused   ? "UNSUBSCRIBE refused"
+               : sharded ? "sharded"
+                         : "classic",
                info_field(p.raw, "stats", "total_connections_received")
                    - conns);
         redisFree(p.raw);
