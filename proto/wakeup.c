@@ -11,7 +11,10 @@
  * Cluster the subscriptions are sharded (SSUBSCRIBE at the master of the
  * key's slot; releases SPUBLISH), and a subscription lost to a slot
  * migration or a failover is made again at the new owner, after which
- * the lock is tried once before the wait goes on.
+ * the lock is tried once before the wait goes on.  The subscriber
+ * connection is kept between waits; a wait on another key moves it to
+ * that key's channels in one round trip where it leads to a node that
+ * serves them (swap_on()), and opens a new one elsewhere.
  */
 #include <errno.h>
 #include <poll.h>
