@@ -272,6 +272,25 @@ static int is_unsubscribed(const redisReply *r)
 }
 
 /*
+ * Whether an error answering UNSUBSCRIBE refuses it for good (an ACL's
+ * -NOPERM, a proxy's unknown command), rather than for now: a -MOVED or
+ * -ASK (the old channels' slot left the node), or a cluster or server
+ * not ready.
+ */
+static int refusal(const char *line)
+{
+    static const char *const now[] = {"MOVED ",      "ASK ",    "TRYAGAIN",
+                                      "CLUSTERDOWN", "LOADING", "BUSY",
+                                      "MASTERDOWN"};
+    size_t i;
+
+    for (i = 0; i < sizeof(now) / sizeof(now[0]); i++)
+        if (strncmp(line, now[i], strlen(now[i])) == 0)
+            return 0;
+    return 1;
+}
+
+/*
  * Read the confirmations of a swap's pipeline, in order.  Messages are
  * passed over: those of the old channels were published before their
  * UNSUBSCRIBE ran, and those of the new ones before the first try, which
@@ -279,8 +298,8 @@ static int is_unsubscribed(const redisReply *r)
  * "sunsubscribe" of an old channel (its slot left the node before our
  * SUNSUBSCRIBE ran, which Redis then confirms as well) is passed over
  * too.  An error answering the classic SUBSCRIBE, the last command, sets
- * *classic_ok to 0, as on a new connection.  0; SWAP_REFUSED when an
- * error answered an unsubscribing command; SWAP_FAILED on any other
+ * *classic_ok to 0, as on a new connection.  0; SWAP_REFUSED when a
+ * refusal() answered an unsubscribing command; SWAP_FAILED on any other
  * error or reply, or when the connection failed.
  */
 static int swap_replies(redisContext *sub, const struct expected *e, int n,
@@ -304,8 +323,9 @@ static int swap_replies(redisContext *sub, const struct expected *e, int n,
                 *classic_ok = 0; /* an ACL of sharded channels only */
                 i = n;
             } else {
-                rc = strstr(e[i].kind, "unsub") != NULL ? SWAP_REFUSED
-                                                        : SWAP_FAILED;
+                rc = strstr(e[i].kind, "unsub") != NULL && refusal(r->str)
+                         ? SWAP_REFUSED
+                         : SWAP_FAILED;
             }
         } else if (is_push(r, e[i].kind)
                    && r->element[1]->type == REDIS_REPLY_STRING
