@@ -525,6 +525,71 @@ static void test_subscriber_follows_the_node(void)
         redisFree(raw[i]);
 }
 
+/* Move key's slot from master `from` to master `to`, keys and all. */
+static int move_slot(const char *key, int from, int to)
+{
+    int slot = th_cluster_keyslot(&cl, from, key, strlen(key));
+
+    return slot >= 0 && th_cluster_migrate_begin(&cl, slot, from, to) == 0
+           && th_cluster_migrate_keys(&cl, slot, from, to, 0) >= 0
+           && th_cluster_migrate_end(&cl, slot, from, to) == 0;
+}
+
+/*
+ * A subscription whose slot moved while the client was not waiting: the
+ * old master's unasked "sunsubscribe" of it lies on the subscriber's
+ * socket when the client next waits, on another key of that master.
+ * The move of the subscriber (or, where the old master refuses to
+ * SUNSUBSCRIBE channels of a slot it no longer serves, a new
+ * connection) must not take it for the loss of the new subscription,
+ * nor the old key's release for the new key's: the wait is woken by the
+ * new key's release (its retry delay is 30 s).  The slot goes back
+ * after.
+ */
+static void test_subscriber_after_slot_moved(void)
+{
+    int x = th_cluster_owner(&cl, "{wk}"), y = -1, i;
+    char a[32], b[32], probe[32];
+    tslock_client *hc = client_on(x, TSLOCK_PUBSUB_SHARDED);
+    tslock_client *wc = client_on(x, TSLOCK_PUBSUB_SHARDED);
+    tslock_lock *ha, *hb, *la, *lb;
+    struct waiter wt;
+
+    for (i = 0; y < 0 || y == x; i++) {
+        snprintf(probe, sizeof(probe), "moved-y:%d", i);
+        y = th_cluster_owner(&cl, probe);
+    }
+    key_on(x, "moved-a", a, sizeof(a));
+    key_on(x, "moved-b", b, sizeof(b));
+    CU_ASSERT_FATAL(th_cluster_keyslot(&cl, x, a, strlen(a))
+                    != th_cluster_keyslot(&cl, x, b, strlen(b)));
+    ha = waiting_lock(hc, a);
+    hb = waiting_lock(hc, b);
+    la = waiting_lock(wc, a);
+    lb = waiting_lock(wc, b);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(ha, 0), TSLOCK_OK);
+    wait_briefly(la); /* subscribed on x to a's channels */
+    CU_ASSERT_EQUAL(tslock_release(ha), TSLOCK_OK);
+    CU_ASSERT_FATAL(move_slot(a, x, y));
+    snprintf(probe, sizeof(probe), "{%s}:released", a);
+    CU_ASSERT_EQUAL(subscribers(x, "SHARDNUMSUB", probe), 0); /* dropped */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(hb, 0), TSLOCK_OK);
+    tslock_lock_set_retry(lb, RETRY_MS, RETRY_MS);
+    waiter_start(&wt, lb);
+    CU_ASSERT_FATAL(await_line(x, b, 1));
+    CU_ASSERT_EQUAL(tslock_release(hb), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(lb), TSLOCK_OK);
+    CU_ASSERT(move_slot(a, y, x));
+    tslock_lock_free(ha);
+    tslock_lock_free(hb);
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(hc);
+    tslock_client_free(wc);
+}
+
 /*
  * Falling back: on a single 7.0 server AUTO is classic (sharded saves no
  * bus there) and SHARDED is sharded; a user whose ACL refuses SSUBSCRIBE
@@ -1080,6 +1145,8 @@ int main(void)
         CU_add_test(s, "a '}' key wakes one", test_brace_key_wakes_one);
         CU_add_test(s, "the subscriber moves, or follows the node",
                     test_subscriber_follows_the_node);
+        CU_add_test(s, "the subscriber moves after its slot moved",
+                    test_subscriber_after_slot_moved);
         CU_add_test(s, "a refused SSUBSCRIBE falls back to classic",
                     test_refused_falls_back);
         CU_add_test(s, "tslock --pubsub and -v", test_cli_pubsub);
