@@ -508,14 +508,18 @@ static uint64_t wait_once(tslock_client *w, tslock_lock *l, tslock_lock *hl,
 }
 
 /*
- * A client of a user whose ACL refuses UNSUBSCRIBE (as doc/acl.md's
- * users, which need only +subscribe, do), on a fresh connection.
+ * A client of an ACL user, AUTHed on each connection: allowed every
+ * command, or refused UNSUBSCRIBE (as doc/acl.md's users, which need
+ * only +subscribe, are).
  */
-static tslock_client *refused_client(void)
+static tslock_client *user_client(int refused)
 {
     redisContext *raw = th_redis(&srv);
-    redisReply *r = redisCommand(raw, "ACL SETUSER swapper reset on >pw ~* "
-                                      "&* +@all -unsubscribe -sunsubscribe");
+    redisReply *r =
+        redisCommand(raw, refused ? "ACL SETUSER swapper reset on >pw ~* &* "
+                                    "+@all -unsubscribe -sunsubscribe"
+                                  : "ACL SETUSER swapper reset on >pw ~* &* "
+                                    "+@all");
     tslock_client *c = NULL;
 
     CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_STATUS);
@@ -540,17 +544,18 @@ static tslock_client *refused_client(void)
  * and A's.  With classic pub/sub and with sharded, where the '}' key B
  * has a classic channel of another form than its sharded one.  A user
  * refused UNSUBSCRIBE waits the same, on a new connection for each
- * change of key: the refused move and the next one, not tried again.
+ * change of key: the refused move and the next one, not tried again;
+ * one allowed it moves its subscriber, AUTHed once, like the others.
  */
 static void test_one_subscriber_for_many_keys(void)
 {
     int pass;
 
-    for (pass = 0; pass < 3; pass++) {
-        int sharded = pass == 1, refused = pass == 2;
+    for (pass = 0; pass < 4; pass++) {
+        int sharded = pass == 1, refused = pass == 2, user = pass >= 2;
         int mode = sharded ? TSLOCK_PUBSUB_SHARDED : TSLOCK_PUBSUB_CLASSIC;
         tslock_client *h = th_client(&srv),
-                      *w = refused ? refused_client() : th_client(&srv);
+                      *w = user ? user_client(refused) : th_client(&srv);
         tslock_lock *a =
             new_lock(w, "wake:swap-a", TSLOCK_SCHEME_TOKEN, 600000);
         tslock_lock *b =
@@ -602,6 +607,7 @@ static void test_one_subscriber_for_many_keys(void)
         CU_ASSERT_EQUAL(pubsub_clients(p.raw), 1);
         printf("\n    %s: 4 waits on 2 keys, %lld subscriber connection(s) ",
                refused   ? "UNSUBSCRIBE refused"
+               : user    ? "ACL user (AUTH), classic"
                : sharded ? "sharded"
                          : "classic",
                info_field(p.raw, "stats", "total_connections_received")
