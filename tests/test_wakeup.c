@@ -467,7 +467,7 @@ static void *waiting_main(void *arg)
  * neither's lease nor the retry delay ending within the test's bound.
  * With release, hl is released once the waiter's failed try has put it
  * in the key's line, and the wait must end acquired: only a release it
- * hears makes it try again.  Without, a 300 ms wait must run out
+ * hears makes it try again.  Without, a 100 ms wait must run out
  * (EBUSY), trying once more at its end.  The probe is filled at the
  * failed try; the attempts after the first come back.
  */
@@ -498,7 +498,7 @@ static uint64_t wait_once(tslock_client *w, tslock_lock *l, tslock_lock *hl,
         pthread_join(t, NULL);
         CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
     } else {
-        CU_ASSERT_EQUAL(tslock_acquire(l, 300), TSLOCK_EBUSY);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY);
     }
     th_bound_end(&b);
     tslock_client_set_step_hook(w, NULL, NULL);
@@ -537,7 +537,7 @@ static tslock_client *user_client(int refused)
  * four waits, and the subscriber is moved from A's channels to B's and
  * back.  While it waits on B, messages on every one of A's channels
  * (published before the move, so in flight on the subscriber's socket,
- * and again during the wait) never end the wait: a 300 ms wait on B,
+ * and again at the wait's failed try) never end the wait: a 100 ms wait on B,
  * whose retry delay and holder's lease are 10 minutes, runs out having
  * tried once more, at its end, and no more.  Then B's release is heard
  * (the one attempt after the failed try, long before the retry delay),
