@@ -296,6 +296,9 @@ void tslock__sub_close(tslock_client *c)
     c->sub_own = NULL;
     free(c->sub_classic);
     c->sub_classic = NULL;
+    free(c->sub_host);
+    c->sub_host = NULL;
+    c->sub_port = 0;
     c->sub_sharded = 0;
 }
 

@@ -769,23 +769,25 @@ static void refresh_map(tslock_client *c)
     }
 }
 
-int tslock__cluster_connect_owner(tslock_client *c, const char *key,
-                                  int refresh, redisContext **out)
+void tslock__cluster_owner(tslock_client *c, const char *key, int refresh,
+                           const char **host, int *port)
 {
     struct tslock__cluster *cl = c->cluster;
     unsigned slot;
     int i;
 
-    *out = NULL;
+    *host = c->host;
+    *port = c->port;
     if (cl == NULL)
-        return tslock__connect_side(c, out);
+        return;
     if (refresh || cl->stale)
         refresh_map(c);
     slot = tslock__slot(key, strlen(key));
     if (cl->owner[slot] == 0)
-        return tslock__connect_side(c, out);
+        return;
     i = cl->owner[slot] - 1;
-    return tslock__connect_node(c, cl->nodes[i].host, cl->nodes[i].port, out);
+    *host = cl->nodes[i].host;
+    *port = cl->nodes[i].port;
 }
 
 void tslock__cluster_moved(tslock_client *c, const char *moved)

@@ -75,10 +75,13 @@ struct tslock_client {
     char wakeups_why[256];   /* what made the first of them */
     /* The subscriber connection of waiting acquires (wakeup.c). */
     redisContext *sub;
-    char *sub_channel; /* what sub is subscribed to: the key's channel */
-    char *sub_own;     /* and this client's own wake channel for that key */
-    int sub_sharded;   /* sub listens with SSUBSCRIBE (tslock__sharded) */
-    char *sub_classic; /* and, then, with SUBSCRIBE to the classic name */
+    char *sub_channel;    /* what sub is subscribed to: the key's channel */
+    char *sub_own;        /* and this client's own wake channel for that key */
+    int sub_sharded;      /* sub listens with SSUBSCRIBE (tslock__sharded) */
+    char *sub_classic;    /* and, then, with SUBSCRIBE to the classic name */
+    char *sub_host;       /* where sub leads: a copy of the address it was */
+    int sub_port;         /* opened to, to tell whether it serves a new key */
+    int sub_swap_refused; /* the server refused UNSUBSCRIBE on sub */
     /*
      * Sharded pub/sub (Redis 7.0): the mode of tslock_client_set_pubsub()
      * and whether a server or proxy refused SSUBSCRIBE on this client,
@@ -328,13 +331,14 @@ int tslock__cluster_pipeline(tslock_client *c, const char *key, int n,
  */
 int tslock__rewatch(tslock_client *c);
 /*
- * A new connection to the master the slot map names for key's slot (the
- * seed when none is known yet): where a sharded subscription to a
- * channel in that slot must go.  With refresh, the map is asked again
- * first, of any node that answers.
+ * Where a sharded subscription to a channel in key's slot must go: the
+ * master the slot map names for that slot, else (a single server, a
+ * slot not known yet) the client's own server, c->host and c->port.
+ * With refresh, the map is asked again first, of any node that answers.
+ * *host points into the map or the client: copy it to keep it.
  */
-int tslock__cluster_connect_owner(tslock_client *c, const char *key,
-                                  int refresh, redisContext **out);
+void tslock__cluster_owner(tslock_client *c, const char *key, int refresh,
+                           const char **host, int *port);
 /* Note that the slot moved to "host:port" (a -MOVED's target). */
 void tslock__cluster_moved(tslock_client *c, const char *moved);
 #define TSLOCK__REWATCH_MAX 8

@@ -11,7 +11,10 @@
  * Cluster the subscriptions are sharded (SSUBSCRIBE at the master of the
  * key's slot; releases SPUBLISH), and a subscription lost to a slot
  * migration or a failover is made again at the new owner, after which
- * the lock is tried once before the wait goes on.
+ * the lock is tried once before the wait goes on.  The subscriber
+ * connection is kept between waits; a wait on another key moves it to
+ * that key's channels in one round trip where it leads to a node that
+ * serves them (swap_on()), and opens a new one elsewhere.
  */
 #include <errno.h>
 #include <poll.h>
@@ -231,12 +234,205 @@ static int listens_for(const tslock_client *c, const tslock_lock *l,
                    : c->sub_own != NULL && strcmp(c->sub_own, own) == 0);
 }
 
+/* Whether the open subscriber leads to host:port, in the same mode. */
+static int leads_to(const tslock_client *c, const char *host, int port,
+                    int sharded)
+{
+    return c->sub != NULL && !c->sub->err && !c->sub_swap_refused
+           && c->sub_channel != NULL && c->sub_sharded == sharded
+           && c->sub_port == port && c->sub_host != NULL && host != NULL
+           && strcmp(c->sub_host, host) == 0;
+}
+
+/* One confirmation a swap waits for: its kind, its channel, its command. */
+struct expected {
+    const char *kind;
+    const char *channel;
+    int command;
+};
+
+#define SWAP_FAILED  (-1) /* the connection failed or answered otherwise */
+#define SWAP_REFUSED (-2) /* an UNSUBSCRIBE was refused (an ACL, a proxy) */
+
+/* Whether name is one of the n channels of list (NULLs skipped). */
+static int among(const char *name, const char *const *list, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (list[i] != NULL && strcmp(list[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether r is an "unsubscribe" or "sunsubscribe" push. */
+static int is_unsubscribed(const redisReply *r)
+{
+    return is_push(r, "unsubscribe") || is_push(r, "sunsubscribe");
+}
+
 /*
- * The subscriber on l's channels: kept from the last wait, or made: on a
- * cluster with sharded wake-ups at the master of the key's slot (asking
- * the slot map again with refresh, and following a -MOVED), elsewhere on
- * a second connection to the client's server.  A server or proxy that
- * refuses SSUBSCRIBE turns the client to classic pub/sub for good.
+ * Whether an error answering UNSUBSCRIBE refuses it for good (an ACL's
+ * -NOPERM, a proxy's unknown command), rather than for now: a -MOVED or
+ * -ASK (the old channels' slot left the node), or a cluster or server
+ * not ready.
+ */
+static int refusal(const char *line)
+{
+    static const char *const now[] = {"MOVED ",      "ASK ",    "TRYAGAIN",
+                                      "CLUSTERDOWN", "LOADING", "BUSY",
+                                      "MASTERDOWN"};
+    size_t i;
+
+    for (i = 0; i < sizeof(now) / sizeof(now[0]); i++)
+        if (strncmp(line, now[i], strlen(now[i])) == 0)
+            return 0;
+    return 1;
+}
+
+/*
+ * Read the confirmations of a swap's pipeline, in order.  Messages are
+ * passed over: those of the old channels were published before their
+ * UNSUBSCRIBE ran, and those of the new ones before the first try, which
+ * sees the lock as it is (listen_fresh() drops them too).  An unasked
+ * "sunsubscribe" of an old channel (its slot left the node before our
+ * SUNSUBSCRIBE ran, which Redis then confirms as well) is passed over
+ * too.  An error answering the classic SUBSCRIBE, the last command, sets
+ * *classic_ok to 0, as on a new connection.  0; SWAP_REFUSED when a
+ * refusal() answered an unsubscribing command; SWAP_FAILED on any other
+ * error or reply, or when the connection failed.
+ */
+static int swap_replies(redisContext *sub, const struct expected *e, int n,
+                        const char *const *old, const char *const *now,
+                        int classic_cmd, int *classic_ok)
+{
+    int i = 0;
+
+    while (i < n) {
+        void *v = NULL;
+        redisReply *r;
+        int rc = 0;
+
+        if (tslock__get_reply(sub, &v) != REDIS_OK || v == NULL)
+            return SWAP_FAILED;
+        r = v;
+        if (is_push(r, "message") || is_push(r, "smessage")) {
+            ; /* before the subscription point: dropped */
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            if (e[i].command == classic_cmd) {
+                *classic_ok = 0; /* an ACL of sharded channels only */
+                i = n;
+            } else {
+                rc = strstr(e[i].kind, "unsub") != NULL && refusal(r->str)
+                         ? SWAP_REFUSED
+                         : SWAP_FAILED;
+            }
+        } else if (is_push(r, e[i].kind)
+                   && r->element[1]->type == REDIS_REPLY_STRING
+                   && strcmp(r->element[1]->str, e[i].channel) == 0) {
+            i++;
+        } else if (!is_unsubscribed(r)
+                   || r->element[1]->type != REDIS_REPLY_STRING
+                   || !among(r->element[1]->str, old, 3)
+                   || among(r->element[1]->str, now, 3)) {
+            rc = SWAP_FAILED;
+        }
+        freeReplyObject(r);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/*
+ * Move the open subscriber from the channels it listens on to l's, in
+ * one round trip: UNSUBSCRIBE (SUNSUBSCRIBE) the old ones and SUBSCRIBE
+ * (SSUBSCRIBE) the new ones, pipelined.  Redis answers them in order,
+ * so every message of an old channel comes before the last of their
+ * confirmations, all of which are read here: none is left for drain()
+ * to take for a release.  TSLOCK_OK with *classic_ok set as
+ * subscribe_on() sets it; else the connection is to be closed and a new
+ * one made (TSLOCK_EUNSUPPORTED: the server refused to unsubscribe, so
+ * this client swaps no more).
+ */
+static int swap_on(tslock_client *c, const char *channel, const char *own,
+                   const char *classic, int sharded, int *classic_ok)
+{
+    const char *old[3] = {c->sub_channel, c->sub_own, c->sub_classic};
+    const char *now[3] = {channel, own, classic};
+    const char *unsub[3] = {sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE",
+                            c->sub_channel, c->sub_own};
+    const char *unsub_classic[2] = {"UNSUBSCRIBE", c->sub_classic};
+    const char *sub[3] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channel, own};
+    const char *sub_classic[2] = {"SUBSCRIBE", classic};
+    struct tslock__queued q[4];
+    struct expected e[7];
+    int nq = 0, ne = 0, classic_cmd = -1, rc;
+
+    e[ne++] = (struct expected){sharded ? "sunsubscribe" : "unsubscribe",
+                                c->sub_channel, nq};
+    if (c->sub_own != NULL)
+        e[ne++] = (struct expected){e[0].kind, c->sub_own, nq};
+    q[nq++] = (struct tslock__queued){TSLOCK_STEP_GET,
+                                      c->sub_own != NULL ? 3 : 2, unsub};
+    if (c->sub_classic != NULL) {
+        e[ne++] = (struct expected){"unsubscribe", c->sub_classic, nq};
+        q[nq++] = (struct tslock__queued){TSLOCK_STEP_GET, 2, unsub_classic};
+    }
+    e[ne] =
+        (struct expected){sharded ? "ssubscribe" : "subscribe", channel, nq};
+    if (own != NULL) {
+        e[ne + 1] = (struct expected){e[ne].kind, own, nq};
+        ne++;
+    }
+    ne++;
+    q[nq++] =
+        (struct tslock__queued){TSLOCK_STEP_GET, own != NULL ? 3 : 2, sub};
+    if (classic != NULL) {
+        classic_cmd = nq;
+        e[ne++] = (struct expected){"subscribe", classic, nq};
+        q[nq++] = (struct tslock__queued){TSLOCK_STEP_GET, 2, sub_classic};
+    }
+    *classic_ok = 1;
+    if (tslock__send(c->sub, nq, q) != REDIS_OK)
+        return TSLOCK_EIO;
+    rc = swap_replies(c->sub, e, ne, old, now, classic_cmd, classic_ok);
+    if (rc == SWAP_REFUSED) {
+        c->sub_swap_refused = 1;
+        return TSLOCK_EUNSUPPORTED;
+    }
+    return rc == 0 ? TSLOCK_OK : TSLOCK_EIO;
+}
+
+/* Note what the subscriber listens on now: TSLOCK_OK or ENOMEM. */
+static int listening_on(tslock_client *c, const tslock_lock *l, char *own,
+                        char *classic, int sharded)
+{
+    char *channel = strdup(l->channel);
+
+    if (channel == NULL)
+        return TSLOCK_ENOMEM;
+    free(c->sub_channel);
+    free(c->sub_own);
+    free(c->sub_classic);
+    c->sub_channel = channel;
+    c->sub_own = own;
+    c->sub_classic = classic;
+    c->sub_sharded = sharded;
+    return TSLOCK_OK;
+}
+
+/*
+ * The subscriber on l's channels: kept from the last wait; or the one
+ * open moved to them in one round trip (swap_on()), where it leads to
+ * where they are to be heard (always on a single server, and with
+ * classic pub/sub, whose messages every node delivers; on a cluster
+ * with sharded wake-ups, when the master of the new key's slot is the
+ * node it leads to); or made: on a cluster with sharded wake-ups at the
+ * master of the key's slot (asking the slot map again with refresh, and
+ * following a -MOVED), elsewhere on a second connection to the client's
+ * server.  A server or proxy that refuses SSUBSCRIBE turns the client to
+ * classic pub/sub for good.
  */
 static int subscribe(tslock_lock *l, int refresh)
 {
@@ -244,20 +440,42 @@ static int subscribe(tslock_lock *l, int refresh)
     int tries, rc = TSLOCK_EIO;
 
     for (tries = 0; tries < 4; tries++) {
-        int sharded = tslock__sharded(c);
+        int sharded = tslock__sharded(c), port = c->port;
         char *own = own_channel(l), *classic = NULL, moved[300];
+        const char *host = c->host;
         int classic_ok = 0;
 
         if (listens_for(c, l, own, sharded)) {
             free(own);
             return TSLOCK_OK;
         }
-        tslock__sub_close(c);
         classic = sharded ? classic_channel(l) : NULL;
-        rc = (sharded && classic == NULL) ? TSLOCK_ENOMEM
-             : sharded ? tslock__cluster_connect_owner(c, l->channel, refresh,
-                                                       &c->sub)
-                       : tslock__connect_side(c, &c->sub);
+        if (sharded && classic == NULL) {
+            free(own);
+            tslock__sub_close(c);
+            return TSLOCK_ENOMEM;
+        }
+        if (sharded)
+            tslock__cluster_owner(c, l->channel, refresh, &host, &port);
+        if (leads_to(c, host, port, sharded)
+            && swap_on(c, l->channel, own, classic, sharded, &classic_ok)
+                   == TSLOCK_OK) {
+            if (!classic_ok) {
+                free(classic); /* refused: sharded only */
+                classic = NULL;
+            }
+            if (listening_on(c, l, own, classic, sharded) == TSLOCK_OK)
+                return TSLOCK_OK;
+            free(own);
+            free(classic);
+            tslock__sub_close(c);
+            return TSLOCK_ENOMEM;
+        }
+        tslock__sub_close(c);
+        rc = tslock__connect_node(c, host, port, &c->sub);
+        if (rc == TSLOCK_OK && (c->sub_host = strdup(host)) == NULL)
+            rc = TSLOCK_ENOMEM;
+        c->sub_port = port;
         if (rc == TSLOCK_OK)
             rc = subscribe_on(c, l->channel, own, classic, sharded, moved,
                               sizeof(moved), &classic_ok);
@@ -266,14 +484,9 @@ static int subscribe(tslock_lock *l, int refresh)
             classic = NULL;
         }
         if (rc == TSLOCK_OK) {
-            c->sub_channel = strdup(l->channel);
-            c->sub_own = own;
-            c->sub_classic = classic;
-            c->sub_sharded = sharded;
-            if (c->sub_channel != NULL)
+            rc = listening_on(c, l, own, classic, sharded);
+            if (rc == TSLOCK_OK)
                 return TSLOCK_OK;
-            rc = TSLOCK_ENOMEM;
-            own = classic = NULL; /* freed with the subscriber */
         }
         free(own);
         free(classic);

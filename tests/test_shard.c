@@ -398,6 +398,198 @@ static void test_brace_key_wakes_one(void)
     tslock_client_free(c2);
 }
 
+/* An INFO field of a node, asked on a connection kept open; -1. */
+static long long info_of(redisContext *raw, const char *section,
+                         const char *field)
+{
+    redisReply *r = redisCommand(raw, "INFO %s", section);
+    long long v = -1;
+    const char *p;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING
+        && (p = strstr(r->str, field)) != NULL)
+        v = atoll(p + strlen(field) + 1);
+    freeReplyObject(r);
+    return v;
+}
+
+/* How many of a node's connections are subscribers. */
+static long long pubsub_clients(redisContext *raw)
+{
+    redisReply *r = redisCommand(raw, "CLIENT LIST TYPE pubsub");
+    long long n = -1;
+    const char *p;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        for (n = 0, p = r->str; (p = strstr(p, "id=")) != NULL; p++)
+            n++;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Subscribers of a channel of kind (NUMSUB, SHARDNUMSUB), on raw. */
+static long long numsub(redisContext *raw, const char *kind, const char *key)
+{
+    redisReply *r = redisCommand(raw, "PUBSUB %s {%s}:released", kind, key);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[1]->type == REDIS_REPLY_INTEGER)
+        n = r->element[1]->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A wait that subscribes, tries a few times and runs out: key held. */
+static void wait_briefly(tslock_lock *l)
+{
+    tslock_lock_set_retry(l, 1, 2);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 5), TSLOCK_EBUSY);
+}
+
+/*
+ * The subscriber of a client that waits on another key moves to the new
+ * key's channels on its connection when that connection leads to where
+ * they are heard, and is made anew where it does not.  Sharded: waits on
+ * two keys of master X accept one connection, on X; a wait on a key of
+ * master Y then opens one on Y, and the one on X is closed.  Classic
+ * (every node delivers every message): one connection for all three.
+ * Connections counted by every node's total_connections_received, asked
+ * on connections opened before; the waiter's command connections are
+ * made by a try on each key first.
+ */
+static void test_subscriber_follows_the_node(void)
+{
+    redisContext *raw[TH_CLUSTER_MAX];
+    long long n0[TH_CLUSTER_MAX];
+    char keys[3][32];
+    int x = th_cluster_owner(&cl, "{wk}"), y = -1, i, k, mode;
+
+    for (i = 0; y < 0 || y == x; i++) {
+        snprintf(keys[2], sizeof(keys[2]), "swap-y:%d", i);
+        y = th_cluster_owner(&cl, keys[2]);
+    }
+    key_on(x, "swap-a", keys[0], sizeof(keys[0]));
+    key_on(x, "swap-b", keys[1], sizeof(keys[1]));
+    for (i = 0; i < cl.n; i++)
+        raw[i] = th_redis(&cl.node[i]);
+    for (mode = TSLOCK_PUBSUB_SHARDED; mode >= TSLOCK_PUBSUB_CLASSIC; mode--) {
+        int sharded = mode == TSLOCK_PUBSUB_SHARDED;
+        const char *kind = sharded ? "SHARDNUMSUB" : "NUMSUB";
+        tslock_client *hc = client_on(x, mode), *wc = client_on(x, mode);
+        tslock_lock *h[3], *l[3];
+        long long more = 0;
+
+        for (k = 0; k < 3; k++) {
+            h[k] = waiting_lock(hc, keys[k]);
+            l[k] = waiting_lock(wc, keys[k]);
+            CU_ASSERT_EQUAL_FATAL(tslock_acquire(h[k], 0), TSLOCK_OK);
+            CU_ASSERT_EQUAL(tslock_acquire(l[k], 0), TSLOCK_EBUSY);
+        }
+        for (i = 0; i < cl.n; i++)
+            n0[i] = info_of(raw[i], "stats", "total_connections_received");
+        wait_briefly(l[0]);
+        wait_briefly(l[1]);
+        CU_ASSERT_EQUAL(numsub(raw[x], kind, keys[0]), 0);
+        CU_ASSERT_EQUAL(numsub(raw[x], kind, keys[1]), 1);
+        for (i = 0; i < cl.n; i++)
+            CU_ASSERT_EQUAL(
+                info_of(raw[i], "stats", "total_connections_received"),
+                n0[i] + (i == x));
+        wait_briefly(l[2]);
+        CU_ASSERT_EQUAL(numsub(raw[sharded ? y : x], kind, keys[2]), 1);
+        for (i = 0; i < cl.n; i++) {
+            long long n =
+                info_of(raw[i], "stats", "total_connections_received");
+            more += n - n0[i];
+            CU_ASSERT_EQUAL(n, n0[i] + (i == x) + (sharded && i == y));
+        }
+        if (sharded) { /* the one on X was closed: its end comes soon */
+            for (k = 0; k < 2000 && pubsub_clients(raw[x]) != 0; k++)
+                poll(NULL, 0, 5);
+            CU_ASSERT_EQUAL(pubsub_clients(raw[x]), 0);
+        }
+        CU_ASSERT_EQUAL(more, sharded ? 2 : 1);
+        printf("\n    %s: waits on 2 keys of one master, then 1 of another: "
+               "%lld subscriber connection(s) ",
+               sharded ? "sharded" : "classic", more);
+        for (k = 0; k < 3; k++) {
+            CU_ASSERT_EQUAL(tslock_release(h[k]), TSLOCK_OK);
+            tslock_lock_free(h[k]);
+            tslock_lock_free(l[k]);
+        }
+        tslock_client_free(hc);
+        tslock_client_free(wc);
+    }
+    for (i = 0; i < cl.n; i++)
+        redisFree(raw[i]);
+}
+
+/* Move key's slot from master `from` to master `to`, keys and all. */
+static int move_slot(const char *key, int from, int to)
+{
+    int slot = th_cluster_keyslot(&cl, from, key, strlen(key));
+
+    return slot >= 0 && th_cluster_migrate_begin(&cl, slot, from, to) == 0
+           && th_cluster_migrate_keys(&cl, slot, from, to, 0) >= 0
+           && th_cluster_migrate_end(&cl, slot, from, to) == 0;
+}
+
+/*
+ * A subscription whose slot moved while the client was not waiting: the
+ * old master's unasked "sunsubscribe" of it lies on the subscriber's
+ * socket when the client next waits, on another key of that master.
+ * The move of the subscriber (or, where the old master refuses to
+ * SUNSUBSCRIBE channels of a slot it no longer serves, a new
+ * connection) must not take it for the loss of the new subscription,
+ * nor the old key's release for the new key's: the wait is woken by the
+ * new key's release (its retry delay is 30 s).  The slot goes back
+ * after.
+ */
+static void test_subscriber_after_slot_moved(void)
+{
+    int x = th_cluster_owner(&cl, "{wk}"), y = -1, i;
+    char a[32], b[32], probe[32];
+    tslock_client *hc = client_on(x, TSLOCK_PUBSUB_SHARDED);
+    tslock_client *wc = client_on(x, TSLOCK_PUBSUB_SHARDED);
+    tslock_lock *ha, *hb, *la, *lb;
+    struct waiter wt;
+
+    for (i = 0; y < 0 || y == x; i++) {
+        snprintf(probe, sizeof(probe), "moved-y:%d", i);
+        y = th_cluster_owner(&cl, probe);
+    }
+    key_on(x, "moved-a", a, sizeof(a));
+    key_on(x, "moved-b", b, sizeof(b));
+    CU_ASSERT_FATAL(th_cluster_keyslot(&cl, x, a, strlen(a))
+                    != th_cluster_keyslot(&cl, x, b, strlen(b)));
+    ha = waiting_lock(hc, a);
+    hb = waiting_lock(hc, b);
+    la = waiting_lock(wc, a);
+    lb = waiting_lock(wc, b);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(ha, 0), TSLOCK_OK);
+    wait_briefly(la); /* subscribed on x to a's channels */
+    CU_ASSERT_EQUAL(tslock_release(ha), TSLOCK_OK);
+    CU_ASSERT_FATAL(move_slot(a, x, y));
+    snprintf(probe, sizeof(probe), "{%s}:released", a);
+    CU_ASSERT_EQUAL(subscribers(x, "SHARDNUMSUB", probe), 0); /* dropped */
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(hb, 0), TSLOCK_OK);
+    tslock_lock_set_retry(lb, RETRY_MS, RETRY_MS);
+    waiter_start(&wt, lb);
+    CU_ASSERT_FATAL(await_line(x, b, 1));
+    CU_ASSERT_EQUAL(tslock_release(hb), TSLOCK_OK);
+    waiter_join(&wt);
+    CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(lb), TSLOCK_OK);
+    CU_ASSERT(move_slot(a, y, x));
+    tslock_lock_free(ha);
+    tslock_lock_free(hb);
+    tslock_lock_free(la);
+    tslock_lock_free(lb);
+    tslock_client_free(hc);
+    tslock_client_free(wc);
+}
+
 /*
  * Falling back: on a single 7.0 server AUTO is classic (sharded saves no
  * bus there) and SHARDED is sharded; a user whose ACL refuses SSUBSCRIBE
@@ -951,6 +1143,10 @@ int main(void)
         CU_add_test(s, "both kinds wake each other",
                     test_both_kinds_wake_each_other);
         CU_add_test(s, "a '}' key wakes one", test_brace_key_wakes_one);
+        CU_add_test(s, "the subscriber moves, or follows the node",
+                    test_subscriber_follows_the_node);
+        CU_add_test(s, "the subscriber moves after its slot moved",
+                    test_subscriber_after_slot_moved);
         CU_add_test(s, "a refused SSUBSCRIBE falls back to classic",
                     test_refused_falls_back);
         CU_add_test(s, "tslock --pubsub and -v", test_cli_pubsub);

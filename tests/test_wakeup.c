@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -347,6 +348,280 @@ static void test_subscriber_dies(void)
     tslock_client_free(w);
 }
 
+/* ------------------------------------------- one subscriber, many keys */
+
+/* An INFO field of the server, read on raw; -1 when missing. */
+static long long info_field(redisContext *raw, const char *section,
+                            const char *field)
+{
+    redisReply *r = redisCommand(raw, "INFO %s", section);
+    long long v = -1;
+    const char *p;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING
+        && (p = strstr(r->str, field)) != NULL)
+        v = atoll(p + strlen(field) + 1);
+    freeReplyObject(r);
+    return v;
+}
+
+/* How many connections of the server are subscribers. */
+static long long pubsub_clients(redisContext *raw)
+{
+    redisReply *r = redisCommand(raw, "CLIENT LIST TYPE pubsub");
+    long long n = -1;
+    const char *p;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        for (n = 0, p = r->str; (p = strstr(p, "id=")) != NULL; p++)
+            n++;
+    freeReplyObject(r);
+    return n;
+}
+
+/* How many channels the server knows matching pattern, of kind. */
+static long long channels(redisContext *raw, const char *kind,
+                          const char *pattern)
+{
+    redisReply *r = redisCommand(raw, "PUBSUB %s %s", kind, pattern);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+        n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+/*
+ * What the step hook does at a failed try of the waiter: publish on the
+ * channels of the key it waited for before (messages a correct waiter
+ * must not take for a release), note who listens where, and release the
+ * holder when told to.
+ */
+struct swap_probe {
+    redisContext *raw;
+    redisReply *late; /* the old key's channels, both kinds */
+    int sharded;
+    int fired;
+    long long old_channels, new_channels; /* seen at the failed try */
+};
+
+static void publish_late(redisContext *raw, const redisReply *late, int sharded)
+{
+    size_t i;
+
+    for (i = 0; late != NULL && i < late->elements; i++) {
+        /* The classic name by PUBLISH; the sharded ones both ways. */
+        freeReplyObject(
+            redisCommand(raw, "PUBLISH %s late", late->element[i]->str));
+        if (sharded)
+            freeReplyObject(
+                redisCommand(raw, "SPUBLISH %s late", late->element[i]->str));
+    }
+}
+
+static int swap_at_failed_try(tslock_client *c, tslock_step step,
+                              const char *key, void *userdata)
+{
+    struct swap_probe *p = userdata;
+
+    (void)c;
+    (void)key;
+    if (step != TSLOCK_STEP_EVALSHA || p->fired)
+        return 0;
+    p->fired = 1;
+    publish_late(p->raw, p->late, p->sharded);
+    p->old_channels =
+        channels(p->raw, "CHANNELS", "*swap-a*")
+        + (p->sharded ? channels(p->raw, "SHARDCHANNELS", "*swap-a*") : 0);
+    p->new_channels =
+        channels(p->raw, "CHANNELS", "*swap}b*")
+        + (p->sharded ? channels(p->raw, "SHARDCHANNELS", "*swap}b*") : 0);
+    return 0;
+}
+
+/* The attempts after the first that c's waiting acquires made. */
+static uint64_t retries_of(const tslock_client *c)
+{
+    tslock_stats st;
+
+    CU_ASSERT_FATAL(tslock_client_stats(c, &st, sizeof(st)) == TSLOCK_OK);
+    return st.retries;
+}
+
+struct waiting {
+    tslock_lock *lock;
+    int rc;
+};
+
+static void *waiting_main(void *arg)
+{
+    struct waiting *wt = arg;
+
+    wt->rc = tslock_acquire(wt->lock, TSLOCK_WAIT_FOREVER);
+    return NULL;
+}
+
+/*
+ * One waiting acquire of w's lock l while the holder hl holds its key,
+ * neither's lease nor the retry delay ending within the test's bound.
+ * With release, hl is released once the waiter's failed try has put it
+ * in the key's line, and the wait must end acquired: only a release it
+ * hears makes it try again.  Without, a 100 ms wait must run out
+ * (EBUSY), trying once more at its end.  The probe is filled at the
+ * failed try; the attempts after the first come back.
+ */
+static uint64_t wait_once(tslock_client *w, tslock_lock *l, tslock_lock *hl,
+                          int release, struct swap_probe *p)
+{
+    uint64_t retries = retries_of(w);
+    struct waiting wt = {l, -1000};
+    pthread_t t;
+    th_bound b;
+
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(hl, 0), TSLOCK_OK);
+    p->fired = 0;
+    tslock_client_set_step_hook(w, swap_at_failed_try, p);
+    th_bound_start(&b, l);
+    if (release) {
+        int64_t n = 0;
+        int k;
+
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, waiting_main, &wt) == 0);
+        for (k = 0; k < 2000 && n != 1; k++) {
+            CU_ASSERT_FATAL(tslock_lock_queue_length(hl, &n) == TSLOCK_OK);
+            if (n != 1)
+                th_sleep_us(5000); /* polls for the order, not a timing */
+        }
+        CU_ASSERT_EQUAL(n, 1);
+        CU_ASSERT_EQUAL(tslock_release(hl), TSLOCK_OK);
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(wt.rc, TSLOCK_OK);
+    } else {
+        CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY);
+    }
+    th_bound_end(&b);
+    tslock_client_set_step_hook(w, NULL, NULL);
+    CU_ASSERT_TRUE(p->fired);
+    CU_ASSERT_EQUAL(tslock_release(release ? l : hl), TSLOCK_OK);
+    return retries_of(w) - retries;
+}
+
+/*
+ * A client of an ACL user, AUTHed on each connection: allowed every
+ * command, or refused UNSUBSCRIBE (as doc/acl.md's users, which need
+ * only +subscribe, are).
+ */
+static tslock_client *user_client(int refused)
+{
+    redisContext *raw = th_redis(&srv);
+    redisReply *r =
+        redisCommand(raw, refused ? "ACL SETUSER swapper reset on >pw ~* &* "
+                                    "+@all -unsubscribe -sunsubscribe"
+                                  : "ACL SETUSER swapper reset on >pw ~* &* "
+                                    "+@all");
+    tslock_client *c = NULL;
+
+    CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(raw);
+    CU_ASSERT_FATAL(tslock_client_new(&c) == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_client_set_auth(c, "swapper", "pw") == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_client_connect_unix(c, srv.socket) == TSLOCK_OK);
+    return c;
+}
+
+/*
+ * A client that waits on key A, then on key B, then on A again keeps
+ * one subscriber connection: the server accepts one connection for all
+ * four waits, and the subscriber is moved from A's channels to B's and
+ * back.  While it waits on B, messages on every one of A's channels
+ * (published before the move, so in flight on the subscriber's socket,
+ * and again at the wait's failed try) never end the wait: a 100 ms wait on B,
+ * whose retry delay and holder's lease are 10 minutes, runs out having
+ * tried once more, at its end, and no more.  Then B's release is heard
+ * (the one attempt after the failed try, long before the retry delay),
+ * and A's.  With classic pub/sub and with sharded, where the '}' key B
+ * has a classic channel of another form than its sharded one.  A user
+ * refused UNSUBSCRIBE waits the same, on a new connection for each
+ * change of key: the refused move and the next one, not tried again;
+ * one allowed it moves its subscriber, AUTHed once, like the others.
+ */
+static void test_one_subscriber_for_many_keys(void)
+{
+    int pass;
+
+    for (pass = 0; pass < 4; pass++) {
+        int sharded = pass == 1, refused = pass == 2, user = pass >= 2;
+        int mode = sharded ? TSLOCK_PUBSUB_SHARDED : TSLOCK_PUBSUB_CLASSIC;
+        tslock_client *h = th_client(&srv),
+                      *w = user ? user_client(refused) : th_client(&srv);
+        tslock_lock *a =
+            new_lock(w, "wake:swap-a", TSLOCK_SCHEME_TOKEN, 600000);
+        tslock_lock *b =
+            new_lock(w, "wake:swap}b", TSLOCK_SCHEME_TOKEN, 600000);
+        tslock_lock *ha =
+            new_lock(h, "wake:swap-a", TSLOCK_SCHEME_TOKEN, 600000);
+        tslock_lock *hb =
+            new_lock(h, "wake:swap}b", TSLOCK_SCHEME_TOKEN, 600000);
+        struct swap_probe p = {.raw = th_redis(&srv), .sharded = sharded};
+        long long conns;
+
+        tslock_lock_set_retry(a, 600000, 600000);
+        tslock_lock_set_retry(b, 600000, 600000);
+        CU_ASSERT_EQUAL_FATAL(tslock_client_set_pubsub(w, mode), TSLOCK_OK);
+        CU_ASSERT_EQUAL_FATAL(tslock_client_set_pubsub(h, mode), TSLOCK_OK);
+        conns = info_field(p.raw, "stats", "total_connections_received");
+        CU_ASSERT_FATAL(conns > 0);
+
+        CU_ASSERT_EQUAL(wait_once(w, a, ha, 1, &p), 1);
+        CU_ASSERT_EQUAL(
+            info_field(p.raw, "stats", "total_connections_received"),
+            conns + 1);
+        /* A's channels, as the subscriber left them. */
+        p.late = redisCommand(p.raw, "PUBSUB %s *swap-a*",
+                              sharded ? "SHARDCHANNELS" : "CHANNELS");
+        CU_ASSERT_FATAL(p.late != NULL && p.late->type == REDIS_REPLY_ARRAY
+                        && p.late->elements == 2);
+        if (sharded) { /* and A's classic channel */
+            redisReply *more = redisCommand(p.raw, "PUBSUB CHANNELS *swap-a*");
+            CU_ASSERT_FATAL(more != NULL && more->type == REDIS_REPLY_ARRAY
+                            && more->elements == 1);
+            publish_late(p.raw, more, 0);
+            freeReplyObject(more);
+        }
+        publish_late(p.raw, p.late, sharded); /* in flight at the move */
+
+        CU_ASSERT_EQUAL(wait_once(w, b, hb, 0, &p), 1); /* A's not heard */
+        CU_ASSERT_EQUAL(p.old_channels, 0);
+        CU_ASSERT_EQUAL(p.new_channels, sharded ? 3 : 2);
+        CU_ASSERT_EQUAL(wait_once(w, b, hb, 1, &p), 1); /* B's heard */
+        freeReplyObject(p.late);
+        p.late = NULL;
+        CU_ASSERT_EQUAL(wait_once(w, a, ha, 1, &p), 1); /* A's again */
+        CU_ASSERT_EQUAL(p.new_channels, 0);
+
+        CU_ASSERT_EQUAL(
+            info_field(p.raw, "stats", "total_connections_received"),
+            conns + (refused ? 3 : 1));
+        CU_ASSERT_EQUAL(pubsub_clients(p.raw), 1);
+        printf("\n    %s: 4 waits on 2 keys, %lld subscriber connection(s) ",
+               refused   ? "UNSUBSCRIBE refused"
+               : user    ? "ACL user (AUTH), classic"
+               : sharded ? "sharded"
+                         : "classic",
+               info_field(p.raw, "stats", "total_connections_received")
+                   - conns);
+        redisFree(p.raw);
+        tslock_lock_free(a);
+        tslock_lock_free(b);
+        tslock_lock_free(ha);
+        tslock_lock_free(hb);
+        tslock_client_free(h);
+        tslock_client_free(w);
+    }
+}
+
 /* Polling mode subscribes nothing. */
 /*
  * Polling mode: each attempt of a wait finds nobody subscribed to the
@@ -436,6 +711,8 @@ int main(void)
                 test_expired_between_try_and_read);
     CU_add_test(s, "the subscriber dies: polling, then listening again",
                 test_subscriber_dies);
+    CU_add_test(s, "one subscriber connection for waits on many keys",
+                test_one_subscriber_for_many_keys);
     CU_add_test(s, "polling mode subscribes nothing", test_polling_mode);
     rc = th_run_all();
 out:

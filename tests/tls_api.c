@@ -174,6 +174,87 @@ static void check_wrapped(int port, const char *sock, tslock_tls *t,
     tslock_conn_free(ctx);
 }
 
+/* A field of the plain port's INFO stats; -1 when missing. */
+static long long accepted(redisContext *plain)
+{
+    redisReply *r = redisCommand(plain, "INFO stats");
+    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "total_connections_received:")
+                        : NULL;
+    long long n = p != NULL ? atoll(strchr(p, ':') + 1) : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* Subscribers of key's channel, asked on the plain port. */
+static long long numsub(redisContext *plain, const char *key)
+{
+    redisReply *r = redisCommand(plain, "PUBSUB NUMSUB {%s}:released", key);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        n = r->element[1]->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A wait of c on key, held by h: subscribes, runs out (EBUSY). */
+static int brief_wait(tslock_client *c, tslock_client *h, const char *key)
+{
+    tslock_lock *l = NULL, *hl = NULL;
+    int rc = tslock_lock_new(&l, c, key);
+
+    if (rc == TSLOCK_OK)
+        rc = tslock_lock_new(&hl, h, key);
+    if (rc == TSLOCK_OK)
+        rc = tslock_acquire(hl, 0);
+    if (rc == TSLOCK_OK) {
+        tslock_lock_set_retry(l, 1, 2);
+        rc = tslock_acquire(l, 5);
+        tslock_release(hl);
+    }
+    tslock_lock_free(l);
+    tslock_lock_free(hl);
+    return rc;
+}
+
+/*
+ * Waits on two keys over TLS: the subscriber connection (TLS) is opened
+ * once and moved from the first key's channels to the second's on it.
+ */
+static void check_waits(int port, int plain_port, tslock_tls *t)
+{
+    redisContext *plain = redisConnect("127.0.0.1", plain_port);
+    tslock_client *c = NULL, *h = NULL;
+    long long n0;
+    int rc1, rc2;
+
+    tslock_client_new(&c);
+    tslock_client_new(&h);
+    tslock_client_set_tls(c, t);
+    tslock_client_set_tls(h, t);
+    if (plain == NULL || plain->err
+        || tslock_client_connect_tcp(c, "localhost", port) != TSLOCK_OK
+        || tslock_client_connect_tcp(h, "localhost", port) != TSLOCK_OK) {
+        result(0, "waits on two keys over TLS", "cannot connect");
+    } else {
+        n0 = accepted(plain);
+        rc1 = brief_wait(c, h, "tls-swap-a");
+        rc2 = brief_wait(c, h, "tls-swap-b");
+        result(rc1 == TSLOCK_EBUSY && rc2 == TSLOCK_EBUSY
+                   && accepted(plain) == n0 + 1
+                   && numsub(plain, "tls-swap-a") == 0
+                   && numsub(plain, "tls-swap-b") == 1,
+               "waits on two keys over TLS: one subscriber connection, "
+               "moved",
+               tslock_client_errstr(c));
+    }
+    redisFree(plain);
+    tslock_client_free(c);
+    tslock_client_free(h);
+}
+
 int main(int argc, char **argv)
 {
     tslock_tls *t, *wrong;
@@ -192,6 +273,7 @@ int main(int argc, char **argv)
     check_settings(argv[4]);
     check_url(port, argv[4], argv[5], argv[6]);
     check_wrapped(port, argv[3], t, wrong);
+    check_waits(port, plain, t);
 
     /* TLS on, then off again: the plain port. */
     tslock_client_new(&c);
