@@ -100,6 +100,41 @@ static redisReply *on_node(int i, const char *fmt, ...)
     return r;
 }
 
+/*
+ * Wait (10 s at most) until master i itself lists a replica of its own
+ * over a connected link: SPUBLISH reaches the shard's other nodes by the
+ * master's own view (its replicas, their links), which right after the
+ * cluster is made can still lack the replica that every other node
+ * already names.
+ */
+static int await_own_replica(int i)
+{
+    char want[64];
+    int k;
+
+    snprintf(want, sizeof(want), "slave %s ", cl.id[i]);
+    for (k = 0; k < 1000; k++) {
+        redisReply *r = on_node(i, "CLUSTER NODES");
+        const char *line =
+            r != NULL && r->type == REDIS_REPLY_STRING ? r->str : NULL;
+        int found = 0;
+
+        while (line != NULL && *line != '\0' && !found) {
+            const char *eol = strchr(line, '\n'), *at = strstr(line, want);
+            const char *up = strstr(line, " connected");
+
+            found = at != NULL && up != NULL && (eol == NULL || up < eol)
+                    && (eol == NULL || at < eol);
+            line = eol != NULL ? eol + 1 : NULL;
+        }
+        freeReplyObject(r);
+        if (found)
+            return 1;
+        poll(NULL, 0, 10);
+    }
+    return 0;
+}
+
 /* Node i's count of subscribers of channel (NUMSUB or SHARDNUMSUB). */
 static long long subscribers(int i, const char *which, const char *channel)
 {
@@ -245,6 +280,7 @@ static void release_and_count(int pubsub, long *publish, long *shard)
     CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
     waiter_start(&wt, w);
     CU_ASSERT_FATAL(await_line(owner, key, 1));
+    CU_ASSERT_FATAL(await_own_replica(owner));
     p0 = bus_stat("cluster_stats_messages_publish_sent");
     s0 = bus_stat("cluster_stats_messages_publishshard_sent");
     CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_OK);
