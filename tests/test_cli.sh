@@ -830,6 +830,25 @@ for v in 2.6.11 2.4.0; do
     old_pid=
 done
 
+# A server that goes away mid-survey: 69 (unavailable), naming the
+# command, whether it goes at SELECT, at INFO or at SCAN (its first three);
+# EX_SOFTWARE (70) stays for a server that answers with an error.
+if [ -x "$old" ]; then
+    fsock="$dir/fault.sock"
+    "$old" --emulate modern --listen "$fsock" --upstream "$sock" &
+    old_pid=$!
+    await_file "$fsock"
+    for at in 1:SELECT 2:INFO 3:SCAN; do
+        "$cli" -s "$fsock" TSLOCKFAULT ARM drop-before "${at%%:*}" >/dev/null
+        t "survey, server gone at ${at#*:}: 69" 69 $tool -u "unix://$fsock?db=5" survey
+        check "survey, server gone at ${at#*:}: says so" \
+            eval 'one_line "^tslock: ${at#*:}: .*\(closed\|pipe\|reset\)"'
+    done
+    "$cli" -s "$fsock" TSLOCKFAULT CLEAR >/dev/null
+    kill "$old_pid" && wait "$old_pid" 2>/dev/null
+    old_pid=
+fi
+
 # ------------------------------------------------------------- watch
 # MONITOR tells clients apart by address only over TCP (every Unix socket
 # client is "unix:PATH"), so watch gets its own server on loopback.

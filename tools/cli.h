@@ -399,6 +399,10 @@ struct redisReply;
 /* r if it is a reply and not an error; else NULL, the reason printed. */
 struct redisReply *cli_raw_reply(struct redisContext *ctx, const char *what,
                                  struct redisReply *r);
+/* After cli_raw_reply() gave NULL: EX_UNAVAILABLE when the connection
+ * failed (the server went away), EX_SOFTWARE when the server answered
+ * with an error. */
+int cli_raw_failed(const struct redisContext *ctx);
 /*
  * Connect as o's URL says, with --timeout, AUTH and (select_db) SELECT:
  * 0 with *out new (tslock_conn_free() it), or an exit status, the reason

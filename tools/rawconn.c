@@ -28,6 +28,11 @@ redisReply *cli_raw_reply(redisContext *ctx, const char *what, redisReply *r)
     return r;
 }
 
+int cli_raw_failed(const redisContext *ctx)
+{
+    return ctx->err ? CLI_EXIT_UNAVAILABLE : CLI_EXIT_SOFTWARE;
+}
+
 /* AUTH, and SELECT when asked, as the URL says; 0 or an exit status. */
 static int raw_prepare(redisContext *ctx, const struct tslock_url *u,
                        int select_db)
@@ -46,7 +51,7 @@ static int raw_prepare(redisContext *ctx, const struct tslock_url *u,
     if (select_db && u->db != 0) {
         r = cli_raw_command(ctx, "SELECT %d", u->db);
         if ((r = cli_raw_reply(ctx, "SELECT", r)) == NULL)
-            return CLI_EXIT_SOFTWARE;
+            return cli_raw_failed(ctx);
         freeReplyObject(r);
     }
     return 0;
@@ -144,7 +149,7 @@ int cli_raw_version(redisContext *ctx, int *major, int *minor, int *cluster)
     const char *v;
 
     if (r == NULL)
-        return CLI_EXIT_SOFTWARE;
+        return cli_raw_failed(ctx);
     v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
     if (v == NULL || sscanf(v, "redis_version:%d.%d", major, minor) != 2) {
         cli_error("INFO: no redis_version in the reply");
@@ -203,7 +208,7 @@ int cli_raw_cluster(redisContext *ctx, const char *fallback_host,
 
     *out = NULL;
     if (r == NULL)
-        return CLI_EXIT_SOFTWARE;
+        return cli_raw_failed(ctx);
     if ((cl = calloc(1, sizeof(*cl))) == NULL) {
         freeReplyObject(r);
         cli_error("out of memory");

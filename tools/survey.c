@@ -468,7 +468,7 @@ static int walk_keys(struct survey *s)
     int status = 0;
 
     if ((r = cli_raw_reply(s->ctx, "KEYS", r)) == NULL)
-        return CLI_EXIT_SOFTWARE;
+        return cli_raw_failed(s->ctx);
     cli_verbose("KEYS: %zu keys", r->elements);
     for (i = 0; i < r->elements && status == 0; i += n) {
         n = r->elements - i < KEYS_BATCH ? r->elements - i : KEYS_BATCH;
@@ -496,7 +496,7 @@ static int scan_step(struct survey *s, char *cursor, size_t size)
         return -1;
     }
     if ((r = cli_raw_reply(s->ctx, "SCAN", r)) == NULL)
-        return CLI_EXIT_SOFTWARE;
+        return cli_raw_failed(s->ctx);
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
         || r->element[0]->type != REDIS_REPLY_STRING
         || r->element[1]->type != REDIS_REPLY_ARRAY) {
