@@ -379,7 +379,7 @@ int main(void)
     CU_pSuite s;
     int rc = 1;
 
-    rounds = th_rounds(1000);
+    rounds = th_rounds(400);
     rounds_many = th_rounds(5);
 
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
