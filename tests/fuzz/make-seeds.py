@@ -228,3 +228,56 @@ put("reply", "garbage-probe", bytes([2, ALL_CAPS]) + b"HTTP/1.1 400 Bad Request\
 put("reply", "cut-short", bytes([1, ALL_CAPS]) + (probes["7.0"] + "$13\r\n17000").encode())
 put("reply", "time-huge", bytes([2, ALL_CAPS]) + (info("7.0.15") + OK + integer(1)
     + array(bulk("99999999999999999999"), bulk("1")) + err("ERR syntax error")).encode())
+
+# ------------------------------------------------ pub/sub pushes (push)
+# Byte 0: bit 0 the waiter listens on its own wake channel, bit 1 on the
+# classic name too.  Then what its subscriber reads, as Redis 7.0 sends it.
+CHAN = "{fuzz}:released"
+OWN = "{fuzz}:wake:" + TOKEN + "s"
+CLASSIC = "fuzz:released"
+pushes = {
+    "subscribe-both": (1, array(bulk("subscribe"), bulk(CHAN), integer(1))
+                       + array(bulk("subscribe"), bulk(OWN), integer(2))),
+    "ssubscribe-then-classic": (3, array(bulk("ssubscribe"), bulk(CHAN), integer(1))
+                                + array(bulk("ssubscribe"), bulk(OWN), integer(2))
+                                + array(bulk("subscribe"), bulk(CLASSIC), integer(1))),
+    "message-key": (0, array(bulk("message"), bulk(CHAN), bulk("1"))),
+    "message-own": (1, array(bulk("message"), bulk(OWN), bulk(TOKEN))),
+    "smessage-own": (1, array(bulk("smessage"), bulk(OWN), bulk("k"))),
+    "message-classic": (3, array(bulk("message"), bulk(CLASSIC), bulk("1"))),
+    "message-not-listened": (0, array(bulk("message"), bulk(OWN), bulk("1"))),
+    "message-other-channel": (3, array(bulk("message"), bulk("{other}:released"),
+                                       bulk("1"))),
+    "sunsubscribe-migrated": (1, array(bulk("sunsubscribe"), bulk(CHAN), integer(1))
+                              + array(bulk("sunsubscribe"), bulk(OWN), integer(0))),
+    "unsubscribe": (3, array(bulk("unsubscribe"), bulk(CLASSIC), integer(0))),
+    "pmessage": (3, array(bulk("pmessage"), bulk("{fuzz}:*"), bulk(CHAN), bulk("1"))),
+    "refused": (1, err("NOPERM this user has no permissions to access one of "
+                       "the channels used as arguments")
+                + err("MOVED 1234 127.0.0.1:7001")),
+    # Malformed: wrong types, short or long arrays, NULs, nil channels.
+    "message-int-channel": (0, array(bulk("message"), integer(5), bulk("1"))),
+    "message-nil-channel": (0, array(bulk("message"), NIL, bulk("1"))),
+    "kind-integer": (0, array(integer(7), bulk(CHAN), bulk("1"))),
+    "kind-array": (0, array(array(bulk("message")), bulk(CHAN), bulk("1"))),
+    "short-array": (0, array(bulk("message"), bulk(CHAN))),
+    "long-array": (0, array(bulk("message"), bulk(CHAN), bulk("1"), bulk("2"))),
+    "empty-array": (0, "*0\r\n" + "*-1\r\n"),
+    "kind-nul": (0, array(bulk("message\0x"), bulk(CHAN), bulk("1"))),
+    "channel-nul": (1, array(bulk("message"), bulk(CHAN + "\0tail"), bulk("1"))
+                    + array(bulk("smessage"), bulk(OWN[:10] + "\0" + OWN[11:]),
+                            bulk("1"))),
+    "channel-prefix": (0, array(bulk("message"), bulk(CHAN[:-1]), bulk("1"))),
+    "kind-upper": (0, array(bulk("MESSAGE"), bulk(CHAN), bulk("1"))),
+    "status-kind": (0, "*3\r\n+message\r\n+" + CHAN + "\r\n:1\r\n"),
+    "nested": (0, array(array(bulk("message"), bulk(CHAN), bulk("1")),
+                        bulk("x"), bulk("y"))),
+    "huge-count": (0, "*4000\r\n$7\r\nmessage\r\n"),
+    "huge-bulk": (0, "*3\r\n$7\r\nmessage\r\n$2147483647\r\nab"),
+    "negative-count": (0, "*-5\r\n$-2\r\n"),
+    "cut-short": (1, array(bulk("message"), bulk(CHAN), bulk("1"))[:-7]),
+    "not-resp": (0, "HTTP/1.1 400 Bad Request\r\n\r\n"),
+}
+for name, (cfg, stream) in pushes.items():
+    put("push", name, bytes([cfg]) + stream.encode("latin-1"))
+
