@@ -281,3 +281,56 @@ pushes = {
 for name, (cfg, stream) in pushes.items():
     put("push", name, bytes([cfg]) + stream.encode("latin-1"))
 
+# ------------------------------------------- MONITOR lines (monitor)
+# Byte 0 even: one MONITOR line, as each generation writes it (2.0 with
+# a '+', 2.2-2.4 without an address, 2.6+ "[db addr]", "lua" inside a
+# script), with Redis's escapes, and lines cut short.  Byte 0 odd: the
+# arguments (client first) split at 0xff, which the target writes the
+# way Redis does and parses back.
+monitor_lines = {
+    "ok": "OK",
+    "setnx-7": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "lock.foo" "1700000030001"',
+    "getset-lua": '1700000000.123456 [0 lua] "getset" "lock.foo" "1700000030001"',
+    "set-unix": '1700000000.123456 [0 unix:/var/run/redis/redis.sock] "SET" "lock:a" "1700000031"',
+    "set-ipv6": '1700000000.123456 [3 [::1]:50000] "set" "lock:a" "1700000030.250"',
+    "setnx-2.4": '1700000000.123456 "SETNX" "lock.foo" "1"',
+    "getset-2.0": '+1700000000.123456 "GETSET" "k" "\\x00\\xff\\"q"',
+    "escapes": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "a\\"b\\\\c\\n\\r\\t\\a\\b" "1700000030001"',
+    "binary-key": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "\\x00\\x01\\xfe\\xffkey" "1700000030001"',
+    "hex-upper": '1700000000.123456 [0 127.0.0.1:5000] "SET" "\\xAB\\xcD" "1700000031"',
+    "hex-short": '1700000000.123456 [0 127.0.0.1:5000] "SET" "k\\x4" "1"',
+    "hex-end": '1700000000.123456 [0 127.0.0.1:5000] "SET" "k" "\\x',
+    "backslash-end": '1700000000.123456 [0 127.0.0.1:5000] "SET" "k" "1\\',
+    "eval": '1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "07e7e3b2" "1" "lock:a" "tok"',
+    "ping-unix": '1700000000.123456 [0 unix:/tmp/s] "PING"',
+    "setex-2.2": '1700000000.123456 "SETEX" "lock:a" "30" "1700000030"',
+    "many-args": '1700000000.123456 [0 127.0.0.1:5000] "MSET"' + ' "k" "v"' * 20,
+    "long-key": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "' + "k" * 700 + '" "1700000030001"',
+    "long-client": '1700000000.123456 [0 unix:/' + "d/" * 100 + 's] "SETNX" "k" "1700000030001"',
+    "client-bracket": '1700000000.123456 [0 unix:/tmp/a]b c] "SETNX" "k" "1700000030001"',
+    "cut-client": "1700000000.1 [0 127.0.0.1:5000",
+    "cut-quote": '1700000000.1 [0 127.0.0.1:5000] "SET" "',
+    "cut-time": "17000000",
+    "no-space-time": "1" * 40 + ' "SET" "k" "1"',
+    "unquoted": '1700000000.123456 [0 127.0.0.1:5000] SET k 1',
+    "empty": "",
+    # Times no double-to-integer conversion may take (found by fuzz_monitor).
+    "time-huge": "1" * 30 + ' [0 127.0.0.1:5000] "SETNX" "k" "1700000030001"',
+    "time-inf": 'inf [0 127.0.0.1:5000] "GETSET" "k" "1700000030001"',
+    "time-nan": 'nan [0 127.0.0.1:5000] "SET" "k" "1700000030001"',
+    "time-negative": '-1e300 [0 127.0.0.1:5000] "SETNX" "k" "1700000030001"',
+    "nul-inside": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "k\0x" "1700000030001"',
+}
+for name, line in monitor_lines.items():
+    put("monitor", name, b"\0" + line.encode("latin-1"))
+for name, args in {
+    "rt-setnx": ["127.0.0.1:5000", "SETNX", "lock:a", "1700000030001"],
+    "rt-binary": ["unix:/tmp/s", "GETSET", "\0\x01\"\\\n\r\t\x07\x08\x7f\x80key",
+                  "1700000030.250"],
+    "rt-long": ["10.0.0.1:6000", "set", "k" * 600, "1700000031"],
+    "rt-lua": ["lua", "setnx", "lock:a", "1"],
+    "rt-one": ["127.0.0.1:1", "PING"],
+    "rt-bracket": ["unix:/tmp/a]b c/redis.sock", "SETNX", "k", "1700000030001"],
+    "rt-hex": ["127.0.0.1:2", "SET", "\x7f\x80\xfe", "1700000031"],
+}.items():
+    put("monitor", name, b"\1" + b"\xff".join(a.encode("latin-1") for a in args))
