@@ -260,6 +260,24 @@ int tslock__transaction(tslock_lock *l, int n, const struct tslock__queued *q,
 /* ms as whole seconds, rounded up: EXPIRE and SETEX before 2.6. */
 void tslock__seconds_up(char *buf, size_t size, int64_t ms);
 
+/* ---- push.c: what the subscriber connection reads */
+enum tslock__push {
+    TSLOCK__PUSH_OTHER,       /* anything else: ignored */
+    TSLOCK__PUSH_MESSAGE,     /* "message"/"smessage" on a listened channel */
+    TSLOCK__PUSH_SUBSCRIBE,   /* a SUBSCRIBE confirmed */
+    TSLOCK__PUSH_SSUBSCRIBE,  /* an SSUBSCRIBE confirmed */
+    TSLOCK__PUSH_UNSUBSCRIBE, /* a classic subscription ended */
+    TSLOCK__PUSH_SUNSUBSCRIBE /* the server ended a sharded subscription */
+};
+/*
+ * What r is: a three-element array whose first element names the kind
+ * exactly (binary-safe), and for a message, whose channel is exactly one
+ * of the n channels (NULL entries skipped).  Anything else, malformed
+ * included, is TSLOCK__PUSH_OTHER.
+ */
+enum tslock__push tslock__push_kind(const redisReply *r,
+                                    const char *const *channels, size_t n);
+
 /* ---- wakeup.c: waiters woken by the release */
 /*
  * Whether a release was announced on the subscriber since the last

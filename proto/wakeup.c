@@ -32,28 +32,13 @@ int tslock_lock_set_wakeup(tslock_lock *l, int enabled)
     return TSLOCK_OK;
 }
 
-static int is_ours(const redisReply *e, const tslock_client *c)
+/* What r is, against the channels c's subscriber listens to. */
+static enum tslock__push push_kind(const redisReply *r, const tslock_client *c)
 {
-    return e->type == REDIS_REPLY_STRING
-           && (strcmp(e->str, c->sub_channel) == 0
-               || (c->sub_own != NULL && strcmp(e->str, c->sub_own) == 0)
-               || (c->sub_classic != NULL
-                   && strcmp(e->str, c->sub_classic) == 0));
-}
+    const char *const channels[3] = {c->sub_channel, c->sub_own,
+                                     c->sub_classic};
 
-/* Whether r is a push of kind (a "message", "smessage"...). */
-static int is_push(const redisReply *r, const char *kind)
-{
-    return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
-           && r->element[0]->type == REDIS_REPLY_STRING
-           && strcmp(r->element[0]->str, kind) == 0;
-}
-
-/* Whether r is a message published on the key's channel or our own. */
-static int is_release(const redisReply *r, const tslock_client *c)
-{
-    return (is_push(r, "message") || is_push(r, "smessage"))
-           && is_ours(r->element[1], c);
+    return tslock__push_kind(r, channels, 3);
 }
 
 /* How often a wait whose subscription was lost tries to make it again. */
@@ -78,8 +63,9 @@ static int drain(tslock_client *c)
         void *r = NULL;
 
         while (redisGetReplyFromReader(c->sub, &r) == REDIS_OK && r != NULL) {
-            heard += is_release(r, c);
-            dropped |= is_push(r, "sunsubscribe");
+            enum tslock__push kind = push_kind(r, c);
+            heard += kind == TSLOCK__PUSH_MESSAGE;
+            dropped |= kind == TSLOCK__PUSH_SUNSUBSCRIBE;
             freeReplyObject(r);
             r = NULL;
         }
@@ -117,7 +103,9 @@ static char *own_channel(tslock_lock *l)
 /* Whether r confirms a subscription of kind ("subscribe", "ssubscribe"). */
 static int is_subscribed(const redisReply *r, const char *kind)
 {
-    return is_push(r, kind);
+    return tslock__push_kind(r, NULL, 0)
+           == (strcmp(kind, "ssubscribe") == 0 ? TSLOCK__PUSH_SSUBSCRIBE
+                                               : TSLOCK__PUSH_SUBSCRIBE);
 }
 
 /*

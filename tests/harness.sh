@@ -67,12 +67,15 @@ start_unix_server() {
 # the server then exits at once and the next port is tried, and the one
 # answering is checked to be ours by its directory, never assumed.  SEED
 # spreads the ports of different tests.  Its pid in $started, its port in
-# $started_port; returns 1 when none of ten ports worked.
+# $started_port; returns 1 when none of ten ports worked.  Further
+# arguments go to the server (--cluster-enabled yes ...).
 start_tcp_server() {
+    seed=$1 log=$2
+    shift 2
     for try in 1 2 3 4 5 6 7 8 9 10; do
-        started_port=$((20000 + ($$ * $1 + try * 997) % 20000))
+        started_port=$((20000 + ($$ * seed + try * 997) % 20000))
         "$server" --port $started_port --bind 127.0.0.1 --save '' \
-            --appendonly no --dir "$dir" --logfile "$2" &
+            --appendonly no --dir "$dir" --logfile "$log" "$@" &
         started=$!
         n=0
         while kill -0 "$started" 2>/dev/null && [ $n -le 200 ]; do

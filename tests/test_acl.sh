@@ -89,6 +89,7 @@ options_of() {
     case $1 in
     tslock-token) echo "-m token" ;;
     tslock-fence) echo "-m token --fence" ;;
+    tslock-sharded) echo "-m token --pubsub sharded" ;;
     tslock-functions) echo "-m token" ;;
     tslock-fair) echo "-m token --fair" ;;
     tslock-timestamp) echo "-m timestamp" ;;
@@ -370,6 +371,16 @@ check_user() {
     i=0
     for r in $(required "$u"); do
         i=$((i + 1))
+        # The sharded user's first line is the token user's, whose every
+        # removal is run there: here only tslock check is asked about it.
+        if [ "$u" = tslock-sharded ]; then
+            rest=$(required "$u" | grep -vxF -- "$r")
+            # shellcheck disable=SC2086
+            setuser "$u" $rest $(wakeups "$u")
+            # shellcheck disable=SC2086
+            checked "$u" "lock:$u:r$i:a" 77 "$r" $opts
+            continue
+        fi
         rest=$(required "$u" | grep -vxF -- "$r")
         # shellcheck disable=SC2086
         setuser "$u" $rest $(wakeups "$u")
@@ -483,9 +494,54 @@ mixed() {
     done
 }
 
+# Under the default --pubsub auto, tslock check lists the sharded rules
+# on a Redis 7.0+ Cluster node (cluster_enabled:1 in INFO; a node with
+# no slots is enough, nothing runs): reported missing for the token
+# user, allowed for the sharded one; with --pubsub classic, not asked.
+cluster_auto() {
+    u=tslock-cluster
+    report="$dir/$u.report"
+    : >"$report"
+    if ! start_tcp_server 7 "$dir/$u.log" --cluster-enabled yes \
+        --cluster-config-file "$dir/$u-nodes.conf"; then
+        echo "FAIL - $u: no cluster-enabled redis-server started" >>"$report"
+        return
+    fi
+    echo "$started" >"$dir/$u.pid"
+    for who in tslock-token tslock-sharded; do
+        # shellcheck disable=SC2046
+        "$cli" -p "$started_port" acl setuser "$who" reset on ">pw-$who" \
+            +info $(required "$who") $(wakeups "$who") >/dev/null
+    done
+    for run in "tslock-token auto 0 MISSING..ssubscribe.*MISSING..spublish" \
+        "tslock-sharded auto 0 ok.......ssubscribe.*ok.......spublish" \
+        "tslock-token classic 0 -"; do
+        set -- $run
+        REDISCLI_AUTH="pw-$1" "$tool" -u "redis://$1@127.0.0.1:$started_port" \
+            --pubsub "$2" check lock:c >"$dir/$u.check" 2>&1
+        crc=$?
+        flat=$(tr '\n' ' ' <"$dir/$u.check")
+        if [ $crc -eq "$3" ] && if [ "$4" = - ]; then
+            ! grep -q "ssubscribe\|spublish\|MISSING" "$dir/$u.check"
+        else
+            echo "$flat" | grep -q "sharded wake-ups: what" \
+                && echo "$flat" | grep -q -- "$4" \
+                && grep -q "^every rule the scheme needs" "$dir/$u.check"
+        fi; then
+            echo "ok - a cluster node, $1 under --pubsub $2: tslock check" \
+                "says what sharded wake-ups need (exit $3)" >>"$report"
+        else
+            echo "FAIL - a cluster node, $1 under --pubsub $2: exit $crc," \
+                "expected $3 and '$4': $(head -c 600 "$dir/$u.check")" \
+                >>"$report"
+        fi
+    done
+}
+
 [ -n "$users" ] || { echo "FAIL - no ACL SETUSER lines in $doc"; exit 1; }
 proof
 mixed
+cluster_auto
 jobs=
 for u in $users; do
     check_user "$u" &
@@ -493,7 +549,7 @@ for u in $users; do
 done
 # shellcheck disable=SC2086
 wait $jobs
-for u in tslock-proof tslock-mixed $users; do
+for u in tslock-proof tslock-mixed tslock-cluster $users; do
     cat "$dir/$u.report"
     passed=$((passed + $(grep -c '^ok' "$dir/$u.report")))
     failed=$((failed + $(grep -c '^FAIL' "$dir/$u.report")))

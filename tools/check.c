@@ -35,59 +35,85 @@ enum role {
     R_WRITER,
     R_RELEASED,
     R_WAKE,
-    R_FENCE
+    R_FENCE,
+    R_SWAKE
 };
 static const char *const suffixes[] = {
     "",          "",
     ":owner",    ":queue",
     ":holders",  ":writer",
     ":released", ":wake:00000000000000000000000000000000w",
-    ":fence"};
+    ":fence",    ":wake:00000000000000000000000000000000s"};
+
+/*
+ * Wake-up rules (doc/acl.md's second line), none of them a failure:
+ * classic pub/sub, always asked; sharded pub/sub (doc/topologies.md,
+ * "Sharded wake-ups"), asked where the client uses it: SH_USED under
+ * AUTO on a 7.0+ cluster or --pubsub sharded, SH_FORCED under --pubsub
+ * sharded only (the announcements AUTO keeps classic).
+ */
+enum wake { W_NONE, W_CLASSIC, W_SSUBSCRIBE, W_SPUBLISH };
+enum { SH_OFF, SH_USED, SH_FORCED };
 
 /* One rule: the command, its name argument's role, the rest of argv. */
 static const struct rule {
     unsigned modes;
-    int wakeup; /* without it waiters poll: not a failure */
+    enum wake wakeup; /* without it waiters poll or wake classic */
     const char *cmd;
     enum role role;
     const char *args[3];
-    int path; /* 0 always, 1 scripts by EVAL, 2 scripts as Functions */
+    int path;    /* 0 always, 1 scripts by EVAL, 2 scripts as Functions */
+    int sharded; /* SH_*: under which --pubsub the rule applies */
 } rules[] = {
     {M_TOKEN | M_BRIDGE | M_TIMESTAMP | M_RW | M_SEM,
      0,
      "set",
      R_KEY,
      {"v"},
-     0},
-    {M_ALL, 0, "get", R_KEY, {0}, 0},
-    {M_ALL, 0, "del", R_KEY, {0}, 0},
-    {M_ALL & ~M_TIMESTAMP, 0, "pexpire", R_KEY, {"1"}, 0},
-    {M_ALL & ~M_TIMESTAMP, 0, "pttl", R_KEY, {0}, 0},
-    {M_TOKEN | M_FAIR | M_TIMESTAMP, 0, "setnx", R_KEY, {"v"}, 0},
-    {M_TIMESTAMP, 0, "getset", R_KEY, {"v"}, 0},
-    {M_TOKEN | M_FAIR, 0, "incr", R_QUEUE, {0}, 0},
-    {M_TOKEN | M_FAIR, 0, "zadd", R_QUEUE, {"1", "m"}, 0},
-    {M_TOKEN | M_FAIR, 0, "zrange", R_QUEUE, {"0", "0"}, 0},
-    {M_TOKEN | M_FAIR, 0, "zscore", R_QUEUE, {"m"}, 0},
-    {M_TOKEN | M_FAIR, 0, "zrem", R_QUEUE, {"m"}, 0},
-    {M_FAIR, 0, "zrangebyscore", R_QUEUE, {"0", "1"}, 0},
-    {M_FAIR, 0, "zrank", R_QUEUE, {"m"}, 0},
-    {M_BRIDGE, 0, "set", R_OWNER, {"v"}, 0},
-    {M_FENCE, 0, "incr", R_FENCE, {0}, 0},
-    {M_RW, 0, "exists", R_WRITER, {0}, 0},
-    {M_RW | M_SEM, 0, "zadd", R_HOLDERS, {"1", "m"}, 0},
-    {M_RW | M_SEM, 0, "zrem", R_HOLDERS, {"m"}, 0},
-    {M_RW | M_SEM, 0, "zcard", R_HOLDERS, {0}, 0},
-    {M_RW | M_SEM, 0, "zrange", R_HOLDERS, {"0", "0"}, 0},
-    {M_RW | M_SEM, 0, "zscore", R_HOLDERS, {"m"}, 0},
-    {M_RW | M_SEM, 0, "zremrangebyscore", R_HOLDERS, {"0", "1"}, 0},
-    {M_ALL, 0, "evalsha", R_NONE, {0}, 1},
-    {M_ALL, 0, "eval", R_NONE, {0}, 1},
-    {M_ALL, 0, "fcall", R_NONE, {0}, 2},
-    {M_ALL, 0, "function|load", R_NONE, {0}, 2},
-    {M_ALL, 1, "publish", R_RELEASED, {"k"}, 0},
-    {M_ALL, 1, "subscribe", R_RELEASED, {0}, 0},
-    {M_TOKEN | M_FAIR, 1, "subscribe", R_WAKE, {0}, 0},
+     0,
+     SH_OFF},
+    {M_ALL, 0, "get", R_KEY, {0}, 0, SH_OFF},
+    {M_ALL, 0, "del", R_KEY, {0}, 0, SH_OFF},
+    {M_ALL & ~M_TIMESTAMP, 0, "pexpire", R_KEY, {"1"}, 0, SH_OFF},
+    {M_ALL & ~M_TIMESTAMP, 0, "pttl", R_KEY, {0}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR | M_TIMESTAMP, 0, "setnx", R_KEY, {"v"}, 0, SH_OFF},
+    {M_TIMESTAMP, 0, "getset", R_KEY, {"v"}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR, 0, "incr", R_QUEUE, {0}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR, 0, "zadd", R_QUEUE, {"1", "m"}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR, 0, "zrange", R_QUEUE, {"0", "0"}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR, 0, "zscore", R_QUEUE, {"m"}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR, 0, "zrem", R_QUEUE, {"m"}, 0, SH_OFF},
+    {M_FAIR, 0, "zrangebyscore", R_QUEUE, {"0", "1"}, 0, SH_OFF},
+    {M_FAIR, 0, "zrank", R_QUEUE, {"m"}, 0, SH_OFF},
+    {M_BRIDGE, 0, "set", R_OWNER, {"v"}, 0, SH_OFF},
+    {M_FENCE, 0, "incr", R_FENCE, {0}, 0, SH_OFF},
+    {M_RW, 0, "exists", R_WRITER, {0}, 0, SH_OFF},
+    {M_RW | M_SEM, 0, "zadd", R_HOLDERS, {"1", "m"}, 0, SH_OFF},
+    {M_RW | M_SEM, 0, "zrem", R_HOLDERS, {"m"}, 0, SH_OFF},
+    {M_RW | M_SEM, 0, "zcard", R_HOLDERS, {0}, 0, SH_OFF},
+    {M_RW | M_SEM, 0, "zrange", R_HOLDERS, {"0", "0"}, 0, SH_OFF},
+    {M_RW | M_SEM, 0, "zscore", R_HOLDERS, {"m"}, 0, SH_OFF},
+    {M_RW | M_SEM, 0, "zremrangebyscore", R_HOLDERS, {"0", "1"}, 0, SH_OFF},
+    {M_ALL, 0, "evalsha", R_NONE, {0}, 1, SH_OFF},
+    {M_ALL, 0, "eval", R_NONE, {0}, 1, SH_OFF},
+    {M_ALL, 0, "fcall", R_NONE, {0}, 2, SH_OFF},
+    {M_ALL, 0, "function|load", R_NONE, {0}, 2, SH_OFF},
+    {M_ALL, W_CLASSIC, "publish", R_RELEASED, {"k"}, 0, SH_OFF},
+    {M_ALL, W_CLASSIC, "subscribe", R_RELEASED, {0}, 0, SH_OFF},
+    {M_TOKEN | M_FAIR, W_CLASSIC, "subscribe", R_WAKE, {0}, 0, SH_OFF},
+    /* A sharded waiter subscribes both ways (classic releasers). */
+    {M_ALL, W_SSUBSCRIBE, "ssubscribe", R_RELEASED, {0}, 0, SH_USED},
+    {M_TOKEN | M_FAIR, W_SSUBSCRIBE, "ssubscribe", R_SWAKE, {0}, 0, SH_USED},
+    /* The token release script wakes an 's' entry, or the key's channel. */
+    {M_TOKEN | M_FAIR, W_SPUBLISH, "spublish", R_RELEASED, {"k"}, 0, SH_USED},
+    {M_TOKEN | M_FAIR, W_SPUBLISH, "spublish", R_SWAKE, {"k"}, 0, SH_USED},
+    {M_TIMESTAMP | M_BRIDGE | M_RW | M_SEM,
+     W_SPUBLISH,
+     "spublish",
+     R_RELEASED,
+     {"k"},
+     0,
+     SH_FORCED},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
@@ -115,6 +141,37 @@ static unsigned modes_of(const struct cli_options *o)
     if (o->scheme == TSLOCK_SCHEME_BRIDGE)
         return M_BRIDGE | fence;
     return M_TOKEN | fence;
+}
+
+/* Whether rule r is asked for modes with sharded pub/sub at level sh. */
+static int applies(const struct rule *r, unsigned modes, int sh)
+{
+    return (r->modes & modes) != 0 && r->sharded <= sh;
+}
+
+/*
+ * SH_* for this client: what the library's TSLOCK_PUBSUB_AUTO decides
+ * (sharded on a cluster whose node says Redis 7.0 or later, from the
+ * default INFO as its connection probe reads it), or the --pubsub given.
+ */
+static int sharded_level(redisContext *ctx, const struct cli_options *o)
+{
+    redisReply *r;
+    const char *v;
+    int major = 0, level = SH_OFF;
+
+    if (o->pubsub == TSLOCK_PUBSUB_SHARDED)
+        return SH_FORCED;
+    if (o->pubsub != TSLOCK_PUBSUB_AUTO)
+        return SH_OFF;
+    r = cli_raw_command(ctx, "INFO");
+    if (r != NULL && r->type == REDIS_REPLY_STRING
+        && strstr(r->str, "cluster_enabled:1") != NULL
+        && (v = strstr(r->str, "redis_version:")) != NULL
+        && sscanf(v, "redis_version:%d", &major) == 1 && major >= 7)
+        level = SH_USED;
+    freeReplyObject(r);
+    return level;
 }
 
 /* KEY's companion: a tag kept, else the key made the tag (names.c). */
@@ -243,8 +300,8 @@ static redisReply *ask_function(redisContext *ctx, int argc, const char **argv,
  * Ask the server about every rule of modes; verdicts into ok[], and
  * *functions set when the answer came through Functions (EVAL refused).
  */
-static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
-               char **names, int *functions)
+static int ask(redisContext *ctx, const char *key, unsigned modes, int sh,
+               int *ok, char **names, int *functions)
 {
     const char *argv[3 + N_RULES * 9];
     size_t lens[3 + N_RULES * 9];
@@ -259,7 +316,7 @@ static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
     for (i = 0; i < N_RULES; i++) {
         const char *v[8];
         int n;
-        if (!(rules[i].modes & modes))
+        if (!applies(&rules[i], modes, sh))
             continue;
         n = rule_argv(&rules[i], key, names[i], v);
         snprintf(counts[i], sizeof(counts[i]), "%d", n);
@@ -287,7 +344,7 @@ static int ask(redisContext *ctx, const char *key, unsigned modes, int *ok,
         return rc == 0 ? 1 : rc; /* 1: answered, nothing to report */
     }
     for (i = 0; i < N_RULES; i++)
-        if (rules[i].modes & modes)
+        if (applies(&rules[i], modes, sh))
             ok[i] = (size_t)k < r->elements && r->element[k++]->integer == 1;
     freeReplyObject(r);
     return 0;
@@ -304,22 +361,34 @@ static const char *mode_name(unsigned modes)
                                   : "token";
 }
 
+/* What a missing wake-up rule costs, after the rule's line. */
+static const char *const wake_notes[] = {
+    "", " (wake-ups; without it, waiters poll)",
+    " (sharded wake-ups; without it, waiters use classic pub/sub)",
+    " (sharded wake-ups; without it, sharded waiters poll)"};
+
 /* Print the verdicts; returns the number of needed rules missing. */
-static int report(const char *key, unsigned modes, const int *ok, char **names,
-                  int functions)
+static int report(const char *key, unsigned modes, int sh, const int *ok,
+                  char **names, int functions)
 {
-    int missing = 0, poll = 0;
+    int missing = 0, poll = 0, classic = 0, spoll = 0;
     size_t i;
 
-    printf("%s, %s%s: what this user may run\n", key, mode_name(modes),
+    printf("%s, %s%s%s: what this user may run\n", key, mode_name(modes),
+           sh != SH_OFF ? ", sharded wake-ups" : "",
            functions ? ", scripts as Functions (EVAL refused)" : "");
     for (i = 0; i < N_RULES; i++) {
-        if (!(rules[i].modes & modes) || rules[i].path == (functions ? 1 : 2))
+        if (!applies(&rules[i], modes, sh)
+            || rules[i].path == (functions ? 1 : 2))
             continue;
         printf("  %-8s %-16s %s%s\n", ok[i] ? "ok" : "MISSING", rules[i].cmd,
                rules[i].role == R_NONE ? "(the scripts)" : names[i],
-               rules[i].wakeup ? " (wake-ups; without it, waiters poll)" : "");
-        if (!ok[i] && rules[i].wakeup)
+               wake_notes[rules[i].wakeup]);
+        if (!ok[i] && rules[i].wakeup == W_SSUBSCRIBE)
+            classic = 1;
+        else if (!ok[i] && rules[i].wakeup == W_SPUBLISH)
+            spoll = 1;
+        else if (!ok[i] && rules[i].wakeup != W_NONE)
             poll = 1;
         else if (!ok[i])
             missing++;
@@ -329,8 +398,10 @@ static int report(const char *key, unsigned modes, const int *ok, char **names,
                "(doc/acl.md)\n",
                missing, missing == 1 ? "" : "s");
     else
-        printf("every rule the scheme needs is allowed%s\n",
-               poll ? "; waiters will poll" : "");
+        printf("every rule the scheme needs is allowed%s%s%s\n",
+               classic ? "; waiters will use classic pub/sub" : "",
+               poll ? "; waiters will poll" : "",
+               spoll ? "; sharded waiters will poll" : "");
     return missing;
 }
 
@@ -340,21 +411,23 @@ int cli_check(const struct cli_options *o, const char *key)
     int ok[N_RULES] = {0};
     char *names[N_RULES] = {0};
     redisContext *ctx = NULL;
-    int rc, functions = 0;
+    int rc, functions = 0, sh;
     size_t i;
 
     if ((rc = cli_raw_connect(o, 1, &ctx)) != 0)
         return rc;
+    sh = sharded_level(ctx, o);
     for (i = 0; i < N_RULES; i++)
         if ((names[i] = name_for(key, rules[i].role)) == NULL) {
             rc = CLI_EXIT_OSERR;
             goto out;
         }
-    rc = ask(ctx, key, modes, ok, names, &functions);
+    rc = ask(ctx, key, modes, sh, ok, names, &functions);
     if (rc == 1) /* answered without the rules: printed, all allowed */
         rc = 0;
     else if (rc == 0)
-        rc = report(key, modes, ok, names, functions) > 0 ? CLI_EXIT_NOPERM : 0;
+        rc = report(key, modes, sh, ok, names, functions) > 0 ? CLI_EXIT_NOPERM
+                                                              : 0;
 out:
     for (i = 0; i < N_RULES; i++)
         free(names[i]);

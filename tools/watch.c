@@ -81,20 +81,32 @@ struct watch {
     int n_seen;
 };
 
-/* Read one escape after a backslash; returns the bytes it took. */
+/* The value of one hex digit, or -1. */
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/*
+ * Read one escape after a backslash; returns the bytes it took.  Only
+ * the bytes before end are read: the line is not NUL-terminated where
+ * it ends (sscanf would have looked for a NUL past it).
+ */
 static size_t unescape(const char *p, const char *end, char *out)
 {
     static const char from[] = "nrtab\"\\", to[] = "\n\r\t\a\b\"\\";
     const char *hit;
-    unsigned int hex;
 
     if (p >= end) {
         *out = '\\';
         return 0;
     }
-    if (*p == 'x' && end - p >= 3 && isxdigit((unsigned char)p[1])
-        && isxdigit((unsigned char)p[2]) && sscanf(p + 1, "%2x", &hex) == 1) {
-        *out = (char)hex;
+    if (*p == 'x' && end - p >= 3 && hex_digit(p[1]) >= 0
+        && hex_digit(p[2]) >= 0) {
+        *out = (char)(hex_digit(p[1]) * 16 + hex_digit(p[2]));
         return 3;
     }
     hit = strchr(from, *p);
@@ -122,14 +134,25 @@ static const char *parse_arg(const char *p, const char *end, char *out,
     return p < end ? p + 1 : NULL;
 }
 
-/* "[0 127.0.0.1:5000]", "[0 unix:/s]" or "[0 lua]": the client part. */
+/*
+ * "[0 127.0.0.1:5000]", "[0 unix:/s]" or "[0 lua]": the client part.  A
+ * Unix socket's path is written as it is, ']' and spaces included: the
+ * part ends at the "] " before the first argument's quote, or at a ']'
+ * that ends the line.
+ */
 static const char *parse_client(const char *p, const char *end, struct line *l)
 {
-    const char *close = memchr(p, ']', (size_t)(end - p));
-    const char *space = memchr(p, ' ', (size_t)(end - p));
+    const char *space = memchr(p, ' ', (size_t)(end - p)), *close = NULL;
+    const char *q;
     size_t n;
 
-    if (close == NULL || space == NULL || space > close)
+    for (q = space; q != NULL && q < end; q++)
+        if (*q == ']'
+            && (q + 1 == end || (end - q >= 3 && q[1] == ' ' && q[2] == '"'))) {
+            close = q;
+            break;
+        }
+    if (close == NULL || space == NULL)
         return NULL;
     n = (size_t)(close - space - 1);
     if (n >= MAX_CLIENT)
@@ -231,9 +254,16 @@ static int value_arg(const struct line *l)
     return 0;
 }
 
+/*
+ * The line's time in Unix ms, or 0 for one that is no plausible time
+ * (negative, not a number, past the year 33658): a double too large for
+ * an int64_t is undefined behaviour to convert.
+ */
 static int64_t line_ms(const struct line *l)
 {
-    return (int64_t)(strtod(l->time, NULL) * 1000.0);
+    double s = strtod(l->time, NULL);
+
+    return s >= 0 && s < 1e12 ? (int64_t)(s * 1000.0) : 0;
 }
 
 /* The expiry of the stamp in k's current value, or 0 for none. */

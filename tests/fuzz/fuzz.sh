@@ -17,13 +17,15 @@ src=$(cd "${top_srcdir:-.}" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 cc=${CLANG:-clang}
 out="$build/tests/fuzz"
-targets=${*:-"stamp classify handle url options reply http"}
+targets=${*:-"stamp classify handle url options reply http push monitor"}
 seconds=${FUZZ_SECONDS:-60}
 
 # Every C file of the library's four layers (lib/, compat/, proto/, net/)
 # is the library's, so the list cannot drift from Makefile.am.
 lib_sources=$(cd "$src" && echo lib/*.c compat/*.c proto/*.c net/*.c)
 tool_sources="tools/options.c tools/session.c tools/signals.c tools/http.c"
+monitor_sources="tools/watch.c tools/rawconn.c tools/rawcmd.c tools/escape.c
+    tools/skew.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
     -I$src/include -I$src/lib -I$src/compat -I$src/proto -I$src/net
     -I$build ${HIREDIS_CFLAGS:-}"
@@ -32,21 +34,26 @@ flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 sources_of() {
     case $1 in
     url | options | http) echo "$lib_sources $tool_sources" ;;
+    monitor) echo "$lib_sources $tool_sources $monitor_sources" ;;
     *) echo "$lib_sources" ;;
     esac
 }
 
 # The library's and the tool's objects, compiled once for every target,
-# again whenever a source or header is newer than the last build.
+# again whenever a source or header is newer than the last build or an
+# object is missing (a source added to the lists since).
 build_objects() {
     stamp="$out/obj/.stamp"
+    for s in $lib_sources $tool_sources $monitor_sources; do
+        [ -f "$out/obj/$(echo "$s" | tr / _).o" ] || rm -f "$stamp"
+    done
     if [ -f "$stamp" ] && [ -z "$(find "$src/lib" "$src/compat" "$src/proto" \
         "$src/net" "$src/tools" \
         "$src/include" -name '*.[ch]' -newer "$stamp")" ]; then
         return 0
     fi
     mkdir -p "$out/obj"
-    for s in $lib_sources $tool_sources; do
+    for s in $lib_sources $tool_sources $monitor_sources; do
         # shellcheck disable=SC2086
         $cc $flags -fsanitize=fuzzer-no-link,address,undefined \
             -c "$src/$s" -o "$out/obj/$(echo "$s" | tr / _).o" || return 1

@@ -228,3 +228,109 @@ put("reply", "garbage-probe", bytes([2, ALL_CAPS]) + b"HTTP/1.1 400 Bad Request\
 put("reply", "cut-short", bytes([1, ALL_CAPS]) + (probes["7.0"] + "$13\r\n17000").encode())
 put("reply", "time-huge", bytes([2, ALL_CAPS]) + (info("7.0.15") + OK + integer(1)
     + array(bulk("99999999999999999999"), bulk("1")) + err("ERR syntax error")).encode())
+
+# ------------------------------------------------ pub/sub pushes (push)
+# Byte 0: bit 0 the waiter listens on its own wake channel, bit 1 on the
+# classic name too.  Then what its subscriber reads, as Redis 7.0 sends it.
+CHAN = "{fuzz}:released"
+OWN = "{fuzz}:wake:" + TOKEN + "s"
+CLASSIC = "fuzz:released"
+pushes = {
+    "subscribe-both": (1, array(bulk("subscribe"), bulk(CHAN), integer(1))
+                       + array(bulk("subscribe"), bulk(OWN), integer(2))),
+    "ssubscribe-then-classic": (3, array(bulk("ssubscribe"), bulk(CHAN), integer(1))
+                                + array(bulk("ssubscribe"), bulk(OWN), integer(2))
+                                + array(bulk("subscribe"), bulk(CLASSIC), integer(1))),
+    "message-key": (0, array(bulk("message"), bulk(CHAN), bulk("1"))),
+    "message-own": (1, array(bulk("message"), bulk(OWN), bulk(TOKEN))),
+    "smessage-own": (1, array(bulk("smessage"), bulk(OWN), bulk("k"))),
+    "message-classic": (3, array(bulk("message"), bulk(CLASSIC), bulk("1"))),
+    "message-not-listened": (0, array(bulk("message"), bulk(OWN), bulk("1"))),
+    "message-other-channel": (3, array(bulk("message"), bulk("{other}:released"),
+                                       bulk("1"))),
+    "sunsubscribe-migrated": (1, array(bulk("sunsubscribe"), bulk(CHAN), integer(1))
+                              + array(bulk("sunsubscribe"), bulk(OWN), integer(0))),
+    "unsubscribe": (3, array(bulk("unsubscribe"), bulk(CLASSIC), integer(0))),
+    "pmessage": (3, array(bulk("pmessage"), bulk("{fuzz}:*"), bulk(CHAN), bulk("1"))),
+    "refused": (1, err("NOPERM this user has no permissions to access one of "
+                       "the channels used as arguments")
+                + err("MOVED 1234 127.0.0.1:7001")),
+    # Malformed: wrong types, short or long arrays, NULs, nil channels.
+    "message-int-channel": (0, array(bulk("message"), integer(5), bulk("1"))),
+    "message-nil-channel": (0, array(bulk("message"), NIL, bulk("1"))),
+    "kind-integer": (0, array(integer(7), bulk(CHAN), bulk("1"))),
+    "kind-array": (0, array(array(bulk("message")), bulk(CHAN), bulk("1"))),
+    "short-array": (0, array(bulk("message"), bulk(CHAN))),
+    "long-array": (0, array(bulk("message"), bulk(CHAN), bulk("1"), bulk("2"))),
+    "empty-array": (0, "*0\r\n" + "*-1\r\n"),
+    "kind-nul": (0, array(bulk("message\0x"), bulk(CHAN), bulk("1"))),
+    "channel-nul": (1, array(bulk("message"), bulk(CHAN + "\0tail"), bulk("1"))
+                    + array(bulk("smessage"), bulk(OWN[:10] + "\0" + OWN[11:]),
+                            bulk("1"))),
+    "channel-prefix": (0, array(bulk("message"), bulk(CHAN[:-1]), bulk("1"))),
+    "kind-upper": (0, array(bulk("MESSAGE"), bulk(CHAN), bulk("1"))),
+    "status-kind": (0, "*3\r\n+message\r\n+" + CHAN + "\r\n:1\r\n"),
+    "nested": (0, array(array(bulk("message"), bulk(CHAN), bulk("1")),
+                        bulk("x"), bulk("y"))),
+    "huge-count": (0, "*4000\r\n$7\r\nmessage\r\n"),
+    "huge-bulk": (0, "*3\r\n$7\r\nmessage\r\n$2147483647\r\nab"),
+    "negative-count": (0, "*-5\r\n$-2\r\n"),
+    "cut-short": (1, array(bulk("message"), bulk(CHAN), bulk("1"))[:-7]),
+    "not-resp": (0, "HTTP/1.1 400 Bad Request\r\n\r\n"),
+}
+for name, (cfg, stream) in pushes.items():
+    put("push", name, bytes([cfg]) + stream.encode("latin-1"))
+
+# ------------------------------------------- MONITOR lines (monitor)
+# Byte 0 even: one MONITOR line, as each generation writes it (2.0 with
+# a '+', 2.2-2.4 without an address, 2.6+ "[db addr]", "lua" inside a
+# script), with Redis's escapes, and lines cut short.  Byte 0 odd: the
+# arguments (client first) split at 0xff, which the target writes the
+# way Redis does and parses back.
+monitor_lines = {
+    "ok": "OK",
+    "setnx-7": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "lock.foo" "1700000030001"',
+    "getset-lua": '1700000000.123456 [0 lua] "getset" "lock.foo" "1700000030001"',
+    "set-unix": '1700000000.123456 [0 unix:/var/run/redis/redis.sock] "SET" "lock:a" "1700000031"',
+    "set-ipv6": '1700000000.123456 [3 [::1]:50000] "set" "lock:a" "1700000030.250"',
+    "setnx-2.4": '1700000000.123456 "SETNX" "lock.foo" "1"',
+    "getset-2.0": '+1700000000.123456 "GETSET" "k" "\\x00\\xff\\"q"',
+    "escapes": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "a\\"b\\\\c\\n\\r\\t\\a\\b" "1700000030001"',
+    "binary-key": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "\\x00\\x01\\xfe\\xffkey" "1700000030001"',
+    "hex-upper": '1700000000.123456 [0 127.0.0.1:5000] "SET" "\\xAB\\xcD" "1700000031"',
+    "hex-short": '1700000000.123456 [0 127.0.0.1:5000] "SET" "k\\x4" "1"',
+    "hex-end": '1700000000.123456 [0 127.0.0.1:5000] "SET" "k" "\\x',
+    "backslash-end": '1700000000.123456 [0 127.0.0.1:5000] "SET" "k" "1\\',
+    "eval": '1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "07e7e3b2" "1" "lock:a" "tok"',
+    "ping-unix": '1700000000.123456 [0 unix:/tmp/s] "PING"',
+    "setex-2.2": '1700000000.123456 "SETEX" "lock:a" "30" "1700000030"',
+    "many-args": '1700000000.123456 [0 127.0.0.1:5000] "MSET"' + ' "k" "v"' * 20,
+    "long-key": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "' + "k" * 700 + '" "1700000030001"',
+    "long-client": '1700000000.123456 [0 unix:/' + "d/" * 100 + 's] "SETNX" "k" "1700000030001"',
+    "client-bracket": '1700000000.123456 [0 unix:/tmp/a]b c] "SETNX" "k" "1700000030001"',
+    "cut-client": "1700000000.1 [0 127.0.0.1:5000",
+    "cut-quote": '1700000000.1 [0 127.0.0.1:5000] "SET" "',
+    "cut-time": "17000000",
+    "no-space-time": "1" * 40 + ' "SET" "k" "1"',
+    "unquoted": '1700000000.123456 [0 127.0.0.1:5000] SET k 1',
+    "empty": "",
+    # Times no double-to-integer conversion may take (found by fuzz_monitor).
+    "time-huge": "1" * 30 + ' [0 127.0.0.1:5000] "SETNX" "k" "1700000030001"',
+    "time-inf": 'inf [0 127.0.0.1:5000] "GETSET" "k" "1700000030001"',
+    "time-nan": 'nan [0 127.0.0.1:5000] "SET" "k" "1700000030001"',
+    "time-negative": '-1e300 [0 127.0.0.1:5000] "SETNX" "k" "1700000030001"',
+    "nul-inside": '1700000000.123456 [0 127.0.0.1:5000] "SETNX" "k\0x" "1700000030001"',
+}
+for name, line in monitor_lines.items():
+    put("monitor", name, b"\0" + line.encode("latin-1"))
+for name, args in {
+    "rt-setnx": ["127.0.0.1:5000", "SETNX", "lock:a", "1700000030001"],
+    "rt-binary": ["unix:/tmp/s", "GETSET", "\0\x01\"\\\n\r\t\x07\x08\x7f\x80key",
+                  "1700000030.250"],
+    "rt-long": ["10.0.0.1:6000", "set", "k" * 600, "1700000031"],
+    "rt-lua": ["lua", "setnx", "lock:a", "1"],
+    "rt-one": ["127.0.0.1:1", "PING"],
+    "rt-bracket": ["unix:/tmp/a]b c/redis.sock", "SETNX", "k", "1700000030001"],
+    "rt-hex": ["127.0.0.1:2", "SET", "\x7f\x80\xfe", "1700000031"],
+}.items():
+    put("monitor", name, b"\1" + b"\xff".join(a.encode("latin-1") for a in args))

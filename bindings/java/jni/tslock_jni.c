@@ -265,6 +265,29 @@ JNIEXPORT jboolean JNICALL Java_tslock_Native_connIsBroken(JNIEnv *env,
                                                            : JNI_FALSE;
 }
 
+/* Every client of a connection woken this way (TSLOCK_PUBSUB_*). */
+JNIEXPORT jint JNICALL Java_tslock_Native_connSetPubsub(JNIEnv *env, jclass k,
+                                                        jlong c, jint mode)
+{
+    struct jconn *jc = PTR(struct jconn, c);
+    int i, rc = TSLOCK_OK;
+
+    (void)env;
+    (void)k;
+    for (i = 0; i < jc->n && rc == TSLOCK_OK; i++)
+        rc = tslock_client_set_pubsub(jc->c[i], mode);
+    return rc;
+}
+
+/* The pub/sub the connection's (first) client uses now. */
+JNIEXPORT jint JNICALL Java_tslock_Native_connGetPubsub(JNIEnv *env, jclass k,
+                                                        jlong c)
+{
+    (void)env;
+    (void)k;
+    return tslock_client_get_pubsub(PTR(struct jconn, c)->c[0]);
+}
+
 /* The detail of client i's last error. */
 JNIEXPORT jstring JNICALL Java_tslock_Native_connErrstr(JNIEnv *env, jclass k,
                                                         jlong c, jint i)

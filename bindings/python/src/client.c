@@ -59,6 +59,8 @@ static int connect_target(const pytslock_target *t, tslock_client **out,
         rc = tslock_client_set_db(c, t->db);
     if (rc == TSLOCK_OK && t->server_time)
         rc = tslock_client_set_time_source(c, TSLOCK_TIME_SERVER);
+    if (rc == TSLOCK_OK)
+        rc = tslock_client_set_pubsub(c, t->pubsub);
     if (rc == TSLOCK_OK && t->tls != NULL)
         rc = tslock_client_set_tls(c, t->tls);
     if (rc == TSLOCK_OK && t->n_sentinels > 0) {
@@ -323,6 +325,19 @@ fail:
     return -1;
 }
 
+/* The names of the TSLOCK_PUBSUB_* modes, by value. */
+static const char *const pubsub_names[] = {"auto", "classic", "sharded"};
+
+static int pubsub_mode(const char *name)
+{
+    int i;
+
+    for (i = 0; i < 3; i++)
+        if (strcmp(name, pubsub_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 static int client_init(pytslock_client *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"host",
@@ -339,20 +354,30 @@ static int client_init(pytslock_client *self, PyObject *args, PyObject *kw)
                             "command_timeout_ms",
                             "server_time",
                             "tls",
+                            "pubsub",
                             NULL};
     const char *host = "127.0.0.1", *path = NULL, *master = NULL;
     const char *user = NULL, *password = NULL, *s_user = NULL, *s_pass = NULL;
+    const char *pubsub = "auto";
     PyObject *sentinels = Py_None, *tls = Py_None;
     int port = 6379, db = 0, connect_ms = 5000, command_ms = 5000;
-    int server_time = 0;
+    int server_time = 0, mode;
     pytslock_target t;
 
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|sizOzizzzziipO", names, &host, &port, &path, &sentinels,
-            &master, &db, &user, &password, &s_user, &s_pass, &connect_ms,
-            &command_ms, &server_time, &tls))
+            args, kw, "|sizOzizzzziipOs", names, &host, &port, &path,
+            &sentinels, &master, &db, &user, &password, &s_user, &s_pass,
+            &connect_ms, &command_ms, &server_time, &tls, &pubsub))
         return -1;
+    if ((mode = pubsub_mode(pubsub)) < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "pubsub: expected \"auto\", \"classic\" or \"sharded\", "
+                     "got \"%s\"",
+                     pubsub);
+        return -1;
+    }
     memset(&t, 0, sizeof(t));
+    t.pubsub = mode;
     if (pytslock_tls_from_dict(tls, &t.tls) != 0)
         return -1;
     if (port < 1 || port > 65535 || db < 0 || connect_ms < 0
@@ -450,6 +475,44 @@ static PyObject *client_server_info(pytslock_client *self,
     return out;
 }
 
+/*
+ * The pub/sub waiters use now (tslock_client_get_pubsub): "sharded" or
+ * "classic", asked of a pooled connection (one is opened if none is
+ * idle), as the mode, the server and any refusal decide.
+ */
+static PyObject *client_get_pubsub(pytslock_client *self, void *closure)
+{
+    pytslock_conn *conn;
+    int used;
+
+    (void)closure;
+    if ((conn = pytslock_pool_take(self)) == NULL)
+        return NULL;
+    used = tslock_client_get_pubsub(conn->client);
+    pytslock_pool_give(self, conn);
+    return PyUnicode_FromString(
+        pubsub_names[used == TSLOCK_PUBSUB_SHARDED ? TSLOCK_PUBSUB_SHARDED
+                                                   : TSLOCK_PUBSUB_CLASSIC]);
+}
+
+/* The mode asked for at construction: "auto", "classic" or "sharded". */
+static PyObject *client_get_pubsub_mode(pytslock_client *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(pubsub_names[self->target.pubsub]);
+}
+
+static PyGetSetDef client_getset[] = {
+    {"pubsub", (getter)client_get_pubsub, NULL,
+     "How waiters are woken now (tslock_client_get_pubsub(3)): \"sharded\"\n"
+     "(SSUBSCRIBE, SPUBLISH) or \"classic\" (SUBSCRIBE, PUBLISH), as the\n"
+     "pubsub mode, the server and any refusal decide.  Opens a pooled\n"
+     "connection when none is idle.",
+     NULL},
+    {"pubsub_mode", (getter)client_get_pubsub_mode, NULL,
+     "The pubsub mode given: \"auto\", \"classic\" or \"sharded\".", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static PyObject *histogram_dict(const tslock_histogram *h)
 {
     static const int64_t le_ms[] = TSLOCK_STATS_BUCKETS_MS;
@@ -545,4 +608,5 @@ PyTypeObject pytslock_client_type = {
     .tp_dealloc = (destructor)client_dealloc,
     .tp_weaklistoffset = offsetof(pytslock_client, weakrefs),
     .tp_methods = client_methods,
+    .tp_getset = client_getset,
 };

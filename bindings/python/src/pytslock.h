@@ -55,6 +55,7 @@ typedef struct pytslock_target {
     int db;
     int connect_ms, command_ms;
     int server_time; /* TSLOCK_TIME_SERVER */
+    int pubsub;      /* TSLOCK_PUBSUB_*: how waiters are woken */
     tslock_tls *tls; /* rediss://, ssl=True: TLS settings, or NULL */
 } pytslock_target;
 

@@ -594,6 +594,13 @@ class Client(_tslock.Client):
     connections.  Timeouts are in seconds, as in redis-py
     (``socket_timeout``, ``socket_connect_timeout``; 5 s each by default).
     ``server_time=True`` takes stamp times from the server's clock.
+    ``pubsub`` says how waiters are woken (tslock_client_set_pubsub(3)):
+    "auto" (the default: sharded pub/sub on a Redis 7.0+ Cluster, classic
+    elsewhere), "classic" (SUBSCRIBE/PUBLISH everywhere) or "sharded"
+    (SSUBSCRIBE/SPUBLISH wherever the server has them, a single 7.0
+    server too); the ``pubsub`` property says which is used now
+    ("sharded" or "classic": a server before 7.0, or one that refuses
+    SSUBSCRIBE, falls back to classic), ``pubsub_mode`` the mode given.
 
     TLS as in redis-py: ``ssl=True`` (what ``rediss://`` says), with
     ``ssl_ca_certs`` (a PEM file of CAs; default the system's),
@@ -614,7 +621,8 @@ class Client(_tslock.Client):
                  sentinel_password=None, server_time=False, ssl=False,
                  ssl_ca_certs=None, ssl_ca_path=None, ssl_certfile=None,
                  ssl_keyfile=None, ssl_password=None, ssl_cert_reqs="required",
-                 ssl_check_hostname=True, ssl_server_hostname=None):
+                 ssl_check_hostname=True, ssl_server_hostname=None,
+                 pubsub="auto"):
         self._tls = _tls_settings(
             ssl, ssl_ca_certs=ssl_ca_certs, ssl_ca_path=ssl_ca_path,
             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
@@ -630,7 +638,7 @@ class Client(_tslock.Client):
             connect_timeout_ms=_ms(socket_connect_timeout or 0,
                                    "socket_connect_timeout"),
             command_timeout_ms=_ms(socket_timeout or 0, "socket_timeout"),
-            server_time=bool(server_time), tls=self._tls)
+            server_time=bool(server_time), tls=self._tls, pubsub=pubsub)
         self._auth = (username, password)
         self._db = db
 

@@ -137,6 +137,37 @@ public final class Client implements AutoCloseable {
         pool.setObserver(observer);
     }
 
+    /**
+     * How this client's waiters are woken (tslock_client_set_pubsub(3)):
+     * {@link Pubsub#AUTO} (the default), {@link Pubsub#CLASSIC} or
+     * {@link Pubsub#SHARDED}. Every connection takes it when a thread
+     * next takes it from the pool (one a thread holds now, at its next
+     * lock call); no round trip.
+     */
+    public void setPubsub(Pubsub mode) {
+        if (mode == null)
+            throw new NullPointerException("mode");
+        pool.setPubsub(mode);
+    }
+
+    /**
+     * The pub/sub waiters use now (tslock_client_get_pubsub(3)):
+     * {@link Pubsub#SHARDED} or {@link Pubsub#CLASSIC}, as the mode, the
+     * server (sharded needs Redis 7.0) and any refusal of SSUBSCRIBE
+     * decide; asked of a pooled connection (of the first master, for a
+     * Redlock).
+     */
+    public Pubsub getPubsub() {
+        long c = pool.take();
+        try {
+            return Native.connGetPubsub(c) == Pubsub.SHARDED.code
+                       ? Pubsub.SHARDED
+                       : Pubsub.CLASSIC;
+        } finally {
+            pool.give(c);
+        }
+    }
+
     /** Free the idle connections; those in use are freed when let go. */
     @Override
     public void close() {
@@ -173,7 +204,19 @@ public final class Client implements AutoCloseable {
             if (closed)
                 throw new IllegalStateException("tslock.Client is closed");
             Long c = idle.pollFirst();
-            return c != null ? c : connect();
+            long conn = c != null ? c : connect();
+            /* Only once a mode was set: nothing more on the default path. */
+            if (pubsubSet)
+                Native.connSetPubsub(conn, pubsub.code);
+            return conn;
+        }
+
+        private volatile Pubsub pubsub = Pubsub.AUTO;
+        private volatile boolean pubsubSet;
+
+        void setPubsub(Pubsub mode) {
+            pubsub = mode;
+            pubsubSet = true;
         }
 
         /*

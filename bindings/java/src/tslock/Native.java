@@ -38,6 +38,8 @@ final class Native {
     static native int connectUrl(long conn, int i, String url);
     static native void connFree(long conn);
     static native boolean connIsBroken(long conn);
+    static native int connSetPubsub(long conn, int mode);
+    static native int connGetPubsub(long conn);
     static native String connErrstr(long conn, int i);
     static native String errname(int code);
     /* Add what conn's clients counted into out (Stats.LEN longs). */
