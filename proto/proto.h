@@ -277,6 +277,12 @@ enum tslock__push {
  */
 enum tslock__push tslock__push_kind(const redisReply *r,
                                     const char *const *channels, size_t n);
+/* Whether r is a push of kind exactly ("unsubscribe"), and when channel
+ * is not NULL, on that channel exactly. */
+int tslock__push_is(const redisReply *r, const char *kind, const char *channel);
+/* Whether r is a push whose channel is one of the n channels (NULL
+ * entries skipped), byte for byte. */
+int tslock__push_on(const redisReply *r, const char *const *channels, size_t n);
 
 /* ---- wakeup.c: waiters woken by the release */
 /*

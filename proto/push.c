@@ -54,3 +54,22 @@ enum tslock__push tslock__push_kind(const redisReply *r,
             return TSLOCK__PUSH_MESSAGE;
     return TSLOCK__PUSH_OTHER;
 }
+
+int tslock__push_is(const redisReply *r, const char *kind, const char *channel)
+{
+    return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
+           && r->element != NULL && is_string(r->element[0], kind)
+           && (channel == NULL || is_string(r->element[1], channel));
+}
+
+int tslock__push_on(const redisReply *r, const char *const *channels, size_t n)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3
+        || r->element == NULL)
+        return 0;
+    for (; n > 0; n--)
+        if (channels[n - 1] != NULL
+            && is_string(r->element[1], channels[n - 1]))
+            return 1;
+    return 0;
+}

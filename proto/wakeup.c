@@ -242,21 +242,11 @@ struct expected {
 #define SWAP_FAILED  (-1) /* the connection failed or answered otherwise */
 #define SWAP_REFUSED (-2) /* an UNSUBSCRIBE was refused (an ACL, a proxy) */
 
-/* Whether name is one of the n channels of list (NULLs skipped). */
-static int among(const char *name, const char *const *list, int n)
-{
-    int i;
-
-    for (i = 0; i < n; i++)
-        if (list[i] != NULL && strcmp(list[i], name) == 0)
-            return 1;
-    return 0;
-}
-
 /* Whether r is an "unsubscribe" or "sunsubscribe" push. */
 static int is_unsubscribed(const redisReply *r)
 {
-    return is_push(r, "unsubscribe") || is_push(r, "sunsubscribe");
+    return tslock__push_is(r, "unsubscribe", NULL)
+           || tslock__push_is(r, "sunsubscribe", NULL);
 }
 
 /*
@@ -304,7 +294,8 @@ static int swap_replies(redisContext *sub, const struct expected *e, int n,
         if (tslock__get_reply(sub, &v) != REDIS_OK || v == NULL)
             return SWAP_FAILED;
         r = v;
-        if (is_push(r, "message") || is_push(r, "smessage")) {
+        if (tslock__push_is(r, "message", NULL)
+            || tslock__push_is(r, "smessage", NULL)) {
             ; /* before the subscription point: dropped */
         } else if (r->type == REDIS_REPLY_ERROR) {
             if (e[i].command == classic_cmd) {
@@ -315,14 +306,10 @@ static int swap_replies(redisContext *sub, const struct expected *e, int n,
                          ? SWAP_REFUSED
                          : SWAP_FAILED;
             }
-        } else if (is_push(r, e[i].kind)
-                   && r->element[1]->type == REDIS_REPLY_STRING
-                   && strcmp(r->element[1]->str, e[i].channel) == 0) {
+        } else if (tslock__push_is(r, e[i].kind, e[i].channel)) {
             i++;
-        } else if (!is_unsubscribed(r)
-                   || r->element[1]->type != REDIS_REPLY_STRING
-                   || !among(r->element[1]->str, old, 3)
-                   || among(r->element[1]->str, now, 3)) {
+        } else if (!is_unsubscribed(r) || !tslock__push_on(r, old, 3)
+                   || tslock__push_on(r, now, 3)) {
             rc = SWAP_FAILED;
         }
         freeReplyObject(r);

@@ -45,6 +45,16 @@ static void check(const redisReply *r, const char *const *ch, size_t n)
 
     FUZZ_CHECK(kind >= TSLOCK__PUSH_OTHER && kind <= TSLOCK__PUSH_SUNSUBSCRIBE);
     FUZZ_CHECK(tslock__push_kind(r, ch, n) == kind);
+    /* The subscriber swap's questions (push_is, push_on) agree. */
+    for (i = 1; i < sizeof(expect) / sizeof(expect[0]); i++)
+        FUZZ_CHECK(!tslock__push_is(r, expect[i], NULL)
+                   || (r->type == REDIS_REPLY_ARRAY && r->elements == 3
+                       && names(r->element[0], expect[i])));
+    FUZZ_CHECK(kind != TSLOCK__PUSH_MESSAGE || tslock__push_on(r, ch, n));
+    for (i = 0; i < n; i++)
+        FUZZ_CHECK(ch[i] == NULL || !tslock__push_is(r, "message", ch[i])
+                   || kind == TSLOCK__PUSH_MESSAGE);
+    i = 0;
     if (kind == TSLOCK__PUSH_OTHER)
         return;
     FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
