@@ -233,10 +233,10 @@ tslock_lock *th_stamp_lock(tslock_client *c, const char *key, int64_t ttl_ms)
     return l;
 }
 
-int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
+void th_workers_start(int n, void (*child)(int index, void *userdata),
+                      void *userdata, pid_t *pids)
 {
-    pid_t pids[64];
-    int i, status, clean = 1;
+    int i;
 
     CU_ASSERT_FATAL(n > 0 && n <= 64);
     fflush(stdout); /* no buffered output copied into the children */
@@ -249,9 +249,24 @@ int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
             _exit(0);
         }
     }
+}
+
+int th_workers_wait(int n, const pid_t *pids)
+{
+    int i, status, clean = 1;
+
     for (i = 0; i < n; i++)
         if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status)
             || WEXITSTATUS(status) != 0)
             clean = 0;
     return clean;
+}
+
+int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
+{
+    pid_t pids[64];
+
+    CU_ASSERT_FATAL(n > 0 && n <= 64);
+    th_workers_start(n, child, userdata, pids);
+    return th_workers_wait(n, pids);
 }
