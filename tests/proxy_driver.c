@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -239,6 +240,14 @@ void th_workers_start(int n, void (*child)(int index, void *userdata),
     int i;
 
     CU_ASSERT_FATAL(n > 0 && n <= 64);
+#ifdef SYS_gettid
+    /* The main thread, where CUnit runs the tests (see harness.h). */
+    if ((pid_t)syscall(SYS_gettid) != getpid()) {
+        fprintf(stderr, "th_workers_start: called from a thread other than "
+                        "the main one; fork there only\n");
+        CU_FAIL_FATAL("th_workers_start outside the main thread");
+    }
+#endif
     fflush(stdout); /* no buffered output copied into the children */
     fflush(stderr);
     for (i = 0; i < n; i++) {
