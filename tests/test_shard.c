@@ -850,8 +850,8 @@ static void scenario(enum change kind, const char *key, int owner, int replica,
     hslot = enter(acked);
     atomic_store(&sh->broken, kind == BROKEN);
     /*
-     * Forked here, before this thread asks anything of the servers: a
-     * waiter forked while another thread of the test allocated could
+     * Forked from this, the main thread, while no other thread of the
+     * test is busy: a waiter forked while another thread allocated could
      * start with the allocator's lock held for good (AddressSanitizer's
      * allocator has no fork handler) and never join the line.
      */
