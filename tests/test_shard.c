@@ -855,8 +855,8 @@ static void scenario(enum change kind, const char *key, int owner, int replica,
      * start with the allocator's lock held for good (AddressSanitizer's
      * allocator has no fork handler) and never join the line.
      */
+    began = changed = th_mono_ms(); /* broken waiters take at once */
     th_workers_start(WAITERS, waiter_proc, NULL, workers);
-    began = changed = th_mono_ms();
     if (kind == BROKEN) {
         while (atomic_load(&sh->done) + atomic_load(&sh->errors) < WAITERS
                && th_mono_ms() - began < BOUND_MS)
