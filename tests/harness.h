@@ -189,6 +189,21 @@ int th_rounds(int dflt);
 int th_workers(int n, void (*child)(int index, void *userdata), void *userdata);
 
 /*
+ * th_workers in two halves, for a test that works while its workers run:
+ * th_workers_start forks them (pids[n] receives their ids) and returns at
+ * once; th_workers_wait waits for them all, 1 when every one exited 0.
+ *
+ * Fork from the main thread only (th_workers_start fails a test that
+ * calls it from another), while no other thread of the test is busy: the
+ * child is a copy of the forking thread alone, and a lock another thread
+ * held at the fork (the allocator's, under AddressSanitizer, which has no
+ * fork handler in GCC 12's libasan) stays held in the child for good.
+ */
+void th_workers_start(int n, void (*child)(int index, void *userdata),
+                      void *userdata, pid_t *pids);
+int th_workers_wait(int n, const pid_t *pids);
+
+/*
  * A timestamp-scheme lock on key with a ttl_ms lease; a CUnit fatal
  * failure if it cannot be made.
  */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -233,12 +234,20 @@ tslock_lock *th_stamp_lock(tslock_client *c, const char *key, int64_t ttl_ms)
     return l;
 }
 
-int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
+void th_workers_start(int n, void (*child)(int index, void *userdata),
+                      void *userdata, pid_t *pids)
 {
-    pid_t pids[64];
-    int i, status, clean = 1;
+    int i;
 
     CU_ASSERT_FATAL(n > 0 && n <= 64);
+#ifdef SYS_gettid
+    /* The main thread, where CUnit runs the tests (see harness.h). */
+    if ((pid_t)syscall(SYS_gettid) != getpid()) {
+        fprintf(stderr, "th_workers_start: called from a thread other than "
+                        "the main one; fork there only\n");
+        CU_FAIL_FATAL("th_workers_start outside the main thread");
+    }
+#endif
     fflush(stdout); /* no buffered output copied into the children */
     fflush(stderr);
     for (i = 0; i < n; i++) {
@@ -249,9 +258,24 @@ int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
             _exit(0);
         }
     }
+}
+
+int th_workers_wait(int n, const pid_t *pids)
+{
+    int i, status, clean = 1;
+
     for (i = 0; i < n; i++)
         if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status)
             || WEXITSTATUS(status) != 0)
             clean = 0;
     return clean;
+}
+
+int th_workers(int n, void (*child)(int index, void *userdata), void *userdata)
+{
+    pid_t pids[64];
+
+    CU_ASSERT_FATAL(n > 0 && n <= 64);
+    th_workers_start(n, child, userdata, pids);
+    return th_workers_wait(n, pids);
 }

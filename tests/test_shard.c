@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -770,6 +771,10 @@ struct shared {
     atomic_llong last_ms;  /* and the last one's */
     atomic_int broken;     /* the known-broken variant */
     atomic_int pids[WAITERS];
+    /* What each waiter did last, told when the line does not fill. */
+    atomic_int phase[WAITERS]; /* enum phase */
+    atomic_int step[WAITERS];  /* its last step, -1 before the first */
+    atomic_int steps[WAITERS]; /* and how many it took */
 };
 static struct shared *sh;
 
@@ -829,25 +834,81 @@ static const char *const change_names[] = {"slot migration",
 static char cur_key[32];
 static int cur_seed;
 
+/* A waiter's progress, in the shared map. */
+enum phase { FORKED = 1, ACQUIRING, ACQUIRED, RELEASED, FAILED };
+static const char *const phase_names[] = {
+    "not started",      "forked, connecting", "in tslock_acquire",
+    "holding the lock", "released, leaving",  "failed (see its message)"};
+
+static int note_step(tslock_client *c, tslock_step step, const char *key,
+                     void *userdata)
+{
+    int index = (int)(intptr_t)userdata;
+
+    (void)c;
+    (void)key;
+    atomic_store(&sh->step[index], (int)step);
+    atomic_fetch_add(&sh->steps[index], 1);
+    return 0;
+}
+
+/* Tell what every waiter not yet done is doing, and its process state. */
+static void tell_waiters(void)
+{
+    int i;
+
+    for (i = 0; i < WAITERS; i++) {
+        int phase = atomic_load(&sh->phase[i]),
+            step = atomic_load(&sh->step[i]);
+        int pid = atomic_load(&sh->pids[i]);
+        char path[64], line[256] = "?";
+        FILE *f;
+
+        if (phase >= ACQUIRED)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+        if (pid > 0 && (f = fopen(path, "r")) != NULL) {
+            if (fgets(line, sizeof(line), f) == NULL || line[0] == '\0')
+                snprintf(line, sizeof(line), "?");
+            line[strcspn(line, "\n")] = '\0';
+            fclose(f);
+        }
+        fprintf(stderr,
+                "    waiter %d (pid %d): %s; %d steps, the last %s; "
+                "kernel wait channel %s\n",
+                i, pid, phase_names[phase < FAILED + 1 ? phase : 0],
+                atomic_load(&sh->steps[i]),
+                step >= 0 ? tslock_step_name((tslock_step)step) : "none", line);
+    }
+}
+
 /* One waiter process: one acquisition, checked, then released. */
 static void waiter_proc(int index, void *userdata)
 {
-    tslock_client *c = client_on(cur_seed, TSLOCK_PUBSUB_AUTO);
-    tslock_lock *l = waiting_lock(c, cur_key);
+    tslock_client *c;
+    tslock_lock *l;
     int rc, slot;
     long long zero = 0;
     int64_t now;
 
     (void)userdata;
     atomic_store(&sh->pids[index], (int)getpid());
+    atomic_store(&sh->step[index], -1);
+    atomic_store(&sh->phase[index], FORKED);
+    c = client_on(cur_seed, TSLOCK_PUBSUB_AUTO);
+    l = waiting_lock(c, cur_key);
+    tslock_client_set_step_hook(c, note_step, (void *)(intptr_t)index);
+    atomic_store(&sh->phase[index], ACQUIRING);
     rc = atomic_load(&sh->broken) ? (tslock_acquire(l, 0), TSLOCK_OK)
                                   : tslock_acquire(l, 3 * BOUND_MS);
     if (rc != TSLOCK_OK) {
         fprintf(stderr, "    waiter: %s: %s\n", tslock_errname(rc),
                 tslock_client_errstr(c));
+        atomic_store(&sh->phase[index], FAILED);
         atomic_fetch_add(&sh->errors, 1);
         return;
     }
+    atomic_store(&sh->phase[index], ACQUIRED);
     now = th_mono_ms();
     atomic_compare_exchange_strong(&sh->first_ms, &zero, now);
     atomic_store(&sh->last_ms, now);
@@ -860,17 +921,9 @@ static void waiter_proc(int index, void *userdata)
                 tslock_client_errstr(c));
         atomic_fetch_add(&sh->errors, 1);
     }
+    atomic_store(&sh->phase[index], RELEASED);
     tslock_lock_free(l);
     tslock_client_free(c);
-}
-
-static int workers_ok;
-
-static void *workers_thread(void *arg)
-{
-    (void)arg;
-    workers_ok = th_workers(WAITERS, waiter_proc, NULL);
-    return NULL;
 }
 
 /* Wait until key's slot is served by a master other than `old`. */
@@ -1000,7 +1053,7 @@ static void scenario(enum change kind, const char *key, int owner, int replica,
 {
     tslock_client *hc;
     tslock_lock *h;
-    pthread_t workers;
+    pid_t workers[WAITERS];
     int64_t began, changed = 0;
     int acked = kind == FAILOVER || kind == FORCE || kind == KILL;
     int hslot, rc, now_owner = owner;
@@ -1024,8 +1077,14 @@ static void scenario(enum change kind, const char *key, int owner, int replica,
     CU_ASSERT_EQUAL_FATAL(rc, TSLOCK_OK);
     hslot = enter(acked);
     atomic_store(&sh->broken, kind == BROKEN);
-    CU_ASSERT_FATAL(pthread_create(&workers, NULL, workers_thread, NULL) == 0);
-    began = changed = th_mono_ms();
+    /*
+     * Forked from this, the main thread, while no other thread of the
+     * test is busy: a waiter forked while another thread allocated could
+     * start with the allocator's lock held for good (AddressSanitizer's
+     * allocator has no fork handler) and never join the line.
+     */
+    began = changed = th_mono_ms(); /* broken waiters take at once */
+    th_workers_start(WAITERS, waiter_proc, NULL, workers);
     if (kind == BROKEN) {
         while (atomic_load(&sh->done) + atomic_load(&sh->errors) < WAITERS
                && th_mono_ms() - began < BOUND_MS)
@@ -1036,6 +1095,7 @@ static void scenario(enum change kind, const char *key, int owner, int replica,
             CU_FAIL("the line never reached 16");
             fprintf(stderr, "    the line is %lld long, %d waiters done\n",
                     line_length(owner, key), atomic_load(&sh->done));
+            tell_waiters();
         }
         if (kind == MIGRATE)
             signal_waiters(WAITERS / 2, SIGSTOP);
@@ -1064,8 +1124,7 @@ static void scenario(enum change kind, const char *key, int owner, int replica,
     CU_ASSERT_EQUAL(rc, kind == KILL_LOSS ? TSLOCK_ELOST
                         : kind == BROKEN  ? rc
                                           : TSLOCK_OK);
-    pthread_join(workers, NULL);
-    CU_ASSERT_TRUE(workers_ok);
+    CU_ASSERT_TRUE(th_workers_wait(WAITERS, workers));
     printf("\n    %s: change %lld ms; first acquisition %lld ms after it "
            "(%lld ms after the change began), last %lld ms; overlaps: %d "
            "real, %d allowed by async replication ",
