@@ -161,11 +161,16 @@ await_pane() {
 flag() { $tm display -p -t top "#{$1}" 2>/dev/null; }
 # first_row: the key of the first row under the header.
 first_row() { pane | sed -n 3p | cut -d" " -f1; }
+# Each call's marker is numbered, so an earlier answer still on the
+# screen is never taken for this one.
+stty_seq=0
 stty_of_pane() {
-    $tm send-keys -t top "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ' | sed 's/^/ST''TY: /'; echo" Enter
+    stty_seq=$((stty_seq + 1))
+    $tm send-keys -t top "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ' | sed 's/^/ST''TY$stty_seq: /'; echo" Enter
     # (the command as typed does not hold the marker; its output may
     # follow a prompt when echo is off)
-    await_pane "STTY: " && pane | grep -o "STTY: .*" | tail -1
+    await_pane "STTY$stty_seq: " &&
+        pane | grep -o "STTY$stty_seq: .*" | tail -1 | sed "s/^STTY$stty_seq:/STTY:/"
 }
 # restored WHY: main screen, cursor shown, canonical input with echo.
 restored() {
@@ -242,8 +247,10 @@ restored "after the server went away"
 # draws on it is seen so.
 th_begin "proof"
 $tm send-keys -t top "clear" Enter
-$tm send-keys -t top "printf '\\033[?1049h\\033[?25l'; stty -icanon -echo; echo EXIT=\$?" Enter
-await_pane "EXIT=[0-9]" >/dev/null
+# Its own marker: an EXIT= left on the screen by the section before
+# would match before the "clear" has run.
+$tm send-keys -t top "printf '\\033[?1049h\\033[?25l'; stty -icanon -echo; echo PROOF=\$?" Enter
+await_pane "PROOF=[0-9]" >/dev/null
 check "proof: a program that leaves the alternate screen on is seen" \
     eval '[ "$(flag alternate_on)" = 1 ] && [ "$(flag cursor_flag)" = 0 ]'
 s=$(stty_of_pane)
