@@ -325,11 +325,23 @@ static int reconnect_while_waiting(tslock_lock *l, int64_t wait_ms,
     int64_t left = wait_ms == TSLOCK_WAIT_FOREVER
                        ? INT64_C(60000)
                        : deadline - tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
-    int64_t delay = l->retry_min_ms;
+    int64_t delay = l->retry_min_ms, backoff;
+    int tries = l->reconnect_tries;
 
     if (left <= 0)
         return rc;
-    /* The first reconnect at once, later ones after a retry delay. */
+    /*
+     * The first reconnect at once, later ones after a backoff of their
+     * own: 50 ms, doubling to 1 s, or the retry delay when shorter.  A
+     * failover takes seconds, and a retry delay as long as the wait
+     * (a waiter that counts on wake-ups) left one more reconnect only,
+     * after the deadline.
+     */
+    backoff = INT64_C(50) << (tries > 5 ? 5 : tries > 0 ? tries - 1 : 0);
+    if (backoff > 1000)
+        backoff = 1000;
+    if (backoff < delay)
+        delay = backoff;
     if (l->reconnect_tries++ > 0) {
         if (delay > left)
             delay = left;
