@@ -136,16 +136,27 @@ static int await_own_replica(int i)
     return 0;
 }
 
-/* Node i's count of subscribers of channel (NUMSUB or SHARDNUMSUB). */
-static long long subscribers(int i, const char *which, const char *channel)
+/* Subscribers of channel (which: NUMSUB or SHARDNUMSUB), asked on raw. */
+static long long numsub_on(redisContext *raw, const char *which,
+                           const char *channel)
 {
-    redisReply *r = on_node(i, "PUBSUB %s %s", which, channel);
+    redisReply *r = redisCommand(raw, "PUBSUB %s %s", which, channel);
     long long n = -1;
 
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
         && r->element[1]->type == REDIS_REPLY_INTEGER)
         n = r->element[1]->integer;
     freeReplyObject(r);
+    return n;
+}
+
+/* Node i's count of subscribers of channel, on a connection of its own. */
+static long long subscribers(int i, const char *which, const char *channel)
+{
+    redisContext *c = th_redis(&cl.node[i]);
+    long long n = numsub_on(c, which, channel);
+
+    redisFree(c);
     return n;
 }
 
@@ -464,17 +475,14 @@ static long long pubsub_clients(redisContext *raw)
     return n;
 }
 
-/* Subscribers of a channel of kind (NUMSUB, SHARDNUMSUB), on raw. */
+/* Subscribers of key's channel of kind (NUMSUB, SHARDNUMSUB), on raw:
+ * the test's own connection, so no connection is counted by asking. */
 static long long numsub(redisContext *raw, const char *kind, const char *key)
 {
-    redisReply *r = redisCommand(raw, "PUBSUB %s {%s}:released", kind, key);
-    long long n = -1;
+    char channel[64];
 
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
-        && r->element[1]->type == REDIS_REPLY_INTEGER)
-        n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
+    snprintf(channel, sizeof(channel), "{%s}:released", key);
+    return numsub_on(raw, kind, channel);
 }
 
 /* A wait that subscribes, tries a few times and runs out: key held. */
