@@ -962,6 +962,104 @@ TSLOCK_EXTERN int tslock_lock_set_ttl(tslock_lock *lock, int64_t ttl_ms);
  */
 TSLOCK_EXTERN int tslock_lock_set_unit(tslock_lock *lock, tslock_unit unit);
 
+/* ========================================================== dialects ==== */
+
+/*
+ * A dialect is how one legacy lock library writes its expiry stamp: the
+ * number's unit and whether the "+1" convention applies, what surrounds
+ * the number (an owner suffix such as "-<pid>-<thread>", or a
+ * PHP-serialized array with an "expires" field), which values mean
+ * "never expires", and how its clients release (a blind DEL, or only
+ * when the key still holds the exact string they wrote).  The presets
+ * name the libraries (tslock_dialect_preset()); a user-defined dialect is
+ * a short format string, whose grammar tslock-dialects(7) gives:
+ *
+ *   FORMAT   := TEMPLATE [";never=" VALUE ("," VALUE)*]
+ *               [";release=" ("del" | "compare")]
+ *   TEMPLATE := (LITERAL | "{" FIELD "}")*  with exactly one time field,
+ *             | "php-array(" NAME "=" FIELD ("," NAME "=" FIELD)* ")"
+ *   FIELD    := "ms" | "ms+1" | "s" | "s+1" | "float" | "float+1"
+ *             | "pid" | "tid" | "host"
+ *
+ * e.g. "{s+1}-{pid}-{tid}" (the redis-lock gem) or
+ * "php-array(pid=pid,hostname=host,expires=s)" (ninja-mutex).  One
+ * parser reads presets and formats alike.
+ */
+
+/*
+ * tslock_lock_set_dialect - write and read stamps in a legacy library's
+ * dialect (timestamp and bridge schemes, and the stamp a token-less
+ * client finds): a preset name or a format string.  Values in the
+ * dialect are taken over by the same compare-and-set rules as plain
+ * stamps; a value the dialect cannot read is never taken over.  Setting
+ * a unit afterwards (tslock_lock_set_unit()) returns to a plain stamp.
+ *
+ * dialect: copied before the call returns.
+ * Returns TSLOCK_OK, TSLOCK_EINVAL (NULL, or neither a preset nor a valid
+ * format: the detail says where the format went wrong and names the
+ * closest preset) or TSLOCK_ESTATE (the lock is held).
+ * Threads: as for the client.
+ */
+TSLOCK_EXTERN int tslock_lock_set_dialect(tslock_lock *lock,
+                                          const char *dialect);
+
+/*
+ * tslock_lock_get_dialect - the dialect the lock writes: the preset name
+ * when it was set by one, the format string otherwise, and for a plain
+ * unit its format ("{ms+1}", "{s+1}" or "{float}").
+ * Ownership: borrowed, valid until the lock's dialect or unit changes.
+ */
+TSLOCK_EXTERN const char *tslock_lock_get_dialect(tslock_lock *lock);
+
+/*
+ * tslock_dialect_preset - the name of preset i (0, 1, ...), NULL past
+ * the last.  tslock_dialect_format() gives its format string and
+ * tslock_dialect_library() the library and version it matches.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN const char *tslock_dialect_preset(size_t i);
+TSLOCK_EXTERN const char *tslock_dialect_format(const char *name);
+TSLOCK_EXTERN const char *tslock_dialect_library(const char *name);
+
+/*
+ * tslock_dialect_check - validate a preset name or format string.
+ *
+ * err, size: receive the reason when it is invalid (may be NULL, 0).
+ * Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_dialect_check(const char *dialect, char *err,
+                                       size_t size);
+
+/*
+ * tslock_dialect_parse - read a stored value in a dialect.
+ *
+ * expires_ms: receives the last Unix millisecond the stamp is valid, as
+ * its own clients read it; INT64_MAX for a "never expires" value.
+ * Returns TSLOCK_OK, TSLOCK_EUNREADABLE (not a value of this dialect) or
+ * TSLOCK_EINVAL (NULL argument, unknown dialect).
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_dialect_parse(const char *dialect, const char *value,
+                                       size_t len, int64_t *expires_ms);
+
+/*
+ * tslock_dialect_match - name the presets whose clients could have
+ * written a stored value: names receives them joined by '/', in the
+ * order of tslock_dialect_preset() (float seconds, for one, are written
+ * alike by redis-py 2.x and redis-mutex), "" when none matches.
+ *
+ * names, size: at least 1 byte; a list that does not fit is cut at a
+ * name and ends with "/...".
+ * expires_ms: receives the first match's reading (may be NULL).
+ * Returns TSLOCK_OK, TSLOCK_EUNREADABLE (no preset matches) or
+ * TSLOCK_EINVAL.
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_dialect_match(const char *value, size_t len,
+                                       char *names, size_t size,
+                                       int64_t *expires_ms);
+
 /*
  * tslock_lock_set_release_form - force a release form.  The classic form
  * has a documented gap; tests use it to show it.
