@@ -91,8 +91,10 @@ static int64_t safety_ms(tslock_lock *l, const char *stamp)
     int64_t stamp_ms = 0, ms;
     const char *why;
 
-    if (tslock__stamp_parse(stamp, strlen(stamp), l->unit, &stamp_ms, &why)
-        != TSLOCK_OK)
+    if (tslock__dialect_parse(&l->dialect, stamp, strlen(stamp), &stamp_ms,
+                              &why, NULL)
+            != TSLOCK_OK
+        || stamp_ms == INT64_MAX)
         stamp_ms = 0;
     ms = stamp_ms - tslock__now(l->client, TSLOCK_CLOCK_WALL) + 1000;
     return ms > 1000 ? ms : 1000;

@@ -74,6 +74,7 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
             l->used = bridge ? TSLOCK_SCHEME_BRIDGE : TSLOCK_SCHEME_TIMESTAMP;
             l->ops = bridge ? &tslock__bridge_ops : &tslock__timestamp_ops;
             l->unit = unit;
+            tslock__dialect_plain(&l->dialect, unit);
             l->proof = slash != NULL;
             if (slash != NULL)
                 memcpy(l->owner_token, slash + 1, sizeof(l->owner_token));

@@ -52,6 +52,7 @@ int tslock_lock_new(tslock_lock **out, tslock_client *client, const char *key)
     l->client = client;
     l->stats_client = client;
     l->ttl_ms = 30000;
+    tslock__dialect_plain(&l->dialect, TSLOCK_UNIT_MS);
     l->retry_min_ms = 50;
     l->retry_max_ms = 100;
     l->reconnect_ms = -1;
@@ -104,7 +105,29 @@ int tslock_lock_set_unit(tslock_lock *l, tslock_unit unit)
     if (l->held)
         return TSLOCK_ESTATE;
     l->unit = unit;
+    tslock__dialect_plain(&l->dialect, unit);
     return TSLOCK_OK;
+}
+
+int tslock_lock_set_dialect(tslock_lock *l, const char *dialect)
+{
+    struct tslock__dialect d;
+    char err[TSLOCK__ERRSTR_SIZE - 64];
+
+    if (l == NULL || dialect == NULL)
+        return TSLOCK_EINVAL;
+    if (l->held)
+        return TSLOCK_ESTATE;
+    if (tslock__dialect_compile(&d, dialect, err, sizeof(err)) != TSLOCK_OK)
+        return tslock__fail(l->client, TSLOCK_EINVAL, "dialect: %s", err);
+    l->dialect = d;
+    l->unit = d.unit;
+    return TSLOCK_OK;
+}
+
+const char *tslock_lock_get_dialect(tslock_lock *l)
+{
+    return l != NULL ? l->dialect.spec : NULL;
 }
 
 int tslock_lock_set_release_form(tslock_lock *l, tslock_release_form form)

@@ -404,6 +404,7 @@ int tslock__shared_adopt(tslock_lock *l, const char *handle)
         return 0;
     memcpy(l->value, value, len + 1);
     l->unit = (tslock_unit)i;
+    tslock__dialect_plain(&l->dialect, l->unit);
     l->used = TSLOCK_SCHEME_TOKEN;
     l->ops = &tslock__shared_ops;
     l->expires_ms = 0;

@@ -33,7 +33,7 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
 {
     tslock_client *c = l->client;
     int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
-    const char *why;
+    int bridge = l->used == TSLOCK_SCHEME_BRIDGE;
     int n;
 
     if (now < TSLOCK__STAMP_MIN_MS)
@@ -42,21 +42,12 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
                             " ms, before 2000: a stamp written now would be "
                             "unreadable to every client",
                             now);
-    if (l->used == TSLOCK_SCHEME_BRIDGE)
-        n = tslock__bridge_stamp(buf, size, l->unit, now, ttl_ms,
-                                 tslock__random64(c));
-    else
-        n = tslock_stamp_format(buf, size, l->unit, now, ttl_ms);
+    n = tslock__dialect_format(&l->dialect, buf, size, now, ttl_ms, bridge,
+                               bridge ? tslock__random64(c) : 0, lease_end);
     if (n < 0)
         return tslock__fail(
             c, TSLOCK_ECLOCK,
             "wall clock gave an implausible time (%" PRId64 " ms)", now);
-    if (l->used == TSLOCK_SCHEME_BRIDGE)
-        *lease_end = now + ttl_ms;
-    else
-        tslock__stamp_parse(buf, (size_t)n, l->unit, lease_end, &why);
-    if (l->unit == TSLOCK_UNIT_FLOAT)
-        *lease_end -= 1;
     return TSLOCK_OK;
 }
 
@@ -111,8 +102,8 @@ static int take_over(tslock_lock *l, const char *seen)
             tslock__count_takeover(l);
     } else if (r->type == REDIS_REPLY_STRING) {
         /* Another client's GETSET came first: it holds the lock. */
-        if (tslock__stamp_parse(r->str, r->len, l->unit, &exp,
-                                &(const char *){NULL})
+        if (tslock__dialect_parse(&l->dialect, r->str, r->len, &exp,
+                                  &(const char *){NULL}, NULL)
             != TSLOCK_OK)
             exp = 0;
         restore_winner(l, r->str);

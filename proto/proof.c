@@ -57,15 +57,32 @@ int tslock__key_command(tslock_lock *l, tslock_step step, const char *arg,
 
 int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp)
 {
-    const char *why = "";
-    int rc = tslock__stamp_parse(r->str, r->len, l->unit, exp, &why);
+    const char *why = "", *closest;
+    char quoted[200], hint[120] = "";
+    int rc = tslock__dialect_parse(&l->dialect, r->str, r->len, exp, &why,
+                                   NULL);
 
-    if (rc != TSLOCK_OK)
+    if (rc == TSLOCK_OK && *exp == INT64_MAX) {
+        tslock__quote_value(quoted, sizeof(quoted), r->str, r->len);
+        return tslock__fail(l->client, TSLOCK_EBUSY,
+                            "lock '%s' holds %s, which dialect %s writes for "
+                            "a lock that never expires; it is never taken "
+                            "over",
+                            l->key, quoted, l->dialect.spec);
+    }
+    if (rc != TSLOCK_OK) {
+        tslock__quote_value(quoted, sizeof(quoted), r->str, r->len);
+        closest = tslock__dialect_closest(r->str, r->len);
+        if (closest != NULL && strcmp(closest, l->dialect.spec) != 0
+            && strcmp(closest, l->dialect.name) != 0)
+            snprintf(hint, sizeof(hint), " (closest preset: %s)", closest);
         tslock__fail(l->client, rc,
-                     "lock '%s' holds \"%.*s\", which %s for a stamp in %s; "
-                     "it is treated as held and never taken over",
-                     l->key, r->len > 64 ? 64 : (int)r->len, r->str, why,
-                     tslock__unit_name(l->unit));
+                     "lock '%s' holds %s, which %s for a stamp of dialect "
+                     "%s, in %s; it is treated as held and never taken "
+                     "over%s",
+                     l->key, quoted, why, l->dialect.spec,
+                     tslock__unit_name(l->dialect.unit), hint);
+    }
     return rc;
 }
 
@@ -88,6 +105,8 @@ int64_t tslock__takeover_after(const tslock_lock *l, int64_t exp)
 {
     if (l->used != TSLOCK_SCHEME_TIMESTAMP && l->used != TSLOCK_SCHEME_BRIDGE)
         return exp;
+    if (exp > INT64_MAX - l->grace_ms) /* a stamp that never expires */
+        return INT64_MAX;
     return exp + l->grace_ms;
 }
 

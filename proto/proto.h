@@ -13,11 +13,39 @@
 
 #include "net.h"
 
-#define TSLOCK__VALUE_SIZE 64
+/* Room for any stamp, a PHP-serialized array with a host name among them. */
+#define TSLOCK__VALUE_SIZE 160
 /* 2000-01-01 in Unix ms: the earliest plausible stamp. */
 #define TSLOCK__STAMP_MIN_MS INT64_C(946684800000)
 /* The longest takeover grace: one day. */
 #define TSLOCK__GRACE_MAX_MS INT64_C(86400000)
+
+/* A legacy stamp dialect, compiled (dialect.c). */
+#define TSLOCK__DIALECT_PARTS 8
+#define TSLOCK__DIALECT_NEVER 4
+enum tslock__part_kind {
+    TSLOCK__PART_LITERAL = 0,
+    TSLOCK__PART_TIME,
+    TSLOCK__PART_PID,
+    TSLOCK__PART_TID,
+    TSLOCK__PART_HOST
+};
+struct tslock__part {
+    int kind;
+    char text[24]; /* a literal, or in a PHP array the field's key */
+};
+struct tslock__dialect {
+    char spec[160]; /* as given: a preset name or a format */
+    char name[32];  /* the preset's name, "" for a format */
+    tslock_unit unit;
+    int plus_one;
+    int php; /* a PHP-serialized array of the parts */
+    int nparts;
+    struct tslock__part part[TSLOCK__DIALECT_PARTS];
+    int nnever;
+    char never[TSLOCK__DIALECT_NEVER][16];
+    int compare_release; /* its clients delete only their exact value */
+};
 
 /* A scheme's operations (lib/tslock_int.h); a lock points at its own. */
 struct tslock__scheme_ops;
@@ -38,7 +66,8 @@ struct tslock_lock {
     tslock_scheme scheme; /* as asked */
     tslock_scheme used;   /* as used for the current or last hold */
     const struct tslock__scheme_ops *ops; /* of `used` */
-    tslock_unit unit;
+    tslock_unit unit; /* the dialect's, kept for handles and messages */
+    struct tslock__dialect dialect; /* how stamps are written and read */
     tslock_release_form release_form;
     int64_t ttl_ms;
     int64_t margin_ms;
@@ -118,6 +147,34 @@ const char *tslock__unit_name(tslock_unit unit);
 int64_t tslock__bridge_bound_ms(tslock_unit unit, int64_t ttl_ms);
 int tslock__bridge_stamp(char *buf, size_t size, tslock_unit unit,
                          int64_t now_ms, int64_t ttl_ms, uint64_t random);
+
+/* ---- dialect.c: legacy stamp dialects */
+/* Compile a preset name or format; err (may be NULL) says what is wrong. */
+int tslock__dialect_compile(struct tslock__dialect *d, const char *spec,
+                            char *err, size_t size);
+/* The plain dialect of a unit: "{ms+1}", "{s+1}" or "{float}". */
+void tslock__dialect_plain(struct tslock__dialect *d, tslock_unit unit);
+const char *tslock__plain_format(tslock_unit unit);
+int tslock__dialect_is_plain(const struct tslock__dialect *d);
+/*
+ * Read v: *exp the last valid Unix ms (INT64_MAX: never expires); on
+ * EUNREADABLE *why says why and *at (may be NULL) how far it matched.
+ */
+int tslock__dialect_parse(const struct tslock__dialect *d, const char *v,
+                          size_t len, int64_t *exp, const char **why,
+                          size_t *at);
+/*
+ * Write the value of a lease of ttl_ms from now_ms into buf: a bridge
+ * value lies a random amount past the lease.  *lease_end: when the lease
+ * ends for the writer.  Returns the length, or TSLOCK_EINVAL.
+ */
+int tslock__dialect_format(const struct tslock__dialect *d, char *buf,
+                           size_t size, int64_t now_ms, int64_t ttl_ms,
+                           int bridge, uint64_t random, int64_t *lease_end);
+/* The preset that reads v, or else the one whose parse got furthest. */
+const char *tslock__dialect_closest(const char *v, size_t len);
+/* "v" in full, or cut with how much was shown. */
+void tslock__quote_value(char *buf, size_t size, const char *v, size_t len);
 
 /* ---- names.c: companions of a lock key, in its Cluster hash slot */
 /*
