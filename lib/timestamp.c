@@ -43,7 +43,7 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
                             "unreadable to every client",
                             now);
     n = tslock__dialect_format(&l->dialect, buf, size, now, ttl_ms, bridge,
-                               bridge ? tslock__random64(c) : 0, lease_end);
+                               tslock__random64(c), lease_end);
     if (n < 0)
         return tslock__fail(
             c, TSLOCK_ECLOCK,

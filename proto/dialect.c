@@ -325,12 +325,15 @@ int tslock__dialect_compile(struct tslock__dialect *d, const char *spec,
         opt = next;
     }
     if (rc != TSLOCK_OK && p == NULL && err != NULL && size > 0) {
-        size_t n = strlen(err);
-        snprintf(err + n, size - n,
-                 "; not a preset either (presets: java-redislock, "
-                 "redis-docs, redis-py2, redis-objects, redis-mutex, "
-                 "redis-lock-gem, resque-lock-timeout, ninja-mutex, "
-                 "predislock, node-redis-lock)");
+        size_t i, n = strlen(err);
+        for (i = 0; i < PRESET_COUNT && n + 1 < size; i++) {
+            snprintf(err + n, size - n, "%s%s",
+                     i == 0 ? "; not a preset either (presets: " : ", ",
+                     presets[i].name);
+            n += strlen(err + n);
+        }
+        if (n + 1 < size)
+            snprintf(err + n, size - n, ")");
     }
     return rc;
 }

@@ -49,6 +49,7 @@ struct cli_options {
     int n_masters; /* 0 for one server */
     tslock_scheme scheme;
     tslock_unit unit;
+    const char *dialect; /* --dialect: a preset or format, NULL: plain */
     int64_t ttl_ms;
     int ttl_given; /* the demo has its own default lease */
     int64_t wait_ms;
@@ -312,6 +313,8 @@ void cli_report_pubsub(tslock_client *c, int asked);
 int cli_functions(const struct cli_options *o, const char *action);
 /* survey.c: list the locks in the server, read only. */
 int cli_survey(const struct cli_options *o);
+/* tslock dialects: the presets, their formats and libraries. */
+int cli_dialects(const struct cli_options *o);
 /*
  * survey.c for the exporter: the locks by dialect and state (not-a-lock
  * left out), keys read and members of fair lines ({KEY}:queue).

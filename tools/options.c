@@ -24,6 +24,7 @@
  */
 enum long_only {
     OPT_STAMP = 256,
+    OPT_DIALECT,
     OPT_CLOCK,
     OPT_TAKEOVER_GRACE,
     OPT_KILL_ON_LOSS,
@@ -96,6 +97,7 @@ static const struct option long_options[] = {
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"mode", required_argument, NULL, 'm'},
     {"stamp", required_argument, NULL, OPT_STAMP},
+    {"dialect", required_argument, NULL, OPT_DIALECT},
     {"clock", required_argument, NULL, OPT_CLOCK},
     {"functions", required_argument, NULL, OPT_FUNCTIONS},
     {"pubsub", required_argument, NULL, OPT_PUBSUB},
@@ -654,6 +656,13 @@ static int apply_option(int opt, struct cli_request *r, struct cli_options *o)
     switch (opt) {
     case 'u':
         return take_url(optarg, r);
+    case OPT_DIALECT: {
+        char why[400];
+        if (tslock_dialect_check(optarg, why, sizeof(why)) != TSLOCK_OK)
+            return cli_usage_error("--dialect: %s", why);
+        o->dialect = optarg;
+        return 0;
+    }
     case 'm':
     case OPT_STAMP:
     case OPT_CLOCK:

@@ -249,6 +249,8 @@ int cli_lock_new(const struct cli_options *o, tslock_client *c, const char *key,
         rc = tslock_lock_set_ttl(l, o->ttl_ms);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_unit(l, o->unit);
+    if (rc == TSLOCK_OK && o->dialect != NULL)
+        rc = tslock_lock_set_dialect(l, o->dialect);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_takeover_grace(l, o->takeover_grace_ms);
     if (rc == TSLOCK_OK)

@@ -85,6 +85,9 @@ static const char *const help_text[] = {
     "      --insecure       do not check the server's certificate (warns)\n"
     "  -m, --mode MODE      auto, token, timestamp or bridge (default auto)\n"
     "      --stamp UNIT     ms, s or float: timestamp stamps (default ms)\n"
+    "      --dialect D      stamps as a legacy library writes them: a preset\n"
+    "                       (tslock dialects lists them) or a format such\n"
+    "                       as '{s+1}:{pid}' (tslock-dialects(7))\n"
     "      --clock SOURCE   stamps from the local clock (default, as legacy\n"
     "                       clients do) or the server's clock (server)\n"
     "      --takeover-grace MS  take over a stamp only once it is MS old\n"
@@ -232,7 +235,8 @@ enum form {
     FORM_FUNCTIONS,
     FORM_HISTORY,
     FORM_TOP,
-    FORM_EXPORTER
+    FORM_EXPORTER,
+    FORM_DIALECTS
 };
 static const struct {
     const char *name;
@@ -251,7 +255,8 @@ static const struct {
              {"functions", 2, "load or print"},
              {"history", 2, "KEY"},
              {"top", 1, "no arguments (options only)"},
-             {"exporter", 1, "no arguments (--listen ADDR:PORT, -u URL...)"}};
+             {"exporter", 1, "no arguments (--listen ADDR:PORT, -u URL...)"},
+             {"dialects", 1, "no arguments"}};
 #define N_FORMS (sizeof(forms) / sizeof(forms[0]))
 
 /* A survey option given to another form is a mistake, not a no-op. */
@@ -322,6 +327,8 @@ static int run_form(enum form f, struct cli_request *r, struct cli_options *o)
                                "options of the exporter (it takes --match)");
     if (f == FORM_EXPORTER)
         return run_exporter(r, o);
+    if (f == FORM_DIALECTS)
+        return cli_dialects(o);
     if (f == FORM_SURVEY && o->since_ms != 0)
         return parse_url(r, o, "survey") != 0 ? CLI_EXIT_USAGE
                                               : cli_survey_since(o);
