@@ -102,10 +102,13 @@ final class BridgeTest extends TestCase
     /** @dataProvider contentionCases */
     public function testContentionHasNoOverlap(string $peer, string $dialect): void
     {
+        $runs = [];
         foreach (self::servers() as $server => $socket) {
-            $key = self::key('contend');
-            $r = self::contend([$peer, $peer, "bridge:$dialect",
-                                "bridge:$dialect"], $key, 0.6, $socket);
+            $runs[$server] = [[$peer, $peer, "bridge:$dialect",
+                               "bridge:$dialect"], self::key('contend'),
+                              $socket];
+        }
+        foreach (self::contendMany($runs, 0.5) as $server => $r) {
             $this->assertSame([], $r['errors'], $server);
             $this->assertSame(0, $r['overlaps'], "$server: " . json_encode($r));
             $this->assertSame(0, $r['lost'], "$server: " . json_encode($r));
@@ -113,5 +116,14 @@ final class BridgeTest extends TestCase
                 $this->assertGreaterThan(0, $n, "$server: $who never got in");
             }
         }
+    }
+
+    /** The control: a peer that ignores the lock is caught overlapping. */
+    public function testTheCounterSeesAPeerThatIgnoresTheLock(): void
+    {
+        $r = self::contend(['reckless', 'bridge:redis-docs'],
+                           self::key('control'), 0.4);
+        $this->assertSame([], $r['errors']);
+        $this->assertGreaterThan(0, $r['overlaps'], json_encode($r));
     }
 }

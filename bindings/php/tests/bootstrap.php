@@ -127,35 +127,49 @@ abstract class TestCase extends \PHPUnit\Framework\TestCase
     public static function contend(array $kinds, string $key, float $seconds,
                                    ?string $socket = null): array
     {
-        $procs = [];
+        return self::contendMany([[$kinds, $key, $socket]], $seconds)[0];
+    }
+
+    /**
+     * Several contend() runs at once (each [kinds, key, socket]), so that
+     * one test covers every server in the time of one.
+     */
+    public static function contendMany(array $runs, float $seconds): array
+    {
         $start = microtime(true) + 0.3;
-        foreach ($kinds as $i => $kind) {
-            $cmd = array_merge(self::php(), [
-                __DIR__ . '/workers/contend.php', $kind,
-                $socket ?? self::socket(), self::socket(), $key,
-                (string)$start, (string)$seconds]);
-            $procs[$i] = proc_open($cmd, [1 => ['pipe', 'w'],
-                                          2 => ['pipe', 'w']], $pipes);
-            $procs[$i] = [$procs[$i], $pipes];
+        $procs = [];
+        foreach ($runs as $n => [$kinds, $key, $socket]) {
+            foreach ($kinds as $i => $kind) {
+                $cmd = array_merge(self::php(), [
+                    __DIR__ . '/workers/contend.php', $kind,
+                    $socket ?? self::socket(), self::socket(), $key,
+                    (string)$start, (string)$seconds]);
+                $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
+                               $pipes);
+                $procs[] = [$n, "$kind#$i", $p, $pipes];
+            }
         }
-        $sum = ['sections' => [], 'overlaps' => 0, 'lost' => 0,
-                'errors' => []];
-        foreach ($procs as $i => [$p, $pipes]) {
+        $sums = [];
+        foreach ($runs as $n => $run) {
+            $sums[$n] = ['sections' => [], 'overlaps' => 0, 'lost' => 0,
+                         'errors' => []];
+        }
+        foreach ($procs as [$n, $who, $p, $pipes]) {
             $out = stream_get_contents($pipes[1]);
             $err = stream_get_contents($pipes[2]);
             proc_close($p);
             $r = json_decode($out, true);
             if (!is_array($r)) {
-                $sum['errors'][] = "$kinds[$i]: $out $err";
+                $sums[$n]['errors'][] = "$who: $out $err";
                 continue;
             }
-            $sum['sections'][$kinds[$i] . "#$i"] = $r['sections'];
-            $sum['overlaps'] += $r['overlaps'];
-            $sum['lost'] += $r['lost'];
+            $sums[$n]['sections'][$who] = $r['sections'];
+            $sums[$n]['overlaps'] += $r['overlaps'];
+            $sums[$n]['lost'] += $r['lost'];
             if ($r['error'] !== null) {
-                $sum['errors'][] = "$kinds[$i]: " . $r['error'];
+                $sums[$n]['errors'][] = "$who: " . $r['error'];
             }
         }
-        return $sum;
+        return $sums;
     }
 }

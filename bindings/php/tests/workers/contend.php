@@ -4,7 +4,8 @@
 // contend.php KIND LOCK_SOCKET CHECK_SOCKET KEY START SECONDS - one
 // process taking KEY over and over from START for SECONDS, as KIND:
 // bridge:DIALECT or token (tslock), redis-docs, predislock or ninja (the
-// legacy peers of LegacyPeers.php) or symfony (Symfony Lock's RedisStore).
+// legacy peers of LegacyPeers.php), symfony (Symfony Lock's RedisStore)
+// or reckless (takes nothing: the control that overlaps are seen).
 // Inside each section it counts, on CHECK_SOCKET (the real server), how
 // many are inside at once.  Prints {"sections", "overlaps", "lost",
 // "error"} as JSON.
@@ -44,6 +45,10 @@ try {
             }
         };
         $drop = fn (): bool => $lock->release();
+    } elseif ($kind === 'reckless') {
+        // The control: takes nothing, so it overlaps whoever is inside.
+        $take = fn (): bool => true;
+        $drop = fn (): bool => true;
     } elseif ($kind === 'symfony') {
         $redis = new \Redis();
         $redis->connect($lockSocket);
