@@ -187,7 +187,7 @@ int ptslock_acquire(tslock_lock *lock, int64_t wait_ms)
         }
         began = ptslock_now_ms();
         hook(lock);
-        rc = slice > 0 ? tslock_acquire(lock, slice) : TSLOCK_EBUSY;
+        rc = slice != 0 ? tslock_acquire(lock, slice) : TSLOCK_EBUSY;
         unhook();
         limit_spend(ptslock_now_ms() - began);
         if (rc == TSLOCK_ECANCELED) {
