@@ -430,6 +430,10 @@ static int parse_template(const struct tslock__dialect *d, const char *v,
                                         "has characters after the number", at,
                                         (size_t)(p - v) + n);
             }
+            if (n == 0)
+                return unreadable(why, "has no number where the dialect has "
+                                       "its time",
+                                  at, (size_t)(p - v));
             rc = read_time(d, p, n, exp, why);
             if (rc != TSLOCK_OK) {
                 if (at != NULL)
