@@ -35,8 +35,8 @@ const char *tslock_lock_handle(const tslock_lock *l)
     if (l->used == TSLOCK_SCHEME_TOKEN)
         snprintf(m->handle, sizeof(m->handle), "token:%s", l->value);
     else if (l->used == TSLOCK_SCHEME_BRIDGE && l->proof)
-        snprintf(m->handle, sizeof(m->handle), "bridge-%s:%s/%s",
-                 form_name(l), l->value, l->owner_token);
+        snprintf(m->handle, sizeof(m->handle), "bridge-%s:%s/%s", form_name(l),
+                 l->value, l->owner_token);
     else
         snprintf(m->handle, sizeof(m->handle), "%s-%s:%s",
                  l->used == TSLOCK_SCHEME_BRIDGE ? "bridge" : "timestamp",
@@ -80,8 +80,8 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
             int bridge = (int)(i % 2);
             char prefix[48];
             const char *why;
-            snprintf(prefix, sizeof(prefix), "%s-%s:",
-                     bridge ? "bridge" : "timestamp", name);
+            snprintf(prefix, sizeof(prefix),
+                     "%s-%s:", bridge ? "bridge" : "timestamp", name);
             if (strncmp(handle, prefix, strlen(prefix)) != 0
                 || (slash != NULL && !bridge)
                 || tslock__dialect_compile(&d, name, NULL, 0) != TSLOCK_OK
@@ -99,11 +99,10 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
                 memcpy(l->owner_token, slash + 1, sizeof(l->owner_token));
             /* The earliest the lease can end: never too late. */
             if (bridge || d.plus_one || d.unit != TSLOCK_UNIT_MS)
-                l->expires_ms -= tslock__bridge_bound_ms(d.unit, l->ttl_ms)
-                                 + (d.unit == TSLOCK_UNIT_S ? 2000 : 1)
-                                 + (d.plus_one && d.unit == TSLOCK_UNIT_FLOAT
-                                        ? 1000
-                                        : 0);
+                l->expires_ms -=
+                    tslock__bridge_bound_ms(d.unit, l->ttl_ms)
+                    + (d.unit == TSLOCK_UNIT_S ? 2000 : 1)
+                    + (d.plus_one && d.unit == TSLOCK_UNIT_FLOAT ? 1000 : 0);
             goto adopt;
         }
         for (i = 0; i < 6; i++) {
@@ -123,8 +122,7 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
                             != TSLOCK_OK
                       : unit != l->dialect.unit
                             || tslock__dialect_parse(&l->dialect, value, len,
-                                                     &l->expires_ms, &why,
-                                                     NULL)
+                                                     &l->expires_ms, &why, NULL)
                                    != TSLOCK_OK
                             || l->expires_ms == INT64_MAX)
                 continue;

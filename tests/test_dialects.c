@@ -47,7 +47,7 @@ struct peer_kind {
     int blind_empty;     /* reads an empty GET as 0, that is expired */
     int compare_release; /* deletes only its own exact string */
     int stale_stamp;     /* computes its stamp once, before it retries */
-    int float_digits; /* repr()'s and Float#to_s's digits */
+    int float_digits;    /* repr()'s and Float#to_s's digits */
 };
 
 static const struct peer_kind kinds[] = {
@@ -194,8 +194,8 @@ static int64_t peer_expiry_us(const struct peer *p, const char *v)
 static redisReply *cmd(struct peer *p, const char *fmt, const char *a,
                        const char *b)
 {
-    redisReply *r = b != NULL ? redisCommand(p->c, fmt, a, b)
-                              : redisCommand(p->c, fmt, a);
+    redisReply *r =
+        b != NULL ? redisCommand(p->c, fmt, a, b) : redisCommand(p->c, fmt, a);
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "peer %s: %s failed: %s\n", p->k->preset, fmt,
                 r != NULL ? r->str : p->c->errstr);
@@ -221,8 +221,7 @@ static int peer_try(struct peer *p, const char *stamp)
     freeReplyObject(r);
     if (!won) {
         r = cmd(p, "GET %s", p->key, NULL);
-        exp = peer_expiry_us(
-            p, r->type == REDIS_REPLY_STRING ? r->str : NULL);
+        exp = peer_expiry_us(p, r->type == REDIS_REPLY_STRING ? r->str : NULL);
         freeReplyObject(r);
         if (exp < 0 || now <= exp)
             return 0;
@@ -389,8 +388,7 @@ static int peer_takes_over(struct target *t, const struct peer_kind *k,
                            tslock_scheme s, const char *key, int broken)
 {
     th_clock clk;
-    struct peer p = {k, th_redis(t->s), &clk, key, lease_ms(k), broken, "",
-                     0};
+    struct peer p = {k, th_redis(t->s), &clk, key, lease_ms(k), broken, "", 0};
     tslock_client *c = th_client(t->s);
     tslock_lock *l;
     char v[256];
@@ -407,7 +405,7 @@ static int peer_takes_over(struct target *t, const struct peer_kind *k,
     CU_ASSERT(named_as(v, k->preset));
     if (!broken)
         CU_ASSERT(peer_expiry_us(&p, v) > 0); /* the peer can read it */
-    tslock_lock_free(l); /* crashed: never released */
+    tslock_lock_free(l);                      /* crashed: never released */
     CU_ASSERT_EQUAL(peer_try(&p, NULL), 0);
     th_clock_advance(&clk, lease_ms(k) - 1);
     CU_ASSERT_EQUAL(peer_try(&p, NULL), 0);
@@ -495,8 +493,8 @@ static void contend_child(int index, void *userdata)
         return;
     }
     {
-        struct peer p = {j->k, th_redis(j->t->s), NULL, j->key,
-                         lease_ms(j->k), 0, "", 0};
+        struct peer p = {
+            j->k, th_redis(j->t->s), NULL, j->key, lease_ms(j->k), 0, "", 0};
         for (i = 0; i < CONTEND_ROUNDS && th_mono_ms() < deadline; i++) {
             char stamp[256];
             /* The redis-lock gem makes its stamp once per lock call. */
@@ -529,7 +527,8 @@ static void contend(struct target *t, const struct peer_kind *k,
                     tslock_scheme s, const char *key)
 {
     contend_run(t, k, s, key, 0);
-    if (atomic_load(&sh->overlaps) != 0 || atomic_load(&sh->done[0]) != CONTEND_ROUNDS
+    if (atomic_load(&sh->overlaps) != 0
+        || atomic_load(&sh->done[0]) != CONTEND_ROUNDS
         || atomic_load(&sh->done[1]) != CONTEND_ROUNDS)
         fprintf(stderr, "%s %s on %s: %d overlaps, %d+%d rounds\n", k->preset,
                 scheme_name(s), t->name, atomic_load(&sh->overlaps),
@@ -693,8 +692,7 @@ int main(void)
                 test_never_expires_sentinel);
     for (i = 0; i < N_KINDS; i++) {
         snprintf(names[i], sizeof(names[i]),
-                 "%s: takeover both ways, naming, exclusion",
-                 kinds[i].preset);
+                 "%s: takeover both ways, naming, exclusion", kinds[i].preset);
         CU_add_test(suite, names[i], test_preset);
     }
     CU_add_test(suite, "broken control: a parser reading the suffix fails",

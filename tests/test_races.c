@@ -830,7 +830,6 @@ static void test_page_and_table_cannot_disagree_silently(void)
     free(page);
 }
 
-
 /* ------------------------------------ the dialects' hazards (o, p, q) */
 
 /*
@@ -876,8 +875,7 @@ static int ruby_try(redisContext *r, actor *a, const char *key,
 /* redis-objects' stamp: (Time.now + expiration + 1).to_f. */
 static const char *objects_stamp(char *buf, size_t size, int64_t ttl_ms)
 {
-    snprintf(buf, size, "%.7f",
-             (double)(clk.wall_ms + ttl_ms) / 1000.0 + 1.0);
+    snprintf(buf, size, "%.7f", (double)(clk.wall_ms + ttl_ms) / 1000.0 + 1.0);
     return buf;
 }
 
@@ -1017,9 +1015,8 @@ static void test_race_o_tslock_retries_setnx(void)
     stored(r, hz_key, t2, sizeof(t2));
     CU_ASSERT_TRUE(stamp_live(r, hz_key));
     th_clock_advance(&clk, 3000);
-    CU_ASSERT_EQUAL(ruby_try(r, &c, hz_key,
-                             objects_stamp(buf, sizeof(buf), 1000)),
-                    0);
+    CU_ASSERT_EQUAL(
+        ruby_try(r, &c, hz_key, objects_stamp(buf, sizeof(buf), 1000)), 0);
     CU_ASSERT_STRING_EQUAL(stored(r, hz_key, buf, sizeof(buf)), t2);
     tslock_lock_free(lock);
     tslock_client_free(cl);
@@ -1113,9 +1110,9 @@ static void test_race_q_empty_value_read_as_expired(void)
     held_n = reply != NULL && reply->type == REDIS_REPLY_STATUS;
     freeReplyObject(reply);
     CU_ASSERT_EQUAL(held_n, 1);
-    CU_ASSERT_EQUAL(ruby_try(r, &o, "race:q:legacy",
-                             objects_stamp(os, sizeof(os), 10000)),
-                    1); /* both hold */
+    CU_ASSERT_EQUAL(
+        ruby_try(r, &o, "race:q:legacy", objects_stamp(os, sizeof(os), 10000)),
+        1); /* both hold */
     CU_ASSERT_STRING_EQUAL(trace, "N:SET O:SETNX O:GET O:GETSET");
     redisFree(r);
 }
@@ -1134,9 +1131,9 @@ static void test_race_q_bridge_stamp_read_as_live(void)
     tslock_lock_set_dialect(ln, "redis-objects");
     tslock_lock_set_ttl(ln, 10000);
     CU_ASSERT_EQUAL(tslock_acquire(ln, 0), TSLOCK_OK);
-    CU_ASSERT_EQUAL(ruby_try(r, &o, "race:q:tslock",
-                             objects_stamp(os, sizeof(os), 10000)),
-                    0); /* O reads a live stamp */
+    CU_ASSERT_EQUAL(
+        ruby_try(r, &o, "race:q:tslock", objects_stamp(os, sizeof(os), 10000)),
+        0); /* O reads a live stamp */
     CU_ASSERT_EQUAL(tslock_release(ln), TSLOCK_OK);
     /* A tslock client meeting 1.4.2's "" never reads it as expired. */
     freeReplyObject(redisCommand(r, "SET race:q:tslock %s PX 10000", ""));

@@ -50,7 +50,8 @@ static int check_handle(const char *handle, const char *dialect)
 static int open_lock(const struct cli_options *o, const char *key,
                      const char *handle, tslock_client **c, tslock_lock **l)
 {
-    int status = handle != NULL ? check_handle(handle, o->dialect) : CLI_EXIT_OK;
+    int status =
+        handle != NULL ? check_handle(handle, o->dialect) : CLI_EXIT_OK;
     int rc;
 
     *c = NULL;

@@ -17,7 +17,8 @@
 
 static void check_value(const char *dialect, const uint8_t *v, size_t len)
 {
-    char *copy = malloc(len > 0 ? len : 1); /* exact size: ASan sees overreads */
+    char *copy =
+        malloc(len > 0 ? len : 1); /* exact size: ASan sees overreads */
     char names[64];
     int64_t exp = -1;
     int rc;

@@ -365,8 +365,8 @@ JNIEXPORT jint JNICALL Java_tslock_Native_lockConfigure(
     return rc;
 }
 
-JNIEXPORT jint JNICALL Java_tslock_Native_lockSetDialect(JNIEnv *env,
-                                                         jclass k, jlong lp,
+JNIEXPORT jint JNICALL Java_tslock_Native_lockSetDialect(JNIEnv *env, jclass k,
+                                                         jlong lp,
                                                          jstring dialect)
 {
     struct jlock *j = PTR(struct jlock, lp);
@@ -381,9 +381,8 @@ JNIEXPORT jint JNICALL Java_tslock_Native_lockSetDialect(JNIEnv *env,
     return rc;
 }
 
-JNIEXPORT jstring JNICALL Java_tslock_Native_dialectCheck(JNIEnv *env,
-                                                         jclass k,
-                                                         jstring dialect)
+JNIEXPORT jstring JNICALL Java_tslock_Native_dialectCheck(JNIEnv *env, jclass k,
+                                                          jstring dialect)
 {
     const char *d = utf(env, dialect);
     char why[400];
@@ -398,7 +397,7 @@ JNIEXPORT jstring JNICALL Java_tslock_Native_dialectCheck(JNIEnv *env,
 }
 
 JNIEXPORT jobjectArray JNICALL Java_tslock_Native_dialects(JNIEnv *env,
-                                                          jclass k)
+                                                           jclass k)
 {
     jclass string = (*env)->FindClass(env, "java/lang/String");
     jobjectArray out;

@@ -125,8 +125,9 @@ static PyObject *mod_dialects(PyObject *m, PyObject *args)
     (void)args;
     for (i = 0; list != NULL && (name = tslock_dialect_preset(i)) != NULL;
          i++) {
-        PyObject *row = Py_BuildValue("(sss)", name, tslock_dialect_format(name),
-                                      tslock_dialect_library(name));
+        PyObject *row =
+            Py_BuildValue("(sss)", name, tslock_dialect_format(name),
+                          tslock_dialect_library(name));
         if (row == NULL || PyList_Append(list, row) != 0) {
             Py_XDECREF(row);
             Py_CLEAR(list);
@@ -148,8 +149,7 @@ static PyObject *mod_dialect_match(PyObject *m, PyObject *args)
     (void)m;
     if (!PyArg_ParseTuple(args, "y#", &value, &len))
         return NULL;
-    if (tslock_dialect_match(value, (size_t)len, names, sizeof(names),
-                             &expires)
+    if (tslock_dialect_match(value, (size_t)len, names, sizeof(names), &expires)
         != TSLOCK_OK)
         Py_RETURN_NONE;
     return Py_BuildValue("(sL)", names, (long long)expires);
