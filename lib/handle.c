@@ -11,6 +11,19 @@
 
 static const char *const unit_names[] = {"ms", "s", "float"};
 
+/*
+ * What a handle names the stamp's form by: its unit for a plain stamp,
+ * the preset for a preset's dialect (so a release needs no --dialect),
+ * and the unit for a format string, which the adopting lock must be set
+ * to (tslock_lock_set_dialect()) before it reads the handle.
+ */
+static const char *form_name(const tslock_lock *l)
+{
+    if (!tslock__dialect_is_plain(&l->dialect) && l->dialect.name[0] != '\0')
+        return l->dialect.name;
+    return unit_names[l->unit];
+}
+
 const char *tslock_lock_handle(const tslock_lock *l)
 {
     tslock_lock *m = (tslock_lock *)l; /* the buffer is a cache */
@@ -22,12 +35,12 @@ const char *tslock_lock_handle(const tslock_lock *l)
     if (l->used == TSLOCK_SCHEME_TOKEN)
         snprintf(m->handle, sizeof(m->handle), "token:%s", l->value);
     else if (l->used == TSLOCK_SCHEME_BRIDGE && l->proof)
-        snprintf(m->handle, sizeof(m->handle), "bridge-%s:%s/%s",
-                 unit_names[l->unit], l->value, l->owner_token);
+        snprintf(m->handle, sizeof(m->handle), "bridge-%s:%s/%s", form_name(l),
+                 l->value, l->owner_token);
     else
         snprintf(m->handle, sizeof(m->handle), "%s-%s:%s",
                  l->used == TSLOCK_SCHEME_BRIDGE ? "bridge" : "timestamp",
-                 unit_names[l->unit], l->value);
+                 form_name(l), l->value);
     return m->handle;
 }
 
@@ -35,6 +48,7 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
 {
     const char *colon, *value, *slash;
     size_t i, len;
+    int plain;
 
     if (l == NULL || handle == NULL)
         return TSLOCK_EINVAL;
@@ -43,6 +57,7 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
                             "lock '%s' is already held", l->key);
     if (tslock__shared_adopt(l, handle))
         return TSLOCK_OK;
+    plain = tslock__dialect_is_plain(&l->dialect);
     colon = strchr(handle, ':');
     value = colon != NULL ? colon + 1 : "";
     /* A bridge hold with its proof: <stamp>/<owner token>. */
@@ -58,6 +73,38 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
             l->expires_ms = 0;
             goto adopt;
         }
+        /* A preset's hold: "{timestamp,bridge}-PRESET:<value>[/token]". */
+        for (i = 0; tslock_dialect_preset(i / 2) != NULL; i++) {
+            const char *name = tslock_dialect_preset(i / 2);
+            struct tslock__dialect d;
+            int bridge = (int)(i % 2);
+            char prefix[48];
+            const char *why;
+            snprintf(prefix, sizeof(prefix),
+                     "%s-%s:", bridge ? "bridge" : "timestamp", name);
+            if (strncmp(handle, prefix, strlen(prefix)) != 0
+                || (slash != NULL && !bridge)
+                || tslock__dialect_compile(&d, name, NULL, 0) != TSLOCK_OK
+                || tslock__dialect_parse(&d, value, len, &l->expires_ms, &why,
+                                         NULL)
+                       != TSLOCK_OK
+                || l->expires_ms == INT64_MAX)
+                continue;
+            l->dialect = d;
+            l->unit = d.unit;
+            l->used = bridge ? TSLOCK_SCHEME_BRIDGE : TSLOCK_SCHEME_TIMESTAMP;
+            l->ops = bridge ? &tslock__bridge_ops : &tslock__timestamp_ops;
+            l->proof = slash != NULL;
+            if (slash != NULL)
+                memcpy(l->owner_token, slash + 1, sizeof(l->owner_token));
+            /* The earliest the lease can end: never too late. */
+            if (bridge || d.plus_one || d.unit != TSLOCK_UNIT_MS)
+                l->expires_ms -=
+                    tslock__bridge_bound_ms(d.unit, l->ttl_ms)
+                    + (d.unit == TSLOCK_UNIT_S ? 2000 : 1)
+                    + (d.plus_one && d.unit == TSLOCK_UNIT_FLOAT ? 1000 : 0);
+            goto adopt;
+        }
         for (i = 0; i < 6; i++) {
             tslock_unit unit = (tslock_unit)(i % 3);
             int bridge = i >= 3;
@@ -67,14 +114,23 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
                      "%s-%s:", bridge ? "bridge" : "timestamp",
                      unit_names[unit]);
             if (strncmp(handle, prefix, strlen(prefix)) != 0
-                || (slash != NULL && !bridge)
-                || tslock__stamp_parse(value, len, unit, &l->expires_ms, &why)
-                       != TSLOCK_OK)
+                || (slash != NULL && !bridge))
+                continue;
+            /* A hold in a dialect is read back in the lock's dialect. */
+            if (plain ? tslock__stamp_parse(value, len, unit, &l->expires_ms,
+                                            &why)
+                            != TSLOCK_OK
+                      : unit != l->dialect.unit
+                            || tslock__dialect_parse(&l->dialect, value, len,
+                                                     &l->expires_ms, &why, NULL)
+                                   != TSLOCK_OK
+                            || l->expires_ms == INT64_MAX)
                 continue;
             l->used = bridge ? TSLOCK_SCHEME_BRIDGE : TSLOCK_SCHEME_TIMESTAMP;
             l->ops = bridge ? &tslock__bridge_ops : &tslock__timestamp_ops;
             l->unit = unit;
-            tslock__dialect_plain(&l->dialect, unit);
+            if (plain)
+                tslock__dialect_plain(&l->dialect, unit);
             l->proof = slash != NULL;
             if (slash != NULL)
                 memcpy(l->owner_token, slash + 1, sizeof(l->owner_token));
@@ -88,8 +144,8 @@ int tslock_lock_adopt(tslock_lock *l, const char *handle)
     }
     return tslock__fail(l->client, TSLOCK_EINVAL,
                         "handle \"%.80s\" is not token:<32 hex digits>, "
-                        "{timestamp,bridge}-{ms,s,float}:<stamp> or "
-                        "bridge-{ms,s,float}:<stamp>/<32 hex digits> or "
+                        "{timestamp,bridge}-{ms,s,float,PRESET}:<stamp> or "
+                        "bridge-{ms,s,float,PRESET}:<stamp>/<32 hex digits> or "
                         "{shared,permit}-{ms,s,float}:<32 hex digits><stamp>",
                         handle);
 adopt:

@@ -94,7 +94,8 @@ const char *tslock_dialect_library(const char *name)
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static int fail(char *err, size_t size, const char *fmt, ...)
+static int
+fail(char *err, size_t size, const char *fmt, ...)
 {
     va_list ap;
 
@@ -146,8 +147,9 @@ static int add_part(struct tslock__dialect *d, int kind, const char *text,
     if (d->nparts == TSLOCK__DIALECT_PARTS)
         return fail(err, size, "more than 8 parts in \"%s\"", d->spec);
     if (n >= sizeof(p->text))
-        return fail(err, size, "a literal or name longer than 23 bytes in "
-                               "\"%s\"",
+        return fail(err, size,
+                    "a literal or name longer than 23 bytes in "
+                    "\"%s\"",
                     d->spec);
     p = &d->part[d->nparts++];
     p->kind = kind;
@@ -171,8 +173,9 @@ static int compile_template(struct tslock__dialect *d, const char *s,
             while (s < end && *s != '{' && *s != '}')
                 s++;
             if (s < end && *s == '}')
-                return fail(err, size, "a '}' with no '{' before it at "
-                                       "\"%s\"",
+                return fail(err, size,
+                            "a '}' with no '{' before it at "
+                            "\"%s\"",
                             s);
             if ((rc = add_part(d, TSLOCK__PART_LITERAL, lit, (size_t)(s - lit),
                                err, size))
@@ -184,8 +187,8 @@ static int compile_template(struct tslock__dialect *d, const char *s,
         close = memchr(s, '}', (size_t)(end - s));
         if (close == NULL)
             return fail(err, size, "a '{' with no '}' after it at \"%s\"", s);
-        kind = field_kind(s + 1, (size_t)(close - s - 1), &d->unit,
-                          &d->plus_one);
+        kind =
+            field_kind(s + 1, (size_t)(close - s - 1), &d->unit, &d->plus_one);
         if (kind < 0)
             return fail(err, size,
                         "unknown field at \"%s\" (fields: ms, ms+1, s, s+1, "
@@ -426,10 +429,14 @@ static int parse_template(const struct tslock__dialect *d, const char *v,
                     *at = (size_t)(p - v) + n;
                 return rc != TSLOCK_OK
                            ? rc
-                           : unreadable(why,
-                                        "has characters after the number", at,
-                                        (size_t)(p - v) + n);
+                           : unreadable(why, "has characters after the number",
+                                        at, (size_t)(p - v) + n);
             }
+            if (n == 0)
+                return unreadable(why,
+                                  "has no number where the dialect has "
+                                  "its time",
+                                  at, (size_t)(p - v));
             rc = read_time(d, p, n, exp, why);
             if (rc != TSLOCK_OK) {
                 if (at != NULL)
@@ -441,19 +448,20 @@ static int parse_template(const struct tslock__dialect *d, const char *v,
         case TSLOCK__PART_PID:
         case TSLOCK__PART_TID:
             if (!read_id(&p, end))
-                return unreadable(why, "has no id of 1 to 20 digits where "
-                                       "the dialect has one",
+                return unreadable(why,
+                                  "has no id of 1 to 20 digits where "
+                                  "the dialect has one",
                                   at, (size_t)(p - v));
             break;
         default: { /* host: up to the next literal's first byte */
             const char *s = p;
             char stop = i + 1 < d->nparts ? d->part[i + 1].text[0] : '\0';
-            while (p < end && (stop == '\0' || *p != stop)
-                   && p - s < HOST_MAX)
+            while (p < end && (stop == '\0' || *p != stop) && p - s < HOST_MAX)
                 p++;
             if (p == s)
-                return unreadable(why, "has no host name where the dialect "
-                                       "has one",
+                return unreadable(why,
+                                  "has no host name where the dialect "
+                                  "has one",
                                   at, (size_t)(p - v));
         }
         }
@@ -497,8 +505,8 @@ static int php_string(const char **p, const char *end, const char **s,
     return php_expect(p, end, "\";");
 }
 
-static int parse_php(const struct tslock__dialect *d, const char *v,
-                     size_t len, int64_t *exp, const char **why, size_t *at)
+static int parse_php(const struct tslock__dialect *d, const char *v, size_t len,
+                     int64_t *exp, const char **why, size_t *at)
 {
     const char *p = v, *end = v + len, *s;
     char head[24];
@@ -507,8 +515,9 @@ static int parse_php(const struct tslock__dialect *d, const char *v,
 
     snprintf(head, sizeof(head), "a:%d:{", d->nparts);
     if (!php_expect(&p, end, head))
-        return unreadable(why, "is not a PHP-serialized array of the "
-                               "dialect's size",
+        return unreadable(why,
+                          "is not a PHP-serialized array of the "
+                          "dialect's size",
                           at, 0);
     for (i = 0; i < d->nparts; i++) {
         const struct tslock__part *part = &d->part[i];
@@ -516,21 +525,24 @@ static int parse_php(const struct tslock__dialect *d, const char *v,
 
         if (!php_string(&p, end, &s, &n) || n != strlen(part->text)
             || memcmp(s, part->text, n) != 0)
-            return unreadable(why, "has another array key where the "
-                                   "dialect has one",
+            return unreadable(why,
+                              "has another array key where the "
+                              "dialect has one",
                               at, pos);
         pos = (size_t)(p - v);
         if (part->kind == TSLOCK__PART_HOST) {
             if (!php_string(&p, end, &s, &n) || n == 0 || n > HOST_MAX)
-                return unreadable(why, "has no host name string where the "
-                                       "dialect has one",
+                return unreadable(why,
+                                  "has no host name string where the "
+                                  "dialect has one",
                                   at, pos);
             continue;
         }
         if (part->kind == TSLOCK__PART_TIME && d->unit == TSLOCK_UNIT_FLOAT) {
             if (!php_expect(&p, end, "d:") && !php_expect(&p, end, "i:"))
-                return unreadable(why, "has no number where the dialect has "
-                                       "its time",
+                return unreadable(why,
+                                  "has no number where the dialect has "
+                                  "its time",
                                   at, pos);
         } else if (!php_expect(&p, end, "i:")) {
             return unreadable(why, "has no integer where the dialect has one",
@@ -547,8 +559,9 @@ static int parse_php(const struct tslock__dialect *d, const char *v,
             }
             p += n;
         } else if (!read_id(&p, end)) {
-            return unreadable(why, "has no id of 1 to 20 digits where the "
-                                   "dialect has one",
+            return unreadable(why,
+                              "has no id of 1 to 20 digits where the "
+                              "dialect has one",
                               at, (size_t)(p - v));
         }
         if (!php_expect(&p, end, ";"))
@@ -584,9 +597,9 @@ int tslock__dialect_parse(const struct tslock__dialect *d, const char *v,
 /* ------------------------------------------------------- writing */
 
 /* The time as the dialect writes it; *lease_end is when it ends for us. */
-static int format_time(const struct tslock__dialect *d, char *buf,
-                       size_t size, int64_t now, int64_t ttl, int bridge,
-                       uint64_t random, int64_t *lease_end)
+static int format_time(const struct tslock__dialect *d, char *buf, size_t size,
+                       int64_t now, int64_t ttl, int bridge, uint64_t random,
+                       int64_t *lease_end)
 {
     int64_t end = now + ttl, n, bound;
     int len;
@@ -616,8 +629,7 @@ static int format_time(const struct tslock__dialect *d, char *buf,
         return snprintf(buf, size, "%" PRId64, n);
     default:
         n = end + (d->plus_one ? 1000 : 0);
-        len = snprintf(buf, size, "%" PRId64 ".%03" PRId64, n / 1000,
-                       n % 1000);
+        len = snprintf(buf, size, "%" PRId64 ".%03" PRId64, n / 1000, n % 1000);
         /* redis-py calls S.000 expired once time() passes it: 1 ms less. */
         *lease_end = (bridge ? end : n) - 1;
         if (bridge && (size_t)len + 7 <= size)
@@ -639,8 +651,7 @@ static void host_name(char *buf, size_t size)
     for (i = 0; raw[i] != '\0' && n + 1 < size && n < HOST_WRITE_MAX; i++) {
         char ch = raw[i];
         if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-            || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_'
-            || ch == '-')
+            || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-')
             buf[n++] = ch;
     }
     if (n == 0)
@@ -672,8 +683,8 @@ int tslock__dialect_format(const struct tslock__dialect *d, char *buf,
     size_t off = 0;
     int i, n;
 
-    n = format_time(d, time, sizeof(time), now_ms, ttl_ms, bridge,
-                    random >> 20, lease_end);
+    n = format_time(d, time, sizeof(time), now_ms, ttl_ms, bridge, random >> 20,
+                    lease_end);
     if (n < 0 || buf == NULL || size == 0)
         return TSLOCK_EINVAL;
     host_name(host, sizeof(host));
@@ -831,6 +842,6 @@ void tslock__quote_value(char *buf, size_t size, const char *v, size_t len)
     if (len <= keep)
         snprintf(buf, size, "\"%.*s\"", (int)len, v);
     else
-        snprintf(buf, size, "\"%.*s\"... (%zu of %zu bytes shown)",
-                 (int)keep, v, keep, len);
+        snprintf(buf, size, "\"%.*s\"... (%zu of %zu bytes shown)", (int)keep,
+                 v, keep, len);
 }

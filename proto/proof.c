@@ -59,8 +59,8 @@ int tslock__ts_read_stamp(tslock_lock *l, const redisReply *r, int64_t *exp)
 {
     const char *why = "", *closest;
     char quoted[200], hint[120] = "";
-    int rc = tslock__dialect_parse(&l->dialect, r->str, r->len, exp, &why,
-                                   NULL);
+    int rc =
+        tslock__dialect_parse(&l->dialect, r->str, r->len, exp, &why, NULL);
 
     if (rc == TSLOCK_OK && *exp == INT64_MAX) {
         tslock__quote_value(quoted, sizeof(quoted), r->str, r->len);

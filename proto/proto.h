@@ -89,7 +89,7 @@ struct tslock_lock {
     unsigned resubscribed;          /* subscriptions made again after a loss */
     int reconnect_tries;            /* reconnects of this wait */
     char value[TSLOCK__VALUE_SIZE]; /* what we wrote for our hold */
-    char handle[TSLOCK__VALUE_SIZE + 64]; /* tslock_lock_handle() */
+    char handle[TSLOCK__VALUE_SIZE + 96]; /* tslock_lock_handle() */
     int64_t expires_ms; /* our lease end, or the holder's on EBUSY */
     int64_t held_since; /* monotonic ms when taken: tslock_release_after() */
     int64_t fence;

@@ -9,7 +9,7 @@
 set -u
 src="${top_srcdir:-.}"
 build="${top_builddir:-.}"
-targets="stamp classify handle url options reply http push monitor"
+targets="stamp classify handle url options reply http push monitor dialect"
 status=0
 
 for t in $targets; do

@@ -830,6 +830,325 @@ static void test_page_and_table_cannot_disagree_silently(void)
     free(page);
 }
 
+/* ------------------------------------ the dialects' hazards (o, p, q) */
+
+/*
+ * A Ruby or PHP timestamp lock of the libraries tslock's dialects name,
+ * written from their documented algorithm over raw hiredis: SETNX of the
+ * stamp; else GET, read with to_f (nil and "" read as 0.0, expired, in
+ * the blind libraries: redis-objects, the redis-lock gem, PredisLock);
+ * if expired, GETSET and hold when the old value reads as expired too.
+ * stamp: the value to write, made by the caller (the redis-lock gem makes
+ * it once, before its retries).  Returns 1 when it holds.
+ */
+static int ruby_try(redisContext *r, actor *a, const char *key,
+                    const char *stamp)
+{
+    redisReply *reply;
+    double now = (double)clk.wall_ms / 1000.0, old;
+    int won;
+
+    actor_step(a, "SETNX");
+    reply = redisCommand(r, "SETNX %s %s", key, stamp);
+    won = reply != NULL && reply->type == REDIS_REPLY_INTEGER
+          && reply->integer == 1;
+    freeReplyObject(reply);
+    if (won)
+        return 1;
+    actor_step(a, "GET");
+    reply = redisCommand(r, "GET %s", key);
+    old = reply != NULL && reply->type == REDIS_REPLY_STRING
+              ? strtod(reply->str, NULL)
+              : 0.0; /* nil.to_f */
+    freeReplyObject(reply);
+    if (old >= now)
+        return 0;
+    actor_step(a, "GETSET");
+    reply = redisCommand(r, "GETSET %s %s", key, stamp);
+    old = reply != NULL && reply->type == REDIS_REPLY_STRING
+              ? strtod(reply->str, NULL)
+              : 0.0;
+    freeReplyObject(reply);
+    return old < now;
+}
+
+/* redis-objects' stamp: (Time.now + expiration + 1).to_f. */
+static const char *objects_stamp(char *buf, size_t size, int64_t ttl_ms)
+{
+    snprintf(buf, size, "%.7f", (double)(clk.wall_ms + ttl_ms) / 1000.0 + 1.0);
+    return buf;
+}
+
+/* Whether a legacy stamp still holds by the shared clock (to_f). */
+static int stamp_live(redisContext *r, const char *key)
+{
+    char buf[128];
+
+    return strtod(stored(r, key, buf, sizeof(buf)), NULL)
+           >= (double)clk.wall_ms / 1000.0;
+}
+
+static redisContext *hz_r;
+static const char *hz_key;
+static int64_t hz_t2_end; /* T2's lease end, ms */
+
+/* H, the holder, releases (DEL) right after the waiter's SETNX failed. */
+static int hz_h_releases(actor *self)
+{
+    (void)self;
+    actor_step(&(actor)ACTOR("H"), "DEL");
+    freeReplyObject(redisCommand(hz_r, "DEL %s", hz_key));
+    return 0;
+}
+
+/* T2 takes the free key with SETNX: a fresh holder for 10 s. */
+static int hz_t2_takes(actor *self)
+{
+    char stamp[64];
+    redisReply *reply;
+
+    actor_step(&(actor)ACTOR("T2"), "SETNX");
+    reply = redisCommand(hz_r, "SETNX %s %s", hz_key,
+                         objects_stamp(stamp, sizeof(stamp), 10000));
+    self->inner_rc = reply != NULL && reply->integer == 1;
+    freeReplyObject(reply);
+    hz_t2_end = clk.wall_ms + 10000;
+    return 0;
+}
+
+/* Race o's waiter pauses twice: H releases, then T2 takes the key. */
+static int hz_o_first(actor *self)
+{
+    hz_h_releases(self);
+    self->at = "GETSET"; /* re-armed for the second pause */
+    self->action = hz_t2_takes;
+    self->fired = 0;
+    return 0;
+}
+
+/*
+ * o. The blind GETSET after an empty GET.  L (redis-objects, lease 1 s)
+ * finds H's lock; H releases before L's GET, so L reads nil as 0.0,
+ * expired; T2 takes the free key for 10 s; L's GETSET returns T2's live
+ * stamp, so L does not hold, but its own 1 s stamp is now on the key.
+ * Three seconds later C takes that stamp over while T2's lease runs:
+ * two holders.  tslock in L's place reads the empty key as released and
+ * tries SETNX again, which T2's stamp refuses; C finds T2's stamp live.
+ */
+static void test_race_o_blind_getset_after_empty_get(void)
+{
+    redisContext *r = th_redis(&srv), *r2 = th_redis(&srv);
+    actor l = PAUSING("L", "GET", hz_o_first), c = ACTOR("C");
+    char stamp[64], buf[128];
+    int held_l, held_c;
+
+    reset();
+    hz_r = r2;
+    hz_key = "race:o:legacy";
+    freeReplyObject(redisCommand(r, "SET %s %s", hz_key,
+                                 objects_stamp(stamp, sizeof(stamp), 10000)));
+    held_l = ruby_try(r, &l, hz_key, objects_stamp(stamp, sizeof(stamp), 1000));
+    CU_ASSERT_EQUAL(l.inner_rc, 1); /* T2 took the free key */
+    CU_ASSERT_EQUAL(held_l, 0);     /* T2's stamp was live: L lost... */
+    /* ...but its GETSET put its own 1 s stamp over T2's. */
+    CU_ASSERT_STRING_EQUAL(stored(r, hz_key, buf, sizeof(buf)), stamp);
+    th_clock_advance(&clk, 3000);
+    held_c = ruby_try(r, &c, hz_key, objects_stamp(buf, sizeof(buf), 1000));
+    CU_ASSERT_STRING_EQUAL(trace, "L:SETNX H:DEL L:GET T2:SETNX L:GETSET "
+                                  "C:SETNX C:GET C:GETSET");
+    /* The broken outcome: T2's lease runs, and C holds too. */
+    CU_ASSERT_TRUE(clk.wall_ms < hz_t2_end);
+    CU_ASSERT_EQUAL(held_c, 1);
+    redisFree(r);
+    redisFree(r2);
+}
+
+static int hz_t2_takes_lib(actor *self)
+{
+    static int n;
+
+    /* tslock's second SETNX: right after it read the empty key. */
+    if (n++ == 1)
+        return hz_t2_takes(self);
+    return 0;
+}
+
+static int lib_hook_o(tslock_client *c, tslock_step step, const char *key,
+                      void *ud)
+{
+    actor *a = ud;
+    const char *name = tslock_step_name(step);
+
+    (void)c;
+    (void)key;
+    if (strcmp(name, "GET") == 0 && !a->fired) {
+        a->fired = 1;
+        hz_h_releases(a);
+    } else if (strcmp(name, "SETNX") == 0) {
+        hz_t2_takes_lib(a);
+    }
+    return actor_step(&(actor)ACTOR("L"), name);
+}
+
+static void test_race_o_tslock_retries_setnx(void)
+{
+    redisContext *r = th_redis(&srv), *rc_ = th_redis(&srv);
+    actor l = ACTOR("L"), c = ACTOR("C");
+    tslock_client *cl = th_client(&srv);
+    tslock_lock *lock = NULL;
+    char stamp[64], buf[128], t2[128];
+
+    reset();
+    hz_r = rc_;
+    hz_key = "race:o:tslock";
+    freeReplyObject(redisCommand(r, "SET %s %s", hz_key,
+                                 objects_stamp(stamp, sizeof(stamp), 10000)));
+    tslock_client_set_clock(cl, th_clock_fn, &clk);
+    tslock_client_set_step_hook(cl, lib_hook_o, &l);
+    CU_ASSERT_FATAL(tslock_lock_new(&lock, cl, hz_key) == TSLOCK_OK);
+    tslock_lock_set_scheme(lock, TSLOCK_SCHEME_TIMESTAMP);
+    tslock_lock_set_dialect(lock, "redis-objects");
+    tslock_lock_set_ttl(lock, 1000);
+    CU_ASSERT_EQUAL(tslock_acquire(lock, 0), TSLOCK_EBUSY);
+    CU_ASSERT_STRING_EQUAL(trace, "L:SETNX H:DEL L:GET T2:SETNX L:SETNX L:GET");
+    /* T2's stamp is untouched, and C finds it live three seconds on. */
+    stored(r, hz_key, t2, sizeof(t2));
+    CU_ASSERT_TRUE(stamp_live(r, hz_key));
+    th_clock_advance(&clk, 3000);
+    CU_ASSERT_EQUAL(
+        ruby_try(r, &c, hz_key, objects_stamp(buf, sizeof(buf), 1000)), 0);
+    CU_ASSERT_STRING_EQUAL(stored(r, hz_key, buf, sizeof(buf)), t2);
+    tslock_lock_free(lock);
+    tslock_client_free(cl);
+    redisFree(r);
+    redisFree(rc_);
+}
+
+/*
+ * p. The stale stamp written after a wait.  G (the redis-lock gem, lease
+ * 2 s) makes its stamp "S-PID-TID" once, then waits for H (lease 5 s),
+ * who crashes.  Seven seconds on, G takes H's expired stamp over with
+ * the stamp it made at the start, which expired four seconds ago, so C
+ * takes G's lock over at once: two holders.  tslock in G's place makes a
+ * new stamp for every try, and C finds it live.
+ */
+static void gem_stamp(char *buf, size_t size, int64_t ttl_ms)
+{
+    snprintf(buf, size, "%" PRId64 "-4242-77",
+             clk.wall_ms / 1000 + (ttl_ms + 999) / 1000 + 1);
+}
+
+static void test_race_p_stale_stamp_after_wait(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor g = ACTOR("G"), c = ACTOR("C");
+    char h[64], gs[64], cs[64];
+    int held_g, held_c;
+
+    reset();
+    gem_stamp(h, sizeof(h), 5000);
+    freeReplyObject(redisCommand(r, "SET race:p:legacy %s", h)); /* H */
+    gem_stamp(gs, sizeof(gs), 2000); /* made once, before the retries */
+    CU_ASSERT_EQUAL(ruby_try(r, &g, "race:p:legacy", gs), 0);
+    th_clock_advance(&clk, 7000); /* H crashed: its stamp runs out */
+    held_g = ruby_try(r, &g, "race:p:legacy", gs);
+    gem_stamp(cs, sizeof(cs), 2000);
+    held_c = ruby_try(r, &c, "race:p:legacy", cs);
+    CU_ASSERT_STRING_EQUAL(trace, "G:SETNX G:GET G:SETNX G:GET G:GETSET "
+                                  "C:SETNX C:GET C:GETSET");
+    CU_ASSERT_EQUAL(held_g, 1);
+    CU_ASSERT_EQUAL(held_c, 1); /* both hold: G's stamp was already stale */
+    redisFree(r);
+}
+
+static void test_race_p_tslock_fresh_stamp(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor g = ACTOR("G"), c = ACTOR("C");
+    tslock_client *cl = client_as(&g);
+    tslock_lock *lock = NULL;
+    char h[64], cs[64];
+
+    reset();
+    gem_stamp(h, sizeof(h), 5000);
+    freeReplyObject(redisCommand(r, "SET race:p:tslock %s", h)); /* H */
+    CU_ASSERT_FATAL(tslock_lock_new(&lock, cl, "race:p:tslock") == TSLOCK_OK);
+    tslock_lock_set_scheme(lock, TSLOCK_SCHEME_TIMESTAMP);
+    tslock_lock_set_dialect(lock, "redis-lock-gem");
+    tslock_lock_set_ttl(lock, 2000);
+    CU_ASSERT_EQUAL(tslock_acquire(lock, 0), TSLOCK_EBUSY);
+    th_clock_advance(&clk, 7000);
+    CU_ASSERT_EQUAL(tslock_acquire(lock, 0), TSLOCK_OK); /* a new stamp */
+    gem_stamp(cs, sizeof(cs), 2000);
+    CU_ASSERT_EQUAL(ruby_try(r, &c, "race:p:tslock", cs), 0);
+    CU_ASSERT_STRING_EQUAL(trace, "G:SETNX G:GET G:SETNX G:GET G:GETSET "
+                                  "C:SETNX C:GET");
+    CU_ASSERT_EQUAL(tslock_release(lock), TSLOCK_OK);
+    tslock_lock_free(lock);
+    tslock_client_free(cl);
+    redisFree(r);
+}
+
+/*
+ * q. redis-objects 1.4.2's mixed fleet.  N (1.4.2) takes the lock with
+ * SET key "" PX 10000 NX; O (1.4.1) reads "" with to_f as 0.0, expired,
+ * and its GETSET returns "", 0.0 again: both hold.  tslock's bridge in
+ * N's place writes a stamp O reads as live, with a TTL of its own; and a
+ * tslock client reading "" in the redis-objects dialect never takes it.
+ */
+static void test_race_q_empty_value_read_as_expired(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor n = ACTOR("N"), o = ACTOR("O");
+    redisReply *reply;
+    char os[64];
+    int held_n;
+
+    reset();
+    actor_step(&n, "SET");
+    reply = redisCommand(r, "SET race:q:legacy %s PX 10000 NX", "");
+    held_n = reply != NULL && reply->type == REDIS_REPLY_STATUS;
+    freeReplyObject(reply);
+    CU_ASSERT_EQUAL(held_n, 1);
+    CU_ASSERT_EQUAL(
+        ruby_try(r, &o, "race:q:legacy", objects_stamp(os, sizeof(os), 10000)),
+        1); /* both hold */
+    CU_ASSERT_STRING_EQUAL(trace, "N:SET O:SETNX O:GET O:GETSET");
+    redisFree(r);
+}
+
+static void test_race_q_bridge_stamp_read_as_live(void)
+{
+    redisContext *r = th_redis(&srv);
+    actor n = ACTOR("N"), o = ACTOR("O"), t = ACTOR("T");
+    tslock_client *cn = client_as(&n), *ct = client_as(&t);
+    tslock_lock *ln = NULL, *lt = NULL;
+    char os[64];
+
+    reset();
+    CU_ASSERT_FATAL(tslock_lock_new(&ln, cn, "race:q:tslock") == TSLOCK_OK);
+    tslock_lock_set_scheme(ln, TSLOCK_SCHEME_BRIDGE);
+    tslock_lock_set_dialect(ln, "redis-objects");
+    tslock_lock_set_ttl(ln, 10000);
+    CU_ASSERT_EQUAL(tslock_acquire(ln, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(
+        ruby_try(r, &o, "race:q:tslock", objects_stamp(os, sizeof(os), 10000)),
+        0); /* O reads a live stamp */
+    CU_ASSERT_EQUAL(tslock_release(ln), TSLOCK_OK);
+    /* A tslock client meeting 1.4.2's "" never reads it as expired. */
+    freeReplyObject(redisCommand(r, "SET race:q:tslock %s PX 10000", ""));
+    CU_ASSERT_FATAL(tslock_lock_new(&lt, ct, "race:q:tslock") == TSLOCK_OK);
+    tslock_lock_set_scheme(lt, TSLOCK_SCHEME_TIMESTAMP);
+    tslock_lock_set_dialect(lt, "redis-objects");
+    CU_ASSERT_EQUAL(tslock_acquire(lt, 0), TSLOCK_EUNREADABLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(ct), "empty value"));
+    tslock_lock_free(ln);
+    tslock_lock_free(lt);
+    tslock_client_free(cn);
+    tslock_client_free(ct);
+    redisFree(r);
+}
+
 /*
  * n. the repeated run: H1's job ends 2 s before H2's timer fires.  A plain
  * release lets H2 take the lock and run the job again (two runs, each
@@ -913,6 +1232,18 @@ int main(void)
                 "n. repeated run: a plain release runs the job twice, "
                 "release_after once",
                 test_repeated_run);
+    CU_add_test(s, "o. blind GETSET after an empty GET: two holders",
+                test_race_o_blind_getset_after_empty_get);
+    CU_add_test(s, "o. tslock reads an empty key as released, not expired",
+                test_race_o_tslock_retries_setnx);
+    CU_add_test(s, "p. stale stamp written after a wait: two holders",
+                test_race_p_stale_stamp_after_wait);
+    CU_add_test(s, "p. tslock writes a new stamp for every try",
+                test_race_p_tslock_fresh_stamp);
+    CU_add_test(s, "q. redis-objects 1.4.2's \"\" read as expired: two holders",
+                test_race_q_empty_value_read_as_expired);
+    CU_add_test(s, "q. a bridge stamp is read as live; \"\" is never taken",
+                test_race_q_bridge_stamp_read_as_live);
     CU_add_test(s, "the replay table matches the documented outcomes",
                 test_replay_table_matches_documented_outcomes);
     CU_add_test(s, "a changed outcome shows on the page and fails the table",

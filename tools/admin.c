@@ -22,7 +22,7 @@
  * error even when the server is down.  A lock object needs a client,
  * but not a connected one: adoption sends nothing.
  */
-static int check_handle(const char *handle)
+static int check_handle(const char *handle, const char *dialect)
 {
     tslock_client *c = NULL;
     tslock_lock *l = NULL;
@@ -30,6 +30,9 @@ static int check_handle(const char *handle)
 
     if (rc == TSLOCK_OK)
         rc = tslock_lock_new(&l, c, "handle-check");
+    /* A format's hold is read back in that format (--dialect). */
+    if (rc == TSLOCK_OK && dialect != NULL)
+        rc = tslock_lock_set_dialect(l, dialect);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_adopt(l, handle);
     if (rc == TSLOCK_EINVAL)
@@ -47,7 +50,8 @@ static int check_handle(const char *handle)
 static int open_lock(const struct cli_options *o, const char *key,
                      const char *handle, tslock_client **c, tslock_lock **l)
 {
-    int status = handle != NULL ? check_handle(handle) : CLI_EXIT_OK;
+    int status =
+        handle != NULL ? check_handle(handle, o->dialect) : CLI_EXIT_OK;
     int rc;
 
     *c = NULL;
@@ -231,6 +235,48 @@ static void print_writer(tslock_lock *l, int64_t ttl_ms)
                rc == TSLOCK_OK ? "" : ": the owner key could not be read");
 }
 
+/* Which libraries' clients could have written v (tslock dialects). */
+static void print_dialect(const char *v)
+{
+    char names[256];
+
+    if (tslock_dialect_match(v, strlen(v), names, sizeof(names), NULL)
+        == TSLOCK_OK)
+        printf("dialect: %s\n", names);
+}
+
+/*
+ * A stamp only a dialect reads (an owner suffix, a PHP array, a
+ * never-expires sentinel): held or expired by that dialect's reading.
+ */
+static void print_dialect_stamp(tslock_lock *l, const char *v,
+                                int64_t expires_ms, int64_t ttl_ms,
+                                int64_t now_ms)
+{
+    int64_t left = expires_ms - now_ms;
+
+    print_state(left >= 0 ? "held" : "expired");
+    if (cli_verbosity < 0)
+        return;
+    printf("scheme: timestamp\n");
+    print_raw("value", v);
+    print_dialect(v);
+    if (expires_ms == INT64_MAX) {
+        printf("note: its dialect writes this for a lock that never "
+               "expires; tslock never takes it over\n");
+    } else {
+        print_time(expires_ms);
+        if (left >= 0)
+            printf("time left: %" PRId64 " ms\n", left);
+        else
+            printf("expired: %" PRId64 " ms ago (a taker with this "
+                   "--dialect may take it over)\n",
+                   -left);
+    }
+    print_server_ttl(ttl_ms);
+    print_writer(l, ttl_ms);
+}
+
 static void print_stamp(tslock_lock *l, const char *v, tslock_unit unit,
                         int64_t expires_ms, int64_t ttl_ms, int64_t now_ms)
 {
@@ -241,6 +287,7 @@ static void print_stamp(tslock_lock *l, const char *v, tslock_unit unit,
     if (cli_verbosity < 0)
         return;
     printf("scheme: timestamp\nstamp: %s\nunit: %s\n", v, cli_unit_name(unit));
+    print_dialect(v);
     print_time(expires_ms);
     if (left >= 0)
         printf("time left: %" PRId64 " ms\n", left);
@@ -260,7 +307,8 @@ static void print_unreadable(const char *v, int64_t ttl_ms)
     printf("scheme: unknown\n");
     print_raw("value", v);
     printf("note: neither a token nor a plausible stamp in ms, s or float "
-           "seconds; tslock treats it as held and never takes it over\n");
+           "seconds, nor a value of any dialect (tslock dialects); tslock "
+           "treats it as held and never takes it over\n");
     print_server_ttl(ttl_ms);
 }
 
@@ -270,13 +318,20 @@ static void print_status(tslock_lock *l, const char *v, int64_t ttl_ms,
     tslock_scheme scheme;
     tslock_unit unit;
     int64_t expires_ms;
+    char dialects[256];
 
     if (ttl_ms == -2) {
         print_state("free");
         return;
     }
     if (tslock_value_classify(v, strlen(v), &scheme, &unit, &expires_ms)
-        != TSLOCK_OK)
+            != TSLOCK_OK
+        && tslock_dialect_match(v, strlen(v), dialects, sizeof(dialects),
+                                &expires_ms)
+               == TSLOCK_OK)
+        print_dialect_stamp(l, v, expires_ms, ttl_ms, now_ms);
+    else if (tslock_value_classify(v, strlen(v), &scheme, &unit, &expires_ms)
+             != TSLOCK_OK)
         print_unreadable(v, ttl_ms);
     else if (scheme == TSLOCK_SCHEME_TOKEN)
         print_token(v, ttl_ms);

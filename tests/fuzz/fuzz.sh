@@ -17,7 +17,7 @@ src=$(cd "${top_srcdir:-.}" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 cc=${CLANG:-clang}
 out="$build/tests/fuzz"
-targets=${*:-"stamp classify handle url options reply http push monitor"}
+targets=${*:-"stamp classify handle url options reply http push monitor dialect"}
 seconds=${FUZZ_SECONDS:-60}
 
 # Every C file of the library's four layers (lib/, compat/, proto/, net/)

@@ -334,3 +334,22 @@ for name, args in {
     "rt-hex": ["127.0.0.1:2", "SET", "\x7f\x80\xfe", "1700000031"],
 }.items():
     put("monitor", name, b"\1" + b"\xff".join(a.encode("latin-1") for a in args))
+
+
+# ------------------------------------------------------------- dialects
+# Byte 0 below 16 picks a preset (in the library's order); otherwise a
+# format string follows, up to a newline, then the value.
+dialect_values = [
+    "1700000031.3051164", "1700000031-27118-520", "1700000031",
+    'a:3:{s:3:"pid";i:8975;s:8:"hostname";s:2:"vm";s:7:"expires";'
+    'i:1700000031;}', "1700000031:15131", "1700000031303", "1", "true",
+    "", "1700000031-", 'a:3:{s:3:"pid";i:1;}']
+for i, v in enumerate(dialect_values):
+    put("dialect", "preset-%02d" % i, bytes([i % 10]) + v.encode())
+formats = ["{s+1}-{pid}-{tid}", "{ms}", "{float+1};never=1,true",
+           "php-array(pid=pid,hostname=host,expires=s)", "{s}:{host}:{pid}",
+           "lock:{ms+1};release=compare", "{x}", "{s}{pid}", "php-array(a=s",
+           "{ms};never=", "{ms};release=foo", "{{ms}}", "}"]
+for i, f in enumerate(formats):
+    put("dialect", "format-%02d" % i,
+        b"F" + f.encode() + b"\n" + dialect_values[i % 6].encode())

@@ -365,6 +365,64 @@ JNIEXPORT jint JNICALL Java_tslock_Native_lockConfigure(
     return rc;
 }
 
+JNIEXPORT jint JNICALL Java_tslock_Native_lockSetDialect(JNIEnv *env, jclass k,
+                                                         jlong lp,
+                                                         jstring dialect)
+{
+    struct jlock *j = PTR(struct jlock, lp);
+    const char *d = utf(env, dialect);
+    int rc;
+
+    (void)k;
+    if (d == NULL)
+        return TSLOCK_ENOMEM;
+    rc = j->rl != NULL ? TSLOCK_EUNSUPPORTED : tslock_lock_set_dialect(j->l, d);
+    unutf(env, dialect, d);
+    return rc;
+}
+
+JNIEXPORT jstring JNICALL Java_tslock_Native_dialectCheck(JNIEnv *env, jclass k,
+                                                          jstring dialect)
+{
+    const char *d = utf(env, dialect);
+    char why[400];
+    int rc;
+
+    (void)k;
+    if (d == NULL)
+        return NULL;
+    rc = tslock_dialect_check(d, why, sizeof(why));
+    unutf(env, dialect, d);
+    return rc == TSLOCK_OK ? NULL : jstr(env, why);
+}
+
+JNIEXPORT jobjectArray JNICALL Java_tslock_Native_dialects(JNIEnv *env,
+                                                           jclass k)
+{
+    jclass string = (*env)->FindClass(env, "java/lang/String");
+    jobjectArray out;
+    const char *name;
+    size_t i, n = 0;
+
+    (void)k;
+    while (tslock_dialect_preset(n) != NULL)
+        n++;
+    if (string == NULL
+        || (out = (*env)->NewObjectArray(env, (jsize)n, string, NULL)) == NULL)
+        return NULL;
+    for (i = 0; (name = tslock_dialect_preset(i)) != NULL; i++) {
+        char row[512];
+        jstring s;
+        snprintf(row, sizeof(row), "%s\t%s\t%s", name,
+                 tslock_dialect_format(name), tslock_dialect_library(name));
+        if ((s = jstr(env, row)) == NULL)
+            return NULL;
+        (*env)->SetObjectArrayElement(env, out, (jsize)i, s);
+        (*env)->DeleteLocalRef(env, s);
+    }
+    return out;
+}
+
 JNIEXPORT void JNICALL Java_tslock_Native_lockFree(JNIEnv *env, jclass k,
                                                    jlong lp)
 {

@@ -23,6 +23,7 @@ typedef struct {
     PyObject_HEAD pytslock_client *client;
     char *name;
     /* configuration */
+    char *dialect; /* a preset or format, NULL: the plain unit */
     int64_t ttl_ms;
     int scheme, unit, rw, fair, fencing, wakeup;
     int64_t permits;
@@ -78,6 +79,8 @@ static int lock_make(pytslock_lock *self, pytslock_conn *conn,
         rc = tslock_lock_set_ttl(l, self->ttl_ms);
     if (rc == TSLOCK_OK)
         rc = tslock_lock_set_unit(l, (tslock_unit)self->unit);
+    if (rc == TSLOCK_OK && self->dialect != NULL)
+        rc = tslock_lock_set_dialect(l, self->dialect);
     if (rc == TSLOCK_OK && self->rw != TSLOCK_RW_OFF)
         rc = tslock_lock_set_rw(l, (tslock_rw)self->rw);
     if (rc == TSLOCK_OK && self->permits > 0)
@@ -314,19 +317,21 @@ static int lock_init(pytslock_lock *self, PyObject *args, PyObject *kw)
                             "auto_renew",
                             "renew_interval_ms",
                             "on_lost",
+                            "dialect",
                             NULL};
     PyObject *client, *on_lost = Py_None;
-    const char *name;
+    const char *name, *dialect = NULL;
+    char why[400];
     Py_ssize_t name_len;
     long long ttl_ms = 30000, permits = 0, margin = 0, renew = 0;
     int scheme = 0, unit = 0, rw = 0, fair = 0, fencing = 0, wakeup = 1;
     int rmin = 50, rmax = 100, auto_renew = 0;
 
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s#|LiiiLpppiiLpLO", names, &pytslock_client_type,
+            args, kw, "O!s#|LiiiLpppiiLpLOz", names, &pytslock_client_type,
             &client, &name, &name_len, &ttl_ms, &scheme, &unit, &rw, &permits,
             &fair, &fencing, &wakeup, &rmin, &rmax, &margin, &auto_renew,
-            &renew, &on_lost))
+            &renew, &on_lost, &dialect))
         return -1;
     if (name_len == 0 || strlen(name) != (size_t)name_len) {
         PyErr_SetString(PyExc_ValueError,
@@ -342,6 +347,11 @@ static int lock_init(pytslock_lock *self, PyObject *args, PyObject *kw)
                      ttl_ms, permits, margin, renew, rmin, rmax);
         return -1;
     }
+    if (dialect != NULL
+        && tslock_dialect_check(dialect, why, sizeof(why)) != TSLOCK_OK) {
+        PyErr_Format(PyExc_ValueError, "dialect: %s", why);
+        return -1;
+    }
     if (on_lost != Py_None && !PyCallable_Check(on_lost)) {
         PyErr_SetString(PyExc_TypeError, "on_lost: expected a callable");
         return -1;
@@ -351,7 +361,10 @@ static int lock_init(pytslock_lock *self, PyObject *args, PyObject *kw)
         return -1;
     }
     free(self->name);
-    if ((self->name = strdup(name)) == NULL) {
+    free(self->dialect);
+    self->dialect = NULL;
+    if ((self->name = strdup(name)) == NULL
+        || (dialect != NULL && (self->dialect = strdup(dialect)) == NULL)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -391,6 +404,7 @@ static void lock_dealloc(pytslock_lock *self)
     Py_CLEAR(self->client);
     Py_CLEAR(self->on_lost);
     free(self->name);
+    free(self->dialect);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -114,6 +114,47 @@ static PyObject *mod_classify(PyObject *m, PyObject *args)
     return Py_BuildValue("(iiL)", (int)scheme, (int)unit, (long long)expires);
 }
 
+/* The library's dialect presets: a list of (name, format, library). */
+static PyObject *mod_dialects(PyObject *m, PyObject *args)
+{
+    PyObject *list = PyList_New(0);
+    const char *name;
+    size_t i;
+
+    (void)m;
+    (void)args;
+    for (i = 0; list != NULL && (name = tslock_dialect_preset(i)) != NULL;
+         i++) {
+        PyObject *row =
+            Py_BuildValue("(sss)", name, tslock_dialect_format(name),
+                          tslock_dialect_library(name));
+        if (row == NULL || PyList_Append(list, row) != 0) {
+            Py_XDECREF(row);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(row);
+    }
+    return list;
+}
+
+/* The presets that could have written a value, or None. */
+static PyObject *mod_dialect_match(PyObject *m, PyObject *args)
+{
+    const char *value;
+    Py_ssize_t len;
+    char names[512];
+    int64_t expires = 0;
+
+    (void)m;
+    if (!PyArg_ParseTuple(args, "y#", &value, &len))
+        return NULL;
+    if (tslock_dialect_match(value, (size_t)len, names, sizeof(names), &expires)
+        != TSLOCK_OK)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(sL)", names, (long long)expires);
+}
+
 /* The sentinels of a parsed URL as a list of (host, port). */
 static PyObject *sentinel_list(const struct tslock_url *u)
 {
@@ -511,6 +552,10 @@ static PyMethodDef module_methods[] = {
      "errname(code) -> str: the symbolic name, e.g. 'TSLOCK_EBUSY'."},
     {"library_version", mod_version, METH_NOARGS,
      "library_version() -> str: the version of libtslock loaded."},
+    {"dialects", mod_dialects, METH_NOARGS,
+     "dialects() -> [(preset, format, library)]: the library's presets"},
+    {"dialect_match", mod_dialect_match, METH_VARARGS,
+     "dialect_match(value) -> (names, expires_ms) or None"},
     {"classify", mod_classify, METH_VARARGS,
      "classify(value: bytes) -> (scheme, unit, expires_ms) or None"},
     {"parse_url", mod_parse_url, METH_VARARGS,

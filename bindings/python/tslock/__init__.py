@@ -65,6 +65,8 @@ ERRORS = {name: getattr(_tslock, name)
 
 _SCHEMES = {"auto": 0, "timestamp": 1, "token": 2, "bridge": 3}
 _UNITS = {"ms": 0, "s": 1, "float": 2}
+# The legacy stamp dialects the library knows: preset name -> format.
+DIALECTS = {name: fmt for name, fmt, _lib in _tslock.dialects()}
 _RW_OFF, _RW_EXCLUSIVE, _RW_SHARED = 0, 1, 2
 _DEFAULT_TTL_S = 30.0
 
@@ -170,8 +172,8 @@ class Lock(_tslock.Lock):
                  blocking_timeout=None, scheme="auto", unit="ms",
                  fair=False, fencing=False, auto_renew=False,
                  renew_interval=None, on_lost=None, release_margin=0,
-                 wakeup=True, raise_on_release_error=True, _rw=_RW_OFF,
-                 _permits=0):
+                 wakeup=True, raise_on_release_error=True, dialect=None,
+                 _rw=_RW_OFF, _permits=0):
         if isinstance(name, bytes):
             name = name.decode()
         ttl = _DEFAULT_TTL_S if timeout is None else timeout
@@ -188,13 +190,14 @@ class Lock(_tslock.Lock):
             auto_renew=bool(auto_renew),
             renew_interval_ms=(0 if renew_interval is None
                                else _ms(renew_interval, "renew_interval")),
-            on_lost=on_lost)
+            on_lost=on_lost, dialect=dialect)
         self.timeout = timeout
         self.sleep = sleep
         self.blocking = blocking
         self.blocking_timeout = blocking_timeout
         self.scheme = scheme
         self.unit = unit
+        self.dialect = dialect
         self.auto_renew = bool(auto_renew)
         self.raise_on_release_error = bool(raise_on_release_error)
         # A watchdog's lost-lease report, kept for release() to raise.
@@ -681,6 +684,10 @@ class Client(_tslock.Client):
           timestamp clients; see doc/python.md, Migration);
         - ``unit``: how stamps are written, "ms", "s" or "float" (the
           redis-py 2.x Lock wrote float seconds);
+        - ``dialect``: stamps as a legacy lock library writes them, a
+          preset (``tslock.DIALECTS``) or a format such as
+          "{s+1}:{pid}" (tslock-dialects(7)); it takes the place of
+          ``unit``;
         - ``fair=True``: waiters take the lock in the order they asked;
         - ``fencing=True``: ``lock.fence`` is a number that grows with
           every acquisition;

@@ -75,6 +75,19 @@ public final class Client implements AutoCloseable {
     }
 
     /** Whether this client's locks are Redlocks (several URLs). */
+    /**
+     * The legacy stamp dialects the library knows: preset name to format
+     * string, in the library's order (TsLock.Builder#dialect).
+     */
+    public static java.util.Map<String, String> dialects() {
+        java.util.Map<String, String> m = new java.util.LinkedHashMap<>();
+        for (String row : Native.dialects()) {
+            String[] f = row.split("\t", 3);
+            m.put(f[0], f[1]);
+        }
+        return java.util.Collections.unmodifiableMap(m);
+    }
+
     public boolean isRedlock() {
         return pool.urls.length > 1;
     }

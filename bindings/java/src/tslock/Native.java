@@ -50,6 +50,11 @@ final class Native {
     static native int lockConfigure(long lock, int scheme, long ttlMs, int unit,
                                     boolean fair, boolean fencing, int rw,
                                     long permits);
+    static native int lockSetDialect(long lock, String dialect);
+    /** null when valid, else why not. */
+    static native String dialectCheck(String dialect);
+    /** Each preset as "name\tformat\tlibrary". */
+    static native String[] dialects();
     static native void lockFree(long lock);
     static native String lockErrstr(long lock);
     static native int acquire(long lock, long waitMs);

@@ -116,6 +116,7 @@ public class TsLock implements Lock {
         Scheme scheme = Scheme.AUTO;
         long leaseMs = Client.DEFAULT_LEASE.toMillis();
         StampUnit unit = StampUnit.MS;
+        String dialect; /* a preset or format; null: the plain unit */
         boolean fair, fencing, watchdog;
         long renewMs; /* 0: a third of the lease */
         int rw;       /* tslock_rw */
@@ -155,6 +156,22 @@ public class TsLock implements Lock {
 
         public Builder unit(StampUnit unit) {
             s.unit = java.util.Objects.requireNonNull(unit, "unit");
+            return this;
+        }
+
+        /**
+         * Stamps as a legacy lock library writes them: a preset of
+         * {@link Client#dialects()} or a format such as "{s+1}:{pid}"
+         * (tslock-dialects(7)); it takes the place of the unit.
+         *
+         * @throws IllegalArgumentException when it is neither, saying why
+         */
+        public Builder dialect(String dialect) {
+            java.util.Objects.requireNonNull(dialect, "dialect");
+            String why = Native.dialectCheck(dialect);
+            if (why != null)
+                throw new IllegalArgumentException("dialect: " + why);
+            s.dialect = dialect;
             return this;
         }
 
@@ -350,6 +367,8 @@ public class TsLock implements Lock {
             }
             rc = Native.lockConfigure(l, s.scheme.code, s.leaseMs, s.unit.code,
                                       s.fair, s.fencing, s.rw, s.permits);
+            if (rc == Native.OK && s.dialect != null)
+                rc = Native.lockSetDialect(l, s.dialect);
         }
         Hold h = null;
         boolean reusable = rc == Native.OK;
@@ -408,6 +427,8 @@ public class TsLock implements Lock {
         int rc = Native.lockConfigure(l, Scheme.AUTO.code, s.leaseMs,
                                       s.unit.code, false, false, s.rw,
                                       s.permits);
+        if (rc == Native.OK && s.dialect != null)
+            rc = Native.lockSetDialect(l, s.dialect);
         if (rc == Native.OK)
             rc = Native.adopt(l, handle);
         if (rc != Native.OK) {

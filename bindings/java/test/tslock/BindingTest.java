@@ -74,6 +74,26 @@ class BindingTest {
         }));
     }
 
+    /* A dialect: the value is the library's, a crashed holder is taken over. */
+    @Test
+    void dialectWritesAndTakesOver(TestInfo t) throws Exception {
+        assertEquals("{s+1}:{pid}", Client.dialects().get("predislock"));
+        assertThrows(IllegalArgumentException.class,
+                     () -> client.builder("k").dialect("{x}"));
+        String k = key(t);
+        long past = System.currentTimeMillis() / 1000 - 3;
+        raw.call("SET", k, past + ":4242"); /* PredisLock's, crashed */
+        assertFalse(inThread(() -> client.builder(k).scheme(Scheme.TIMESTAMP)
+                                       .build().tryLock()));
+        TsLock lock = client.builder(k).scheme(Scheme.TIMESTAMP)
+                          .dialect("predislock").build();
+        assertTrue(lock.tryLock());
+        assertTrue(raw.get(k).matches("\\d{10}:" + ProcessHandle.current().pid()),
+                   raw.get(k));
+        lock.unlock();
+        assertNull(raw.get(k));
+    }
+
     /* Client.stats(): what the library counted, summed over the pool. */
     @Test
     void statsCountWhatWasDone(TestInfo t) throws Exception {
