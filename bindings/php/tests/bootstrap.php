@@ -136,7 +136,7 @@ abstract class TestCase extends \PHPUnit\Framework\TestCase
      */
     public static function contendMany(array $runs, float $seconds): array
     {
-        $start = microtime(true) + 0.3;
+        $start = microtime(true) + 0.5;
         $procs = [];
         foreach ($runs as $n => [$kinds, $key, $socket]) {
             foreach ($kinds as $i => $kind) {
