@@ -40,8 +40,8 @@ static ptslock_conn *this_conn(zval *this_ptr)
     return obj->conn;
 }
 
-ZEND_BEGIN_ARG_WITH_RETURN_OBJ_INFO_EX(arginfo_from_url, 0, 1,
-                                       Tslock\\Client, 0)
+ZEND_BEGIN_ARG_WITH_RETURN_OBJ_INFO_EX(arginfo_from_url, 0, 1, Tslock\\Client,
+                                       0)
 ZEND_ARG_TYPE_INFO(0, url, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, options, IS_ARRAY, 0, "[]")
 ZEND_END_ARG_INFO()
@@ -92,8 +92,7 @@ static PHP_METHOD(Client, lock)
     RETURN_OBJ(lock);
 }
 
-ZEND_BEGIN_ARG_WITH_RETURN_OBJ_INFO_EX(arginfo_restore, 0, 2, Tslock\\Lock,
-                                       0)
+ZEND_BEGIN_ARG_WITH_RETURN_OBJ_INFO_EX(arginfo_restore, 0, 2, Tslock\\Lock, 0)
 ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO(0, owner, IS_STRING, 0)
 ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, options, IS_ARRAY, 0, "[]")
@@ -170,15 +169,13 @@ static PHP_METHOD(Client, __construct)
 }
 
 static const zend_function_entry client_methods[] = {
-    PHP_ME(Client, __construct, arginfo_construct, ZEND_ACC_PRIVATE)
-    PHP_ME(Client, fromUrl, arginfo_from_url,
-           ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
-    PHP_ME(Client, lock, arginfo_lock, ZEND_ACC_PUBLIC)
-    PHP_ME(Client, restoreLock, arginfo_restore, ZEND_ACC_PUBLIC)
-    PHP_ME(Client, isPersistent, arginfo_is_persistent, ZEND_ACC_PUBLIC)
-    PHP_ME(Client, poolStats, arginfo_pool_stats,
-           ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
-    PHP_FE_END};
+    PHP_ME(Client, __construct, arginfo_construct, ZEND_ACC_PRIVATE) PHP_ME(
+        Client, fromUrl, arginfo_from_url, ZEND_ACC_PUBLIC | ZEND_ACC_STATIC)
+        PHP_ME(Client, lock, arginfo_lock, ZEND_ACC_PUBLIC) PHP_ME(
+            Client, restoreLock, arginfo_restore, ZEND_ACC_PUBLIC)
+            PHP_ME(Client, isPersistent, arginfo_is_persistent, ZEND_ACC_PUBLIC)
+                PHP_ME(Client, poolStats, arginfo_pool_stats,
+                       ZEND_ACC_PUBLIC | ZEND_ACC_STATIC) PHP_FE_END};
 
 void ptslock_client_minit(void)
 {
@@ -186,7 +183,8 @@ void ptslock_client_minit(void)
 
     INIT_CLASS_ENTRY(ce, "Tslock\\Client", client_methods);
     ptslock_client_ce = zend_register_internal_class(&ce);
-    ptslock_client_ce->ce_flags |= ZEND_ACC_FINAL | ZEND_ACC_NO_DYNAMIC_PROPERTIES
+    ptslock_client_ce->ce_flags |= ZEND_ACC_FINAL
+                                   | ZEND_ACC_NO_DYNAMIC_PROPERTIES
                                    | ZEND_ACC_NOT_SERIALIZABLE;
     ptslock_client_ce->create_object = client_create;
     memcpy(&client_handlers, zend_get_std_object_handlers(),

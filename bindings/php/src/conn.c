@@ -21,10 +21,10 @@
 static const struct {
     const char *php, *tslock;
 } stream_names[] = {
-    {"cafile", "cacert"},          {"capath", "cacertdir"},
-    {"local_cert", "cert"},        {"local_pk", "key"},
+    {"cafile", "cacert"},           {"capath", "cacertdir"},
+    {"local_cert", "cert"},         {"local_pk", "key"},
     {"passphrase", "key_password"}, {"peer_name", "sni"},
-    {"verify_peer", "verify"},     {"verify_peer_name", "check_hostname"},
+    {"verify_peer", "verify"},      {"verify_peer_name", "check_hostname"},
 };
 
 static const char *stream_setting(const char *php)
@@ -51,8 +51,8 @@ static int apply_stream(struct tslock_url *u, HashTable *stream)
     }
     ZEND_HASH_FOREACH_STR_KEY_VAL(stream, name, val)
     {
-        const char *setting = name != NULL ? stream_setting(ZSTR_VAL(name))
-                                           : NULL;
+        const char *setting =
+            name != NULL ? stream_setting(ZSTR_VAL(name)) : NULL;
         zend_string *text;
         int rc;
 
@@ -199,9 +199,10 @@ ptslock_conn *ptslock_conn_open(zend_string *url, HashTable *options)
     int connect_ms, command_ms;
 
     if (options != NULL) {
-        persistent = zend_hash_str_find(options, "persistent",
-                                        sizeof("persistent") - 1);
-        stream_opt = zend_hash_str_find(options, "stream", sizeof("stream") - 1);
+        persistent =
+            zend_hash_str_find(options, "persistent", sizeof("persistent") - 1);
+        stream_opt =
+            zend_hash_str_find(options, "stream", sizeof("stream") - 1);
         if (stream_opt != NULL && Z_TYPE_P(stream_opt) == IS_ARRAY)
             stream = Z_ARRVAL_P(stream_opt);
         else if (stream_opt != NULL && Z_TYPE_P(stream_opt) != IS_NULL) {

@@ -26,9 +26,8 @@ static PHP_METHOD(LockException, getErrorName)
     ZEND_PARSE_PARAMETERS_NONE();
     code = zend_read_property(zend_ce_exception, Z_OBJ_P(ZEND_THIS), "code",
                               sizeof("code") - 1, 1, &rv);
-    RETURN_STRING(tslock_errname(code != NULL && Z_TYPE_P(code) == IS_LONG
-                                     ? (int)Z_LVAL_P(code)
-                                     : 1));
+    RETURN_STRING(tslock_errname(
+        code != NULL && Z_TYPE_P(code) == IS_LONG ? (int)Z_LVAL_P(code) : 1));
 }
 
 static const zend_function_entry lock_exception_methods[] = {

@@ -244,8 +244,8 @@ static int lock_init(ptslock_lock_obj *obj, ptslock_conn *conn,
     return 0;
 }
 
-zend_object *ptslock_lock_make(ptslock_conn *conn, zend_string *key,
-                               zval *ttl, HashTable *options)
+zend_object *ptslock_lock_make(ptslock_conn *conn, zend_string *key, zval *ttl,
+                               HashTable *options)
 {
     zend_object *o = lock_create(ptslock_lock_ce);
 
@@ -400,8 +400,7 @@ static PHP_METHOD(Lock, isAcquired)
     int64_t ms;
 
     ZEND_PARSE_PARAMETERS_NONE();
-    if ((obj = this_lock(ZEND_THIS)) == NULL
-        || (ms = lease_left(obj)) == -2)
+    if ((obj = this_lock(ZEND_THIS)) == NULL || (ms = lease_left(obj)) == -2)
         RETURN_THROWS();
     RETURN_BOOL(ms > 0);
 }
@@ -413,8 +412,7 @@ static PHP_METHOD(Lock, isExpired)
     int64_t ms;
 
     ZEND_PARSE_PARAMETERS_NONE();
-    if ((obj = this_lock(ZEND_THIS)) == NULL
-        || (ms = lease_left(obj)) == -2)
+    if ((obj = this_lock(ZEND_THIS)) == NULL || (ms = lease_left(obj)) == -2)
         RETURN_THROWS();
     RETURN_BOOL(ms == 0);
 }
@@ -429,8 +427,7 @@ static PHP_METHOD(Lock, getRemainingLifetime)
     int64_t ms;
 
     ZEND_PARSE_PARAMETERS_NONE();
-    if ((obj = this_lock(ZEND_THIS)) == NULL
-        || (ms = lease_left(obj)) == -2)
+    if ((obj = this_lock(ZEND_THIS)) == NULL || (ms = lease_left(obj)) == -2)
         RETURN_THROWS();
     if (ms < 0)
         RETURN_NULL();
@@ -510,8 +507,7 @@ static PHP_METHOD(Lock, get)
     Z_PARAM_OPTIONAL
     Z_PARAM_FUNC_OR_NULL(fci, fcc)
     ZEND_PARSE_PARAMETERS_END();
-    if ((obj = this_lock(ZEND_THIS)) == NULL
-        || (got = take(obj, 0)) < 0)
+    if ((obj = this_lock(ZEND_THIS)) == NULL || (got = take(obj, 0)) < 0)
         RETURN_THROWS();
     if (got && ZEND_FCI_INITIALIZED(fci)) {
         run_held(obj, &fci, &fcc, return_value);
@@ -612,8 +608,7 @@ static PHP_METHOD(Lock, forceRelease)
     }
 }
 
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_sleep_for, 0, 1, IS_STATIC,
-                                        0)
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_sleep_for, 0, 1, IS_STATIC, 0)
 ZEND_ARG_TYPE_INFO(0, milliseconds, IS_LONG, 0)
 ZEND_END_ARG_INFO()
 
@@ -725,26 +720,30 @@ static PHP_METHOD(Lock, getValue)
 }
 
 static const zend_function_entry lock_methods[] = {
-    PHP_ME(Lock, __construct, arginfo_construct, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, acquire, arginfo_acquire, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, refresh, arginfo_refresh, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, isAcquired, arginfo_bool, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, release, arginfo_bool, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, isExpired, arginfo_bool, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, getRemainingLifetime, arginfo_lifetime, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, get, arginfo_get, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, block, arginfo_block, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, owner, arginfo_nstring, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, forceRelease, arginfo_void, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, betweenBlockedAttemptsSleepFor, arginfo_sleep_for,
-           ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, getFence, arginfo_long, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, holders, arginfo_long, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, getKey, arginfo_string, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, getScheme, arginfo_string, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, getDialect, arginfo_string, ZEND_ACC_PUBLIC)
-    PHP_ME(Lock, getValue, arginfo_nstring, ZEND_ACC_PUBLIC)
-    PHP_FE_END};
+    PHP_ME(Lock, __construct, arginfo_construct, ZEND_ACC_PUBLIC) PHP_ME(
+        Lock, acquire, arginfo_acquire,
+        ZEND_ACC_PUBLIC) PHP_ME(Lock, refresh, arginfo_refresh, ZEND_ACC_PUBLIC)
+        PHP_ME(Lock, isAcquired, arginfo_bool, ZEND_ACC_PUBLIC) PHP_ME(
+            Lock, release, arginfo_bool, ZEND_ACC_PUBLIC)
+            PHP_ME(Lock, isExpired, arginfo_bool, ZEND_ACC_PUBLIC) PHP_ME(
+                Lock, getRemainingLifetime, arginfo_lifetime,
+                ZEND_ACC_PUBLIC) PHP_ME(Lock, get, arginfo_get, ZEND_ACC_PUBLIC)
+                PHP_ME(Lock, block, arginfo_block, ZEND_ACC_PUBLIC) PHP_ME(
+                    Lock, owner, arginfo_nstring,
+                    ZEND_ACC_PUBLIC) PHP_ME(Lock, forceRelease, arginfo_void,
+                                            ZEND_ACC_PUBLIC)
+                    PHP_ME(Lock, betweenBlockedAttemptsSleepFor,
+                           arginfo_sleep_for, ZEND_ACC_PUBLIC)
+                        PHP_ME(Lock, getFence, arginfo_long, ZEND_ACC_PUBLIC)
+                            PHP_ME(Lock, holders, arginfo_long, ZEND_ACC_PUBLIC)
+                                PHP_ME(Lock, getKey, arginfo_string,
+                                       ZEND_ACC_PUBLIC) PHP_ME(Lock, getScheme,
+                                                               arginfo_string,
+                                                               ZEND_ACC_PUBLIC)
+                                    PHP_ME(Lock, getDialect, arginfo_string,
+                                           ZEND_ACC_PUBLIC)
+                                        PHP_ME(Lock, getValue, arginfo_nstring,
+                                               ZEND_ACC_PUBLIC) PHP_FE_END};
 
 void ptslock_lock_minit(void)
 {

@@ -67,21 +67,20 @@ static PHP_MINFO_FUNCTION(tslock)
     php_info_print_table_end();
 }
 
-zend_module_entry tslock_module_entry = {
-    STANDARD_MODULE_HEADER,
-    "tslock",
-    NULL,
-    PHP_MINIT(tslock),
-    PHP_MSHUTDOWN(tslock),
-    PHP_RINIT(tslock),
-    PHP_RSHUTDOWN(tslock),
-    PHP_MINFO(tslock),
-    PHP_TSLOCK_VERSION,
-    PHP_MODULE_GLOBALS(tslock),
-    PHP_GINIT(tslock),
-    NULL,
-    NULL,
-    STANDARD_MODULE_PROPERTIES_EX};
+zend_module_entry tslock_module_entry = {STANDARD_MODULE_HEADER,
+                                         "tslock",
+                                         NULL,
+                                         PHP_MINIT(tslock),
+                                         PHP_MSHUTDOWN(tslock),
+                                         PHP_RINIT(tslock),
+                                         PHP_RSHUTDOWN(tslock),
+                                         PHP_MINFO(tslock),
+                                         PHP_TSLOCK_VERSION,
+                                         PHP_MODULE_GLOBALS(tslock),
+                                         PHP_GINIT(tslock),
+                                         NULL,
+                                         NULL,
+                                         STANDARD_MODULE_PROPERTIES_EX};
 
 #ifdef COMPILE_DL_TSLOCK
 #ifdef ZTS

@@ -52,11 +52,11 @@ typedef struct ptslock_lock_obj {
 } ptslock_lock_obj;
 
 ZEND_BEGIN_MODULE_GLOBALS(tslock)
-    HashTable pool;     /* persistent id => ptslock_conn *, process-wide */
-    HashTable held;     /* object handle => ptslock_lock_obj *, per request */
-    bool request_live;  /* between RINIT and RSHUTDOWN */
-    int64_t limit_from; /* monotonic ms the execution time limit counts from */
-    uint64_t pool_hits; /* persistent connections reused, for tests */
+HashTable pool;     /* persistent id => ptslock_conn *, process-wide */
+HashTable held;     /* object handle => ptslock_lock_obj *, per request */
+bool request_live;  /* between RINIT and RSHUTDOWN */
+int64_t limit_from; /* monotonic ms the execution time limit counts from */
+uint64_t pool_hits; /* persistent connections reused, for tests */
 ZEND_END_MODULE_GLOBALS(tslock)
 
 ZEND_EXTERN_MODULE_GLOBALS(tslock)
@@ -90,8 +90,8 @@ void ptslock_pool_free(void);
 /* client.c, lock.c: the classes. */
 void ptslock_client_minit(void);
 void ptslock_lock_minit(void);
-zend_object *ptslock_lock_make(ptslock_conn *conn, zend_string *key,
-                               zval *ttl, HashTable *options);
+zend_object *ptslock_lock_make(ptslock_conn *conn, zend_string *key, zval *ttl,
+                               HashTable *options);
 void ptslock_lock_sync(ptslock_lock_obj *obj);
 void ptslock_release_held(void);
 

@@ -19,9 +19,8 @@
 #include "zend_exceptions.h"
 
 /* Signals whose handlers end a wait; SIGPROF is PHP's execution timer. */
-static const int wait_signals[] = {SIGHUP,  SIGINT,  SIGQUIT,
-                                   SIGUSR1, SIGUSR2, SIGALRM,
-                                   SIGTERM, SIGCHLD, SIGPROF};
+static const int wait_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGUSR1, SIGUSR2,
+                                   SIGALRM, SIGTERM, SIGCHLD, SIGPROF};
 #define WAIT_SIGNALS (sizeof(wait_signals) / sizeof(wait_signals[0]))
 
 static volatile sig_atomic_t signal_seen;
@@ -75,9 +74,9 @@ static void hook(tslock_lock *lock)
             continue;
         /* The default action ends the process anyway; an ignored one asks
          * for nothing. */
-        if (cur.sa_flags & SA_SIGINFO ? cur.sa_sigaction == NULL
-                                      : cur.sa_handler == SIG_DFL
-                                            || cur.sa_handler == SIG_IGN)
+        if (cur.sa_flags & SA_SIGINFO
+                ? cur.sa_sigaction == NULL
+                : cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)
             continue;
         signal_previous[i] = cur;
         sa.sa_mask = cur.sa_mask;
@@ -142,8 +141,8 @@ static void limit_spend(int64_t ms)
     if (ms <= 0 || getitimer(ITIMER_PROF, &it) != 0
         || (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0))
         return;
-    left_us = (int64_t)it.it_value.tv_sec * 1000000 + it.it_value.tv_usec
-              - ms * 1000;
+    left_us =
+        (int64_t)it.it_value.tv_sec * 1000000 + it.it_value.tv_usec - ms * 1000;
     if (left_us < 1)
         left_us = 1;
     it.it_value.tv_sec = left_us / 1000000;
