@@ -23,7 +23,10 @@ if test "$PHP_TSLOCK" != "no"; then
     fi
     for dir in "$PHP_TSLOCK/.libs" "$PHP_TSLOCK/lib" "$PHP_TSLOCK/$PHP_LIBDIR"; do
       if test -r "$dir/libtslock.so"; then
-        PHP_ADD_LIBRARY_WITH_PATH([tslock], [$dir], [TSLOCK_SHARED_LIBADD])
+        dnl -L only, no run path (PHP_ADD_LIBRARY_WITH_PATH would add one):
+        dnl a build tree is found with LD_LIBRARY_PATH, and a package must
+        dnl not point at the tree it was built in.
+        TSLOCK_SHARED_LIBADD="-L$dir -ltslock $TSLOCK_SHARED_LIBADD"
         break
       fi
     done
