@@ -746,7 +746,8 @@ row() {
         "$out"
 }
 t "survey: table" 0 $tool -u "$SU" survey
-check "survey table: header" has "^DIALECT *STATE *LEFT_MS *TTL_MS *KEY$" "$out"
+check "survey table: header" \
+    has "^KIND *STATE *LEFT_MS *TTL_MS *DIALECT *KEY$" "$out"
 check "survey table: ms stamp live" row sv:ms timestamp-ms live
 check "survey table: s stamp live" row sv:s timestamp-s live
 check "survey table: float stamp live" row sv:float timestamp-float live
@@ -804,6 +805,109 @@ check "survey --match: only the matching keys" eval \
 after=$("$cli" -s "$sock" -n 5 --scan | sort | tr '\n' ' ')
 check "survey: wrote nothing" eval \
     '[ "$before" = "$after" ] && [ "$("$cli" -s "$sock" -n 5 ttl sv:stuck)" = -1 ] && [ "$("$cli" -s "$sock" -n 5 get sv:old)" = "$old_stamp" ]'
+
+# Every preset's form, written by raw SETs as each library writes it,
+# in a db of its own: plain survey lists each, named by the presets
+# whose clients could have written it (tslock_dialect_match), with the
+# kind (the unit the dialect's stamp is in) and state.  A value that
+# looks like a lock but that no preset reads is unknown-stamp; "1" and
+# "true" are never-expires sentinels on a key named as a lock, and a
+# counter elsewhere.
+DU="unix://$sock?db=6"
+dl() { "$cli" -s "$sock" -n 6 "$@" >/dev/null; }
+dnow=$(($(now_ms) / 1000))
+dl set dl:java $(((dnow + 60) * 1000 + 1))
+dl set dl:redisdoc $((dnow + 61))
+dl set dl:float "$((dnow + 60)).3051164"
+dl set dl:objects_lock 1
+dl set lock:dl:resque true
+dl set dl:gem "$((dnow + 61))-27118-520"
+dl set dl:gem-old "$((dnow - 60))-27118-520"
+dl set dl:ninja "a:3:{s:3:\"pid\";i:8975;s:8:\"hostname\";s:2:\"vm\";s:7:\"expires\";i:$((dnow + 60));}"
+dl set dl:ninja-old "a:3:{s:3:\"pid\";i:8975;s:8:\"hostname\";s:2:\"vm\";s:7:\"expires\";i:$((dnow - 60));}"
+dl set dl:predis "$((dnow + 61)):15131"
+dl set dl:odd "$((dnow + 60))_15131"
+dl set dl:php-noexp 'a:1:{s:3:"pid";i:8975;}'
+dl set dl:counter 1
+dl set dl:flag true
+# drow KEY KIND STATE DIALECT: the table has that row.
+drow() {
+    K="$1" awk -v k="$2" -v s="$3" -v d="$4" \
+        '$NF == ENVIRON["K"] && $1 == k && $2 == s && $(NF - 1) == d { f = 1 }
+         END { exit !f }' "$out"
+}
+# dialect_checks RUNNER: every check of the table in $out, each run by
+# RUNNER: check, or refutes on a copy whose naming is broken.
+dialect_checks() {
+    $1 "survey names java-redislock/node-redis-lock" \
+        drow dl:java timestamp-ms live java-redislock/node-redis-lock
+    $1 "survey names redis-docs/resque-lock-timeout" \
+        drow dl:redisdoc timestamp-s live redis-docs/resque-lock-timeout
+    $1 "survey names redis-py2/redis-objects/redis-mutex" \
+        drow dl:float timestamp-float live redis-py2/redis-objects/redis-mutex
+    $1 "survey names redis-objects' 1: never expires" \
+        drow dl:objects_lock timestamp-float never redis-objects
+    $1 "survey names resque-lock-timeout's true: never expires" \
+        drow lock:dl:resque timestamp-s never resque-lock-timeout
+    $1 "survey names the redis-lock gem, live" \
+        drow dl:gem timestamp-s live redis-lock-gem
+    $1 "survey names the redis-lock gem, expired" \
+        drow dl:gem-old timestamp-s expired redis-lock-gem
+    $1 "survey names ninja-mutex, live" \
+        drow dl:ninja timestamp-s live ninja-mutex
+    $1 "survey names ninja-mutex, expired" \
+        drow dl:ninja-old timestamp-s expired ninja-mutex
+    $1 "survey names predislock" drow dl:predis timestamp-s live predislock
+    $1 "survey: a stamp with another suffix is unknown-stamp" \
+        drow dl:odd unknown-stamp unreadable unknown-stamp
+    $1 "survey: a PHP array without expires is unknown-stamp" \
+        drow dl:php-noexp unknown-stamp unreadable unknown-stamp
+    $1 "survey: 1 and true elsewhere are no locks" \
+        eval '! grep -q "dl:counter\|dl:flag" "$out"'
+    $1 "survey: 14 keys, 12 locks" has "^14 keys, 12 locks$" "$out"
+    $1 "survey: counted by dialect" \
+        has "^  dialect redis-lock-gem expired 1$" "$out"
+}
+t "survey of every dialect" 0 $tool -u "$DU" survey
+cp "$out" "$dir/dialects.out"
+dialect_checks check
+t "survey --json of every dialect" 0 $tool -u "$DU" survey --json
+check "survey json: the gem's stamp_dialect and expiry" \
+    has "^{\"key\":\"dl:gem\",\"dialect\":\"timestamp-s\",\"state\":\"live\",\"stamp_dialect\":\"redis-lock-gem\",\"expires_ms\":$((dnow + 61))999," "$out"
+check "survey json: a sentinel never expires: no expiry" \
+    has '^{"key":"dl:objects_lock","dialect":"timestamp-float","state":"never","stamp_dialect":"redis-objects","expires_ms":null,' "$out"
+check "survey json: unknown-stamp" \
+    has '^{"key":"dl:odd","dialect":"unknown-stamp","state":"unreadable","stamp_dialect":"unknown-stamp",' "$out"
+check "survey json: a token has no stamp_dialect" \
+    eval '$tool -u "$SU" survey --json | grep -q "^{\"key\":\"sv:tok\",\"dialect\":\"token\",\"state\":\"live\",\"stamp_dialect\":null,"'
+check "survey json: the summary counts by stamp dialect" \
+    has '"stamp_dialects":{.*"ninja-mutex":{"live":1,"expired":1}' "$out"
+# The checks can fail: on the table with every name replaced by the
+# closest wrong answer (unknown-stamp, and the unit's other presets),
+# each check of the names above must fail.
+sed -e 's/redis-lock-gem/unknown-stamp/; s/ninja-mutex/unknown-stamp/' \
+    -e 's/predislock/redis-docs/; s/java-redislock.node-redis-lock/java-redislock/' \
+    -e 's/redis-docs.resque-lock-timeout/resque-lock-timeout/' \
+    -e 's/redis-py2.redis-objects.redis-mutex/redis-mutex/' \
+    -e 's/ never \( *-1 *-1 *\)redis-objects/ live \1redis-objects/' \
+    -e 's/ never \( *-1 *-1 *\)resque/ expired \1resque/' \
+    -e 's/unreadable \( *-1 *-1 *\)unknown-stamp/unreadable \1-/' \
+    -e 's/^14 keys, 12 locks/14 keys, 10 locks/' \
+    -e 's/^\(timestamp-s.*dl:\)gem-old$/\1gem-old2/' \
+    "$dir/dialects.out" >"$out"
+echo "   dl:counter" >>"$out"
+# refutes NAME COMMAND...: the check NAME fails on the broken copy.
+refutes() {
+    name=$1
+    shift
+    th_begin "$name"
+    if "$@"; then
+        not_ok "broken copy: $name passes all the same"
+    else
+        ok "broken copy: $name fails"
+    fi
+}
+dialect_checks refutes
 
 # Servers before 2.8, played by the proxy: no SCAN, so --keys is needed.
 old="${top_builddir:-.}/tests/oldredis"
