@@ -1022,9 +1022,93 @@ rc=$?
 cp "$dir/wout" "$out"
 check "watch --for: ends by itself, 0" eval '[ $rc -eq 0 ]'
 check "watch --json: an event" \
-    has '^{"time":[0-9.]*,"client":"127.0.0.1:[0-9]*","command":"setnx","args":\["wk","[0-9]*"\],"key":"wk","dialect":"timestamp-ms","danger":null}$' "$out"
+    has '^{"time":[0-9.]*,"client":"127.0.0.1:[0-9]*","command":"setnx","args":\["wk","[0-9]*"\],"key":"wk","dialect":"timestamp-ms","stamp_dialect":"java-redislock/node-redis-lock","danger":null}$' "$out"
 check "watch --json: summary" \
-    has '^{"summary":{"clients":\[{"client":"127.0.0.1:[0-9]*","writes":{"timestamp-ms":1},"danger":0}\]}}$' "$out"
+    has '^{"summary":{"clients":\[{"client":"127.0.0.1:[0-9]*","writes":{"timestamp-ms":1},"danger":0,"stamp_dialects":{"java-redislock/node-redis-lock":1}}\]}}$' "$out"
+
+# Blind overwrites and clock skew told apart.  MONITOR shows no replies,
+# but the order of its lines says what each GET found.  Raw GETSETs
+# over a live redis-lock gem stamp and of an empty key (no GET before
+# them), and the issue's interleaving: C's SETNX fails, the holder's DEL
+# empties the key, C's GET finds it empty, a fresh holder's SETNX wins,
+# and C's GETSET overwrites it.  Then a Java client whose clock runs two
+# minutes ahead reads a live stamp and takes it over: skew, not blind.
+: >"$dir/werr"
+$tool -u "$WU" watch --for 30000 wb >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+wnow=$(($(now_ms) / 1000))
+wcli set wb "$((wnow + 60))-27118-520"
+wcli getset wb "$((wnow + 61))-27118-521"
+wcli del wb
+wcli getset wb "$((wnow + 61)):15131"
+wcli set wb $((wnow + 60))
+# C: one connection, fed line by line; each step awaits its MONITOR line.
+mkfifo "$dir/c.fifo"
+"$cli" -p $wport <"$dir/c.fifo" >"$dir/c.out" 2>&1 &
+c_pid=$!
+exec 4>"$dir/c.fifo"
+echo "SETNX wb $((wnow + 61))" >&4
+await_count ' setnx "wb"' "$dir/wout" 1
+wcli del wb
+await_count ' del "wb"$' "$dir/wout" 2
+echo "GET wb" >&4
+await_count ' get "wb"$' "$dir/wout" 1
+wcli setnx wb $((wnow + 62))
+await_count ' setnx "wb"' "$dir/wout" 2
+echo "GETSET wb $((wnow + 61))" >&4
+exec 4>&-
+wait $c_pid
+wcli del wb
+"$legacy" -p $wport client x java 60000 client y java 60000 120000 \
+    lock x wb lock y wb >"$dir/lg"
+await_count ' getset "wb"' "$dir/wout" 4
+kill -TERM $watcher
+wait $watcher
+cp "$dir/wout" "$dir/blind.out"
+cp "$dir/wout" "$out"
+# The address of the client that wrote the line matching $1.
+addr_of() { grep -- "$1" "$dir/blind.out" | head -1 | sed 's/.* \(127\.0\.0\.1:[0-9]*\) .*/\1/'; }
+gem_taker=$(addr_of 'getset "wb" "[0-9]*-27118-521"')
+predis=$(addr_of 'getset "wb" "[0-9]*:15131"')
+c_addr=$(addr_of ' get "wb"$')
+java_taker=$(addr_of 'timestamp-ms getset "wb"')
+# blind_checks RUNNER: every check of the watch in $out.
+blind_checks() {
+    $1 "watch: a raw GETSET over a live stamp is a blind overwrite" \
+        has "^DANGER: blind GETSET over a live stamp: .* $gem_taker timestamp-s getset \"wb\"" "$out"
+    $1 "watch: ... naming the gem's dialect, not skew" \
+        has "^BLIND: $gem_taker (redis-lock-gem): GETSET over a live stamp without a GET of the key first; not clock skew$" "$out"
+    $1 "watch: a raw GETSET of an empty key is a blind overwrite" \
+        has "^DANGER: blind GETSET of an empty key: .* $predis timestamp-s getset \"wb\"" "$out"
+    $1 "watch: ... naming PredisLock's dialect, not skew" \
+        has "^BLIND: $predis (predislock): GETSET of an empty key without a GET of the key first; not clock skew$" "$out"
+    $1 "watch: a GETSET after a GET that found the key empty is blind" \
+        has "^BLIND: $c_addr (redis-docs/resque-lock-timeout): GETSET over a live stamp after its GET found the key empty (a client that takes an empty GET for an expired lock); not clock skew$" "$out"
+    $1 "watch: no blind writer is called skewed" \
+        eval '! grep -q "^SKEW: \($gem_taker\|$predis\|$c_addr\):" "$out"'
+    $1 "watch: the skewed takeover is still skew" \
+        has "^SKEW: $java_taker: its clock runs at least [0-9]* ms ahead of the server's: took over a stamp the server's clock calls live$" "$out"
+    $1 "watch: ... and not blind: three blind GETSETs in all" \
+        eval '[ "$(grep -c "^BLIND: " "$out")" -eq 3 ] && ! grep -q "^BLIND: $java_taker" "$out"'
+    $1 "watch: the summary counts each blind writer's" \
+        eval 'has "^blind: $gem_taker: 1 blind GETSET$" "$out" && has "^blind: $c_addr: 1 blind GETSET$" "$out"'
+    $1 "watch: the summary names each writer's dialects" \
+        eval 'has "^dialects: $predis predislock=1$" "$out" && has "^dialects: $java_taker java-redislock/node-redis-lock=2$" "$out"'
+}
+blind_checks check
+# The checks can fail: on the output as watch wrote it before it told a
+# blind overwrite from skew (a SKEW line for every GETSET over a live
+# stamp, no BLIND lines, no dialect), each must fail.
+sed -e '/^BLIND: /d' -e '/^blind: /d' -e '/^dialects: /d' \
+    -e 's/^DANGER: blind GETSET over a live stamp: \(.*\)$/DANGER: GETSET over a live stamp: \1\
+SKEW: x: took over a stamp the server'"'"'s clock calls live/' \
+    -e 's/^DANGER: blind GETSET of an empty key: //' \
+    -e "s/^SKEW: $java_taker:/SKEW: 127.0.0.2:1:/" \
+    "$dir/blind.out" >"$out"
+awk -v c="$c_addr" 'index($0, " " c " ") && / getset / { print "SKEW: " c ": took over a stamp the server'"'"'s clock calls live" } { print }' \
+    "$out" >"$out.2" && mv "$out.2" "$out"
+blind_checks refutes
 t "watch: survey's --match is refused" 64 $tool -u "$WU" watch --match x wk
 t "watch: --for elsewhere is refused" 64 $tool -u "$WU" --for 5 status wk
 t "watch: needs a KEY" 64 $tool -u "$WU" watch
