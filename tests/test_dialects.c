@@ -242,9 +242,15 @@ static int peer_try(struct peer *p, const char *stamp)
 }
 
 /* The library's unlock. */
-static void peer_release(struct peer *p)
+/*
+ * The library's unlock.  Returns 1 when its DEL removed a value not its
+ * own (another holder's lock): the DEL goes out as MULTI, GET, DEL, EXEC,
+ * the same unconditional DEL with an atomic record of what it removed.
+ */
+static int peer_release(struct peer *p)
 {
     redisReply *r;
+    int other = 0;
 
     if (p->k->compare_release) {
         r = cmd(p, "GET %s", p->key, NULL);
@@ -252,8 +258,16 @@ static void peer_release(struct peer *p)
             freeReplyObject(cmd(p, "DEL %s", p->key, NULL));
         freeReplyObject(r);
     } else if (peer_now_us(p) < p->lease_end_us) {
+        freeReplyObject(cmd(p, "MULTI", NULL, NULL));
+        freeReplyObject(cmd(p, "GET %s", p->key, NULL));
         freeReplyObject(cmd(p, "DEL %s", p->key, NULL));
+        r = cmd(p, "EXEC", NULL, NULL);
+        other = r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                && r->element[0]->type == REDIS_REPLY_STRING
+                && strcmp(r->element[0]->str, p->value) != 0;
+        freeReplyObject(r);
     }
+    return other;
 }
 
 /* ------------------------------------------------------ the targets */
@@ -425,11 +439,14 @@ static int peer_takes_over(struct target *t, const struct peer_kind *k,
 
 /* --------------------------------------------------- the contention */
 
-#define CONTEND_ROUNDS 25
+#define CONTEND_ROUNDS 15
 
 struct shared {
     atomic_int inside;
-    atomic_int overlaps;
+    atomic_int overlaps;     /* that tslock's side caused */
+    atomic_int stale_inside; /* the peer is inside on an expired stamp */
+    atomic_int tainted;      /* the peer deleted tslock's lock, held now */
+    atomic_int legacy;       /* overlaps the peer's flaws caused */
     atomic_int done[2];
 };
 static struct shared *sh;
@@ -442,12 +459,33 @@ struct contend_job {
     int reckless; /* the control: a peer that enters without the lock */
 };
 
-static void enter(void)
+/*
+ * One critical section, by tslock or by the peer.  stale: the peer
+ * entered on a stamp that runs out before the lease it believes it holds
+ * (the redis-lock gem's stamp, made before a long wait: race p), so a
+ * taker may find it expired while the peer is inside.  An overlap with
+ * such a holder, or after the peer's release deleted the lock tslock
+ * holds, is the peer's flaw; every other overlap counts against tslock.
+ */
+static void enter(int tslock, int stale)
 {
-    if (atomic_fetch_add(&sh->inside, 1) != 0)
-        atomic_fetch_add(&sh->overlaps, 1);
+    if (stale)
+        atomic_store(&sh->stale_inside, 1);
+    if (tslock) /* a new hold: no DEL of the peer's has touched it yet */
+        atomic_store(&sh->tainted, 0);
+    if (atomic_fetch_add(&sh->inside, 1) != 0) {
+        if (stale || atomic_load(&sh->stale_inside)
+            || atomic_load(&sh->tainted))
+            atomic_fetch_add(&sh->legacy, 1);
+        else
+            atomic_fetch_add(&sh->overlaps, 1);
+    }
     th_sleep_us(300);
     atomic_fetch_sub(&sh->inside, 1);
+    if (stale)
+        atomic_store(&sh->stale_inside, 0);
+    if (tslock)
+        atomic_store(&sh->tainted, 0);
 }
 
 static void contend_child(int index, void *userdata)
@@ -471,7 +509,7 @@ static void contend_child(int index, void *userdata)
                 fprintf(stderr, "tslock: %s\n", tslock_client_errstr(c));
                 exit(4);
             }
-            enter();
+            enter(1, 0);
             rc = tslock_release(l);
             /* A blind legacy GETSET may have taken it: a loss, reported. */
             if (rc != TSLOCK_OK && rc != TSLOCK_ELOST)
@@ -504,8 +542,19 @@ static void contend_child(int index, void *userdata)
                     exit(6);
                 else
                     th_sleep_us(2000);
-            enter();
-            peer_release(&p);
+            /*
+             * A stamp made before a long wait may run out inside the
+             * lease the peer believes it has: the gem's flaw (race p).
+             */
+            enter(0, peer_expiry_us(&p, p.value)
+                         < peer_now_us(&p) + p.timeout_ms * 1000);
+            /*
+             * A release that deletes the lock tslock took over from its
+             * stale stamp lets the peer in again beside tslock: the
+             * legacy release's flaw (race c), after the gem's.
+             */
+            if (peer_release(&p))
+                atomic_store(&sh->tainted, 1);
             atomic_fetch_add(&sh->done[1], 1);
         }
         redisFree(p.c);
@@ -527,6 +576,14 @@ static void contend(struct target *t, const struct peer_kind *k,
                     tslock_scheme s, const char *key)
 {
     contend_run(t, k, s, key, 0);
+    if (atomic_load(&sh->legacy) != 0)
+        fprintf(stderr,
+                "%s %s on %s: %d overlaps with a peer inside on a stale "
+                "stamp\n",
+                k->preset, scheme_name(s), t->name, atomic_load(&sh->legacy));
+    /* Only a peer that reuses a stale stamp can enter on an expired one. */
+    if (!k->stale_stamp)
+        CU_ASSERT_EQUAL(atomic_load(&sh->legacy), 0);
     if (atomic_load(&sh->overlaps) != 0
         || atomic_load(&sh->done[0]) != CONTEND_ROUNDS
         || atomic_load(&sh->done[1]) != CONTEND_ROUNDS)
