@@ -6,7 +6,8 @@
 # $top_builddir/bindings/php/phpize (kept between runs: only make runs
 # again), against this tree's libtslock; then Debian's phpunit runs under
 # php -d extension=... with a redis-server started here in a temp dir
-# (and tests/oldredis in front of it as 2.0, 2.2 and 2.6.0 when built),
+# (and tests/oldredis in front of it as 2.0, 2.2 and 2.6.0 when built,
+# and a TLS-only one with certificates made with openssl),
 # stopped by its pid on exit.  Skipped (77) without php-dev or phpunit.
 # "test_php.sh --run SCRIPT [ARG...]" runs SCRIPT with the extension
 # instead, against the same servers.
@@ -133,6 +134,51 @@ if [ -x "$oldredis" ]; then
         esac
     done
 fi
+# A TLS-only server requiring client certificates, with a CA (and a
+# stranger CA) and certificates made here with openssl, for TlsTest's
+# stream options (skipped without openssl).
+TSLOCK_PHP_TLS=""
+if command -v openssl >/dev/null 2>&1; then
+    pki=$dir/pki
+    mkdir "$pki" || exit 99
+    key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+        -out "$pki/$1.key" 2>/dev/null; }
+    for n in ca stranger server client; do key $n; done
+    for n in ca stranger; do
+        openssl req -x509 -new -key "$pki/$n.key" -out "$pki/$n.crt" -days 2 \
+            -subj "/CN=tslock php test $n" 2>/dev/null
+    done
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$pki/server.ext"
+    printf 'extendedKeyUsage=clientAuth\n' >"$pki/client.ext"
+    for n in server client; do
+        openssl req -new -key "$pki/$n.key" -out "$pki/$n.csr" \
+            -subj "/CN=$n" 2>/dev/null
+        openssl x509 -req -in "$pki/$n.csr" -CA "$pki/ca.crt" \
+            -CAkey "$pki/ca.key" -CAcreateserial -days 2 -out "$pki/$n.crt" \
+            -extfile "$pki/$n.ext" 2>/dev/null
+    done
+    for try in 1 2 3 4 5; do
+        port=$((20000 + ($$ * 7 + try * 1013) % 20000))
+        "$redis" --port 0 --tls-port "$port" --bind 127.0.0.1 \
+            --unixsocket "$dir/tls.sock" --tls-cert-file "$pki/server.crt" \
+            --tls-key-file "$pki/server.key" --tls-ca-cert-file "$pki/ca.crt" \
+            --tls-auth-clients yes --save '' --appendonly no --dir "$pki" \
+            >"$dir/tls.log" 2>&1 </dev/null &
+        tls_pid=$!
+        i=0
+        until [ -S "$dir/tls.sock" ] || ! kill -0 $tls_pid 2>/dev/null \
+            || [ $i -gt 200 ]; do
+            i=$((i + 1))
+            sleep 0.05
+        done
+        if kill -0 $tls_pid 2>/dev/null && [ -S "$dir/tls.sock" ]; then
+            pids="$pids $tls_pid"
+            TSLOCK_PHP_TLS="localhost:$port:$pki"
+            break
+        fi
+        wait $tls_pid 2>/dev/null
+    done
+fi
 TSLOCK_PHP_EXT=$ext
 TSLOCK_PHP_BENCH_C=""
 for b in "$top_builddir/tests/.libs/bench_binding" \
@@ -141,7 +187,8 @@ for b in "$top_builddir/tests/.libs/bench_binding" \
         TSLOCK_PHP_BENCH_C=$b
     fi
 done
-export TSLOCK_PHP_SOCKET TSLOCK_PHP_OLD TSLOCK_PHP_EXT TSLOCK_PHP_BENCH_C
+export TSLOCK_PHP_SOCKET TSLOCK_PHP_OLD TSLOCK_PHP_EXT TSLOCK_PHP_BENCH_C \
+    TSLOCK_PHP_TLS
 export TSLOCK_SRCDIR="$top_srcdir"
 
 if [ "${1:-}" = --run ]; then
