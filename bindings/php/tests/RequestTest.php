@@ -88,7 +88,7 @@ final class RequestTest extends TestCase
         $this->assertSame(2, substr_count($out . $err,
             'Maximum execution time of 1 second exceeded'), $out . $err);
         $this->assertGreaterThan(1.8, $seconds);
-        $this->assertLessThan(4.0, $seconds);
+        $this->assertLessThan(6.0, $seconds); // two requests of 1 s, loaded
         $this->assertSame(0, self::redis()->exists($key));
         $this->assertTrue($holder->isAcquired(), 'the waiter took the lock');
         $holder->release();
@@ -107,7 +107,7 @@ final class RequestTest extends TestCase
         $this->assertNotSame(0, $rc);
         $this->assertStringContainsString('Maximum execution time of 1 second',
                                           $out . $err);
-        $this->assertLessThan(3.0, $seconds);
+        $this->assertLessThan(5.0, $seconds);
         $this->assertTrue($holder->isAcquired());
         $holder->release();
     }
@@ -133,7 +133,8 @@ final class RequestTest extends TestCase
             pcntl_alarm(0);
             pcntl_signal(SIGALRM, SIG_DFL);
         }
-        $this->assertEqualsWithDelta(1.0, microtime(true) - $t, 0.5);
+        $this->assertGreaterThan(0.9, microtime(true) - $t);
+        $this->assertLessThan(3.0, microtime(true) - $t);
         $this->assertFalse($waiter->isAcquired());
         $this->assertTrue($holder->isAcquired());
         $holder->release();
