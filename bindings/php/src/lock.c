@@ -173,6 +173,8 @@ static int set_option(ptslock_lock_obj *obj, zend_string *name, zval *v)
         rc = tslock_lock_set_fencing(l, zend_is_true(v));
     } else if (strcmp(n, "reentrant") == 0) {
         rc = tslock_lock_set_reentrant(l, zend_is_true(v));
+        if (rc == TSLOCK_OK)
+            obj->reentrant = zend_is_true(v);
     } else if (strcmp(n, "fair") == 0) {
         rc = tslock_lock_set_fair(l, zend_is_true(v));
     } else if (strcmp(n, "wakeup") == 0) {
@@ -299,8 +301,9 @@ static int take(ptslock_lock_obj *obj, int64_t wait_ms)
 {
     int rc;
 
-    if (tslock_lock_is_held(obj->lock)) {
-        /* Symfony: acquiring a lock this object holds renews its lease. */
+    if (tslock_lock_is_held(obj->lock) && !obj->reentrant) {
+        /* Symfony: acquiring a lock this object holds renews its lease
+         * (a reentrant one adds a hold instead, in the library). */
         rc = tslock_extend(obj->lock, 0);
         if (rc == TSLOCK_OK)
             return 1;
@@ -588,7 +591,8 @@ ZEND_END_ARG_INFO()
 static PHP_METHOD(Lock, forceRelease)
 {
     ptslock_lock_obj *obj;
-    char value[1024];
+    const size_t size = 65536;
+    char *value;
     int rc;
 
     ZEND_PARSE_PARAMETERS_NONE();
@@ -599,9 +603,18 @@ static PHP_METHOD(Lock, forceRelease)
             RETURN_THROWS();
         return;
     }
-    rc = tslock_lock_peek(obj->lock, value, sizeof(value), NULL);
+    value = emalloc(size);
+    rc = tslock_lock_peek(obj->lock, value, size, NULL);
+    if (rc == TSLOCK_OK && strlen(value) == size - 1) {
+        /* Cut short: the compare would never match. */
+        efree(value);
+        ptslock_throw(TSLOCK_EINVAL, "the key holds 64 KiB or more: not a "
+                                     "lock value forceRelease() deletes");
+        RETURN_THROWS();
+    }
     if (rc == TSLOCK_OK && value[0] != '\0')
         rc = tslock_lock_break(obj->lock, value);
+    efree(value);
     if (rc != TSLOCK_OK && rc != TSLOCK_ELOST) {
         fail(obj, rc);
         RETURN_THROWS();

@@ -48,6 +48,7 @@ typedef struct ptslock_lock_obj {
     zend_string *key;
     bool auto_release; /* released by the destructor and at request end */
     bool registered;   /* in TSLOCK_G(held) */
+    bool reentrant;    /* acquire() on a hold adds one (the option) */
     zend_object std;
 } ptslock_lock_obj;
 

@@ -133,6 +133,18 @@ final class ApiTest extends TestCase
         $this->assertFalse($holder->release(), 'the holder learns it lost');
     }
 
+    public function testReentrant(): void
+    {
+        $key = self::key();
+        $lock = self::client()->lock($key, 10.0, ['reentrant' => true]);
+        $this->assertTrue($lock->acquire());
+        $this->assertTrue($lock->acquire());
+        $this->assertTrue($lock->release(), 'one hold dropped');
+        $this->assertSame(1, self::redis()->exists($key));
+        $this->assertTrue($lock->release());
+        $this->assertSame(0, self::redis()->exists($key));
+    }
+
     public function testDestructorAndAutoRelease(): void
     {
         $key = self::key();
