@@ -94,6 +94,24 @@ final class RequestTest extends TestCase
         $holder->release();
     }
 
+    public function testAutoReleaseFalseHandsAHoldToAnotherProcess(): void
+    {
+        $key = self::key('handoff');
+        $url = var_export(self::url(), true);
+        [$rc, $out, $err] = self::runCode(<<<PHP
+            \$lock = Tslock\\Client::fromUrl($url)
+                ->lock('$key', 30.0, ['autoRelease' => false]);
+            \$lock->acquire() or exit(1);
+            echo \$lock->owner();
+            PHP);
+        $this->assertSame(0, $rc, $err);
+        $this->assertSame(1, self::redis()->exists($key),
+                          'the hold ended with its request');
+        $lock = self::client()->restoreLock($key, $out);
+        $this->assertTrue($lock->isAcquired());
+        $this->assertTrue($lock->release());
+    }
+
     public function testSetTimeLimitBoundsAWaitInTheCli(): void
     {
         $busy = self::key('busy');
