@@ -92,7 +92,6 @@ void Pool::close()
 
 class NativeClient : public Napi::ObjectWrap<NativeClient> {
   public:
-    static Napi::FunctionReference ctor;
     std::shared_ptr<Pool> pool = std::make_shared<Pool>();
 
     /* new NativeClient(url, {tslock_tls_set name: value}) */
@@ -127,12 +126,17 @@ class NativeClient : public Napi::ObjectWrap<NativeClient> {
     }
 };
 
-Napi::FunctionReference NativeClient::ctor;
+/* The constructor, per environment (a static reference would be
+ * deleted after the environment is gone, at exit). */
+struct AddonData {
+    Napi::FunctionReference client_ctor;
+};
 
 std::shared_ptr<Pool> client_pool(const Napi::Value &value)
 {
     if (!value.IsObject() ||
-        !value.As<Napi::Object>().InstanceOf(NativeClient::ctor.Value()))
+        !value.As<Napi::Object>().InstanceOf(
+            value.Env().GetInstanceData<AddonData>()->client_ctor.Value()))
         return nullptr;
     return NativeClient::Unwrap(value.As<Napi::Object>())->pool;
 }
@@ -142,7 +146,9 @@ Napi::Object init_client(Napi::Env env, Napi::Object exports)
     Napi::Function f = NativeClient::DefineClass(
         env, "NativeClient",
         {NativeClient::InstanceMethod("close", &NativeClient::close)});
-    NativeClient::ctor = Napi::Persistent(f);
+    AddonData *data = new AddonData();
+    data->client_ctor = Napi::Persistent(f);
+    env.SetInstanceData(data);
     exports.Set("NativeClient", f);
     return exports;
 }

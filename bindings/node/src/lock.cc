@@ -36,6 +36,9 @@ class NativeLock : public Napi::ObjectWrap<NativeLock> {
     tslock_client *dog_conn = nullptr;
     Napi::ThreadSafeFunction on_loss;
     bool has_on_loss = false;
+    /* Cleared by the thread-safe function's finalizer: at exit Node may
+     * destroy it before this object, and it must not be released twice. */
+    std::shared_ptr<std::atomic<bool>> loss_alive;
 
     int setup(Failure *f);
     void drop();
@@ -86,7 +89,7 @@ NativeLock::~NativeLock()
     /* A lock collected while held is not released: its lease runs out. */
     stop_dog();
     drop();
-    if (has_on_loss)
+    if (has_on_loss && loss_alive->load())
         on_loss.Release();
 }
 
@@ -148,7 +151,7 @@ struct LossPayload {
 static void on_dog_failure(int code, const char *detail, void *userdata)
 {
     NativeLock *self = static_cast<NativeLock *>(userdata);
-    if (!self->has_on_loss)
+    if (!self->has_on_loss || !self->loss_alive->load())
         return;
     auto *p = new LossPayload{code, detail ? detail : ""};
     napi_status st = self->on_loss.NonBlockingCall(
@@ -324,8 +327,14 @@ Napi::Value NativeLock::watch(const Napi::CallbackInfo &info)
     Napi::Env env = info.Env();
     int64_t interval = info[0].As<Napi::Number>().Int64Value();
     if (!has_on_loss && info[1].IsFunction()) {
+        loss_alive = std::make_shared<std::atomic<bool>>(true);
+        auto *alive = new std::shared_ptr<std::atomic<bool>>(loss_alive);
         on_loss = Napi::ThreadSafeFunction::New(
-            env, info[1].As<Napi::Function>(), "tslock-loss", 0, 1);
+            env, info[1].As<Napi::Function>(), "tslock-loss", 0, 1, alive,
+            [](Napi::Env, std::shared_ptr<std::atomic<bool>> *alive) {
+                **alive = false;
+                delete alive;
+            });
         /* A renewing watchdog does not keep the process alive. */
         on_loss.Unref(env);
         has_on_loss = true;
