@@ -54,8 +54,15 @@ packages="build-essential autoconf automake libtool pkg-config
 # default-jdk-headless: the Java binding (built when a JDK is found, and
 # by make deb's libtslock-java); junit5: its tests' console launcher.
 packages="$packages default-jdk-headless"
+# php-dev, php-cli: the PHP extension, built with phpize by
+# tests/test_php.sh; php-cgi runs several requests in one process for its
+# FPM-style test, phpunit runs its suite, and php-redis, php-predis and
+# php-symfony-lock are the PHP locks it is tested beside; php-pear: pecl
+# package for make check-php-pecl.  make deb builds php-tslock with php-dev.
+packages="$packages php-dev php-cli php-pear"
 if [ "$what" = test ]; then
     packages="$packages chromium junit5"
+    packages="$packages php-cgi phpunit php-redis php-predis php-symfony-lock"
     command -v node >/dev/null 2>&1 || packages="$packages nodejs"
     command -v npm >/dev/null 2>&1 || packages="$packages npm"
 fi

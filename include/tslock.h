@@ -26,9 +26,9 @@ extern "C" {
 /* ========================================================== version ==== */
 
 #define TSLOCK_VERSION_MAJOR  1
-#define TSLOCK_VERSION_MINOR  1
+#define TSLOCK_VERSION_MINOR  2
 #define TSLOCK_VERSION_PATCH  0
-#define TSLOCK_VERSION_STRING "1.1.0"
+#define TSLOCK_VERSION_STRING "1.2.0"
 
 /*
  * tslock_version - the version of the library actually linked.

@@ -19,7 +19,7 @@ static int break_lost(tslock_lock *l, const char *why)
 /* The GET of the WATCH and classic forms: exactly value, or ELOST. */
 static int break_compare(tslock_lock *l, const redisReply *r, const char *value)
 {
-    char why[200];
+    char why[448], found[200], given[200];
 
     if (r->type == REDIS_REPLY_NIL)
         return break_lost(l, "the key is gone");
@@ -27,8 +27,9 @@ static int break_compare(tslock_lock *l, const redisReply *r, const char *value)
         return tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
     if (TSLOCK__REPLY_LEN(r) != strlen(value)
         || memcmp(r->str, value, r->len) != 0) {
-        snprintf(why, sizeof(why), "it now holds \"%.*s\", not \"%.64s\"",
-                 r->len > 64 ? 64 : (int)r->len, r->str, value);
+        tslock__quote_value(found, sizeof(found), r->str, r->len);
+        tslock__quote_value(given, sizeof(given), value, strlen(value));
+        snprintf(why, sizeof(why), "it now holds %s, not %s", found, given);
         return break_lost(l, why);
     }
     return TSLOCK_OK;

@@ -29,7 +29,7 @@ int tslock__guard_lost(tslock_lock *l, const char *verb, const char *why)
 int tslock__guard_compare(tslock_lock *l, const redisReply *r,
                           const char *expect, const char *verb)
 {
-    char why[200];
+    char why[448], found[200], ours[200];
 
     if (r->type == REDIS_REPLY_NIL)
         return tslock__guard_lost(l, verb, "the key is gone");
@@ -37,8 +37,9 @@ int tslock__guard_compare(tslock_lock *l, const redisReply *r,
         return tslock__unexpected(l->client, "GET", "a bulk string or nil", r);
     if (TSLOCK__REPLY_LEN(r) != strlen(expect)
         || memcmp(r->str, expect, r->len) != 0) {
-        snprintf(why, sizeof(why), "it now holds \"%.*s\", not our \"%s\"",
-                 r->len > 64 ? 64 : (int)r->len, r->str, expect);
+        tslock__quote_value(found, sizeof(found), r->str, r->len);
+        tslock__quote_value(ours, sizeof(ours), expect, strlen(expect));
+        snprintf(why, sizeof(why), "it now holds %s, not our %s", found, ours);
         return tslock__guard_lost(l, verb, why);
     }
     return TSLOCK_OK;

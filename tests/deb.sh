@@ -1,13 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# deb.sh - make deb: the five Debian packages built from the release
+# deb.sh - make deb: the six Debian packages built from the release
 # tarball, checked by lintian, then installed into a scratch root with
 # dpkg -x (this machine's own packages are never touched) and used from
 # there: doc/examples/basic.c compiled against the installed header with
 # pkg-config, the installed tslock run against a private redis-server,
 # the installed Python module imported by Debian's python3, taking and
-# releasing a lock on that server, and a Java program against the
-# installed tslock.jar and its JNI library.
+# releasing a lock on that server, a Java program against the
+# installed tslock.jar and its JNI library, and the PHP extension loaded
+# by Debian's php from the scratch root.
 #
 #   deb.sh TARBALL        (make deb passes the one make dist wrote)
 #
@@ -46,7 +47,8 @@ then
     exit 1
 fi
 echo "ok - dpkg-buildpackage -us -uc -b in $(($(date +%s) - start)) s:"
-for p in libtslock1 libtslock-dev tslock python3-tslock libtslock-java; do
+for p in libtslock1 libtslock-dev tslock python3-tslock libtslock-java \
+    php-tslock; do
     deb=$(ls "$out"/${p}_*.deb 2>/dev/null | head -1)
     if [ -z "$deb" ]; then
         echo "FAIL - no $p package"
@@ -90,6 +92,8 @@ check_has python3-tslock \
 check_has libtslock-java 'usr/share/java/tslock\.jar$'
 check_has libtslock-java 'usr/share/java/tslock-[0-9.]*\.jar$'
 check_has libtslock-java 'jni/libtslock-jni\.so$'
+check_has php-tslock 'usr/lib/php/[0-9]*/tslock\.so$'
+check_has php-tslock 'etc/php/[0-9.]*/mods-available/tslock\.ini$'
 
 # 4. Install into a scratch root and use it (tests/harness.sh).
 root="$out/root"
@@ -149,6 +153,20 @@ if javac -cp "$root/usr/share/java/tslock.jar" -d "$dir/java" \
     echo "ok - the installed tslock.jar took and released a lock"
 else
     echo "FAIL - the installed tslock.jar: ${got:-no output}"
+    status=1
+fi
+# The PHP extension as installed, loaded by Debian's php from the scratch
+# root with php -d extension=...
+phpext=$(find "$root/usr/lib/php" -name tslock.so | head -1)
+if got=$(php -n -d extension="$phpext" -r '
+    $c = Tslock\Client::fromUrl($argv[1]);
+    $l = $c->lock("deb-php", 5.0);
+    if (!$l->acquire() || !$l->isAcquired() || !$l->release()) exit(1);
+    echo "held and released with libtslock ", Tslock\LIBRARY_VERSION;
+    ' "unix://$dir/redis.sock" 2>&1); then
+    echo "ok - php-tslock: /usr/bin/php took and released a lock ($got)"
+else
+    echo "FAIL - php-tslock from the scratch root: $got"
     status=1
 fi
 exit $status

@@ -746,7 +746,8 @@ row() {
         "$out"
 }
 t "survey: table" 0 $tool -u "$SU" survey
-check "survey table: header" has "^DIALECT *STATE *LEFT_MS *TTL_MS *KEY$" "$out"
+check "survey table: header" \
+    has "^KIND *STATE *LEFT_MS *TTL_MS *DIALECT *KEY$" "$out"
 check "survey table: ms stamp live" row sv:ms timestamp-ms live
 check "survey table: s stamp live" row sv:s timestamp-s live
 check "survey table: float stamp live" row sv:float timestamp-float live
@@ -804,6 +805,109 @@ check "survey --match: only the matching keys" eval \
 after=$("$cli" -s "$sock" -n 5 --scan | sort | tr '\n' ' ')
 check "survey: wrote nothing" eval \
     '[ "$before" = "$after" ] && [ "$("$cli" -s "$sock" -n 5 ttl sv:stuck)" = -1 ] && [ "$("$cli" -s "$sock" -n 5 get sv:old)" = "$old_stamp" ]'
+
+# Every preset's form, written by raw SETs as each library writes it,
+# in a db of its own: plain survey lists each, named by the presets
+# whose clients could have written it (tslock_dialect_match), with the
+# kind (the unit the dialect's stamp is in) and state.  A value that
+# looks like a lock but that no preset reads is unknown-stamp; "1" and
+# "true" are never-expires sentinels on a key named as a lock, and a
+# counter elsewhere.
+DU="unix://$sock?db=6"
+dl() { "$cli" -s "$sock" -n 6 "$@" >/dev/null; }
+dnow=$(($(now_ms) / 1000))
+dl set dl:java $(((dnow + 60) * 1000 + 1))
+dl set dl:redisdoc $((dnow + 61))
+dl set dl:float "$((dnow + 60)).3051164"
+dl set dl:objects_lock 1
+dl set lock:dl:resque true
+dl set dl:gem "$((dnow + 61))-27118-520"
+dl set dl:gem-old "$((dnow - 60))-27118-520"
+dl set dl:ninja "a:3:{s:3:\"pid\";i:8975;s:8:\"hostname\";s:2:\"vm\";s:7:\"expires\";i:$((dnow + 60));}"
+dl set dl:ninja-old "a:3:{s:3:\"pid\";i:8975;s:8:\"hostname\";s:2:\"vm\";s:7:\"expires\";i:$((dnow - 60));}"
+dl set dl:predis "$((dnow + 61)):15131"
+dl set dl:odd "$((dnow + 60))_15131"
+dl set dl:php-noexp 'a:1:{s:3:"pid";i:8975;}'
+dl set dl:counter 1
+dl set dl:flag true
+# drow KEY KIND STATE DIALECT: the table has that row.
+drow() {
+    K="$1" awk -v k="$2" -v s="$3" -v d="$4" \
+        '$NF == ENVIRON["K"] && $1 == k && $2 == s && $(NF - 1) == d { f = 1 }
+         END { exit !f }' "$out"
+}
+# dialect_checks RUNNER: every check of the table in $out, each run by
+# RUNNER: check, or refutes on a copy whose naming is broken.
+dialect_checks() {
+    $1 "survey names java-redislock/node-redis-lock" \
+        drow dl:java timestamp-ms live java-redislock/node-redis-lock
+    $1 "survey names redis-docs/resque-lock-timeout" \
+        drow dl:redisdoc timestamp-s live redis-docs/resque-lock-timeout
+    $1 "survey names redis-py2/redis-objects/redis-mutex" \
+        drow dl:float timestamp-float live redis-py2/redis-objects/redis-mutex
+    $1 "survey names redis-objects' 1: never expires" \
+        drow dl:objects_lock timestamp-float never redis-objects
+    $1 "survey names resque-lock-timeout's true: never expires" \
+        drow lock:dl:resque timestamp-s never resque-lock-timeout
+    $1 "survey names the redis-lock gem, live" \
+        drow dl:gem timestamp-s live redis-lock-gem
+    $1 "survey names the redis-lock gem, expired" \
+        drow dl:gem-old timestamp-s expired redis-lock-gem
+    $1 "survey names ninja-mutex, live" \
+        drow dl:ninja timestamp-s live ninja-mutex
+    $1 "survey names ninja-mutex, expired" \
+        drow dl:ninja-old timestamp-s expired ninja-mutex
+    $1 "survey names predislock" drow dl:predis timestamp-s live predislock
+    $1 "survey: a stamp with another suffix is unknown-stamp" \
+        drow dl:odd unknown-stamp unreadable unknown-stamp
+    $1 "survey: a PHP array without expires is unknown-stamp" \
+        drow dl:php-noexp unknown-stamp unreadable unknown-stamp
+    $1 "survey: 1 and true elsewhere are no locks" \
+        eval '! grep -q "dl:counter\|dl:flag" "$out"'
+    $1 "survey: 14 keys, 12 locks" has "^14 keys, 12 locks$" "$out"
+    $1 "survey: counted by dialect" \
+        has "^  dialect redis-lock-gem expired 1$" "$out"
+}
+t "survey of every dialect" 0 $tool -u "$DU" survey
+cp "$out" "$dir/dialects.out"
+dialect_checks check
+t "survey --json of every dialect" 0 $tool -u "$DU" survey --json
+check "survey json: the gem's stamp_dialect and expiry" \
+    has "^{\"key\":\"dl:gem\",\"dialect\":\"timestamp-s\",\"state\":\"live\",\"stamp_dialect\":\"redis-lock-gem\",\"expires_ms\":$((dnow + 61))999," "$out"
+check "survey json: a sentinel never expires: no expiry" \
+    has '^{"key":"dl:objects_lock","dialect":"timestamp-float","state":"never","stamp_dialect":"redis-objects","expires_ms":null,' "$out"
+check "survey json: unknown-stamp" \
+    has '^{"key":"dl:odd","dialect":"unknown-stamp","state":"unreadable","stamp_dialect":"unknown-stamp",' "$out"
+check "survey json: a token has no stamp_dialect" \
+    eval '$tool -u "$SU" survey --json | grep -q "^{\"key\":\"sv:tok\",\"dialect\":\"token\",\"state\":\"live\",\"stamp_dialect\":null,"'
+check "survey json: the summary counts by stamp dialect" \
+    has '"stamp_dialects":{.*"ninja-mutex":{"live":1,"expired":1}' "$out"
+# The checks can fail: on the table with every name replaced by the
+# closest wrong answer (unknown-stamp, and the unit's other presets),
+# each check of the names above must fail.
+sed -e 's/redis-lock-gem/unknown-stamp/; s/ninja-mutex/unknown-stamp/' \
+    -e 's/predislock/redis-docs/; s/java-redislock.node-redis-lock/java-redislock/' \
+    -e 's/redis-docs.resque-lock-timeout/resque-lock-timeout/' \
+    -e 's/redis-py2.redis-objects.redis-mutex/redis-mutex/' \
+    -e 's/ never \( *-1 *-1 *\)redis-objects/ live \1redis-objects/' \
+    -e 's/ never \( *-1 *-1 *\)resque/ expired \1resque/' \
+    -e 's/unreadable \( *-1 *-1 *\)unknown-stamp/unreadable \1-/' \
+    -e 's/^14 keys, 12 locks/14 keys, 10 locks/' \
+    -e 's/^\(timestamp-s.*dl:\)gem-old$/\1gem-old2/' \
+    "$dir/dialects.out" >"$out"
+echo "   dl:counter" >>"$out"
+# refutes NAME COMMAND...: the check NAME fails on the broken copy.
+refutes() {
+    name=$1
+    shift
+    th_begin "$name"
+    if "$@"; then
+        not_ok "broken copy: $name passes all the same"
+    else
+        ok "broken copy: $name fails"
+    fi
+}
+dialect_checks refutes
 
 # Servers before 2.8, played by the proxy: no SCAN, so --keys is needed.
 old="${top_builddir:-.}/tests/oldredis"
@@ -918,9 +1022,145 @@ rc=$?
 cp "$dir/wout" "$out"
 check "watch --for: ends by itself, 0" eval '[ $rc -eq 0 ]'
 check "watch --json: an event" \
-    has '^{"time":[0-9.]*,"client":"127.0.0.1:[0-9]*","command":"setnx","args":\["wk","[0-9]*"\],"key":"wk","dialect":"timestamp-ms","danger":null}$' "$out"
+    has '^{"time":[0-9.]*,"client":"127.0.0.1:[0-9]*","command":"setnx","args":\["wk","[0-9]*"\],"key":"wk","dialect":"timestamp-ms","stamp_dialect":"java-redislock/node-redis-lock","danger":null}$' "$out"
 check "watch --json: summary" \
-    has '^{"summary":{"clients":\[{"client":"127.0.0.1:[0-9]*","writes":{"timestamp-ms":1},"danger":0}\]}}$' "$out"
+    has '^{"summary":{"clients":\[{"client":"127.0.0.1:[0-9]*","writes":{"timestamp-ms":1},"danger":0,"stamp_dialects":{"java-redislock/node-redis-lock":1}}\]}}$' "$out"
+
+# Blind overwrites and clock skew told apart.  MONITOR shows no replies,
+# but the order of its lines says what each GET found.  Raw GETSETs
+# over a live redis-lock gem stamp and of an empty key (no GET before
+# them), and the issue's interleaving: C's SETNX fails, the holder's DEL
+# empties the key, C's GET finds it empty, a fresh holder's SETNX wins,
+# and C's GETSET overwrites it.  Then a Java client whose clock runs two
+# minutes ahead reads a live stamp and takes it over: skew, not blind.
+: >"$dir/werr"
+$tool -u "$WU" watch --for 30000 wb >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+wnow=$(($(now_ms) / 1000))
+wcli set wb "$((wnow + 60))-27118-520"
+wcli getset wb "$((wnow + 61))-27118-521"
+wcli del wb
+wcli getset wb "$((wnow + 61)):15131"
+wcli set wb $((wnow + 60))
+# C: one connection, fed line by line; each step awaits its MONITOR line.
+mkfifo "$dir/c.fifo"
+"$cli" -p $wport <"$dir/c.fifo" >"$dir/c.out" 2>&1 &
+c_pid=$!
+exec 4>"$dir/c.fifo"
+echo "SETNX wb $((wnow + 61))" >&4
+await_count ' setnx "wb"' "$dir/wout" 1
+wcli del wb
+await_count ' del "wb"$' "$dir/wout" 2
+echo "GET wb" >&4
+await_count ' get "wb"$' "$dir/wout" 1
+wcli setnx wb $((wnow + 62))
+await_count ' setnx "wb"' "$dir/wout" 2
+echo "GETSET wb $((wnow + 61))" >&4
+exec 4>&-
+wait $c_pid
+wcli del wb
+"$legacy" -p $wport client x java 60000 client y java 60000 120000 \
+    lock x wb lock y wb >"$dir/lg"
+await_count ' getset "wb"' "$dir/wout" 4
+kill -TERM $watcher
+wait $watcher
+cp "$dir/wout" "$dir/blind.out"
+cp "$dir/wout" "$out"
+# The address of the client that wrote the line matching $1.
+addr_of() { grep -- "$1" "$dir/blind.out" | head -1 | sed 's/.* \(127\.0\.0\.1:[0-9]*\) .*/\1/'; }
+gem_taker=$(addr_of 'getset "wb" "[0-9]*-27118-521"')
+predis=$(addr_of 'getset "wb" "[0-9]*:15131"')
+c_addr=$(addr_of ' get "wb"$')
+java_taker=$(addr_of 'timestamp-ms getset "wb"')
+# blind_checks RUNNER: every check of the watch in $out.
+blind_checks() {
+    $1 "watch: a raw GETSET over a live stamp is a blind overwrite" \
+        has "^DANGER: blind GETSET over a live stamp: .* $gem_taker timestamp-s getset \"wb\"" "$out"
+    $1 "watch: ... naming the gem's dialect, not skew" \
+        has "^BLIND: $gem_taker (redis-lock-gem): GETSET over a live stamp without a GET of the key first; not clock skew$" "$out"
+    $1 "watch: a raw GETSET of an empty key is a blind overwrite" \
+        has "^DANGER: blind GETSET of an empty key: .* $predis timestamp-s getset \"wb\"" "$out"
+    $1 "watch: ... naming PredisLock's dialect, not skew" \
+        has "^BLIND: $predis (predislock): GETSET of an empty key without a GET of the key first; not clock skew$" "$out"
+    $1 "watch: a GETSET after a GET that found the key empty is blind" \
+        has "^BLIND: $c_addr (redis-docs/resque-lock-timeout): GETSET over a live stamp after its GET found the key empty (a client that takes an empty GET for an expired lock); not clock skew$" "$out"
+    $1 "watch: no blind writer is called skewed" \
+        eval '! grep -q "^SKEW: \($gem_taker\|$predis\|$c_addr\):" "$out"'
+    $1 "watch: the skewed takeover is still skew" \
+        has "^SKEW: $java_taker: its clock runs at least [0-9]* ms ahead of the server's: took over a stamp the server's clock calls live$" "$out"
+    $1 "watch: ... and not blind: three blind GETSETs in all" \
+        eval '[ "$(grep -c "^BLIND: " "$out")" -eq 3 ] && ! grep -q "^BLIND: $java_taker" "$out"'
+    $1 "watch: the summary counts each blind writer's" \
+        eval 'has "^blind: $gem_taker: 1 blind GETSET$" "$out" && has "^blind: $c_addr: 1 blind GETSET$" "$out"'
+    $1 "watch: the summary names each writer's dialects" \
+        eval 'has "^dialects: $predis predislock=1$" "$out" && has "^dialects: $java_taker java-redislock/node-redis-lock=2$" "$out"'
+}
+blind_checks check
+# The checks can fail: on the output as watch wrote it before it told a
+# blind overwrite from skew (a SKEW line for every GETSET over a live
+# stamp, no BLIND lines, no dialect), each must fail.
+sed -e '/^BLIND: /d' -e '/^blind: /d' -e '/^dialects: /d' \
+    -e 's/^DANGER: blind GETSET over a live stamp: \(.*\)$/DANGER: GETSET over a live stamp: \1\
+SKEW: x: took over a stamp the server'"'"'s clock calls live/' \
+    -e 's/^DANGER: blind GETSET of an empty key: //' \
+    -e "s/^SKEW: $java_taker:/SKEW: 127.0.0.2:1:/" \
+    "$dir/blind.out" >"$out"
+awk -v c="$c_addr" 'index($0, " " c " ") && / getset / { print "SKEW: " c ": took over a stamp the server'"'"'s clock calls live" } { print }' \
+    "$out" >"$out.2" && mv "$out.2" "$out"
+blind_checks refutes
+
+# A GETSET race and the loser's restore: A and B both read an expired
+# stamp; A's GETSET wins, B's loses and B puts A's value back, so the
+# value is A's again and A's release is no DEL of another's value;
+# neither GETSET is blind (each read a stamp) nor skewed.
+: >"$dir/werr"
+$tool -u "$WU" watch --for 30000 wr >"$dir/wout" 2>"$dir/werr" &
+watcher=$!
+await "^tslock: watching 1 key on" "$dir/werr"
+wnow=$(($(now_ms) / 1000))
+wcli set wr $((wnow - 30))
+mkfifo "$dir/a.fifo" "$dir/b.fifo"
+"$cli" -p $wport <"$dir/a.fifo" >"$dir/a.out" 2>&1 &
+a_pid=$!
+"$cli" -p $wport <"$dir/b.fifo" >"$dir/b.out" 2>&1 &
+b_pid=$!
+exec 5>"$dir/a.fifo" 6>"$dir/b.fifo"
+# step FD COMMAND PATTERN N: send, then await the Nth MONITOR line.
+step() {
+    echo "$2" >&$1
+    await_count "$3" "$dir/wout" $4
+}
+step 5 "GET wr" ' get "wr"$' 1
+step 6 "GET wr" ' get "wr"$' 2
+step 5 "GETSET wr $((wnow + 61))" ' getset "wr"' 1
+step 6 "GETSET wr $((wnow + 62))" ' getset "wr"' 2
+step 6 "SET wr $((wnow + 61))" " set \"wr\" \"$((wnow + 61))\"$" 1
+step 5 "DEL wr" ' del "wr"$' 1
+exec 5>&- 6>&-
+wait $a_pid $b_pid
+kill -TERM $watcher
+wait $watcher
+cp "$dir/wout" "$dir/race.out"
+cp "$dir/wout" "$out"
+# A and B: the clients of the two GETs (the setup's SET of an expired
+# stamp from another connection is skew of its own).
+race_a=$(grep ' get "wr"$' "$dir/race.out" | sed -n '1s/^[0-9.]* \([^ ]*\) .*/\1/p')
+race_b=$(grep ' get "wr"$' "$dir/race.out" | sed -n '2s/^[0-9.]* \([^ ]*\) .*/\1/p')
+race_checks() {
+    $1 "watch: the GETSET race's winner releases its own value, no DANGER" \
+        eval '! grep -q "^DANGER: DEL of a value another client wrote" "$out" && has " del \"wr\"$" "$out"'
+    $1 "watch: neither GETSET of the race is blind or skewed" \
+        eval '[ "$(grep -c " getset \"wr\"" "$out")" -eq 2 ] && ! grep -q "^BLIND: \|^SKEW: \($race_a\|$race_b\):\|blind GETSET" "$out"'
+}
+race_checks check
+# The checks can fail: on the output as watch wrote it before it gave a
+# restored value back to its writer, and with a GETSET called skew.
+sed -e 's/^\([0-9.]* 127[^ ]* - del "wr"\)$/DANGER: DEL of a value another client wrote: \1/' \
+    -e '0,/ getset "wr"/s/^\(.* getset "wr".*\)$/\1\
+SKEW: '"$race_a"': took over a stamp the server'"'"'s clock calls live/' \
+    "$dir/race.out" >"$out"
+race_checks refutes
 t "watch: survey's --match is refused" 64 $tool -u "$WU" watch --match x wk
 t "watch: --for elsewhere is refused" 64 $tool -u "$WU" --for 5 status wk
 t "watch: needs a KEY" 64 $tool -u "$WU" watch

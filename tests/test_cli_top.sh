@@ -104,7 +104,7 @@ row() { grep "^$1 " "$out"; }
 col() { row "$1" | awk -v c="$2" '{print $c}'; }
 check "--once: no escape in the frame" eval '! grep -q "$(printf "\033")" "$out"'
 check "--once: a totals line, then the header" \
-    eval 'head -1 "$out" | grep -q "^tslock top - .*locks 4 " && sed -n 2p "$out" | grep -q "^KEY *DIALECT *HOLDER *LEFT_MS *LINE *WAITS/S *RELS/S *LEGACY"'
+    eval 'head -1 "$out" | grep -q "^tslock top - .*locks 4 " && sed -n 2p "$out" | grep -q "^KEY *KIND *HOLDER *LEFT_MS *LINE *WAITS/S *RELS/S *LEGACY *DIALECT$"'
 check "--once: totals: 2 waiting, 0.1 waits/s, 0.1 releases/s" \
     eval 'head -1 "$out" | grep -q "waiting 2  waits/s 0.1  releases/s 0.1 "'
 check "--once: tok is a token lock held by the acquired token" \
@@ -127,6 +127,72 @@ check "it says --once" has "pass --once" "$err"
 t "--interval 5: usage" 64 "$tool" -u "$url" --interval 5 --once top
 check "it names what was expected and what came" \
     has "--interval expects a duration from 100ms to 1h (1s, 500ms), got '5'" "$err"
+
+# ---- every dialect named: a key of each preset's form, written by raw
+# SETs as each library writes it, in a db of its own.  The last column
+# names the presets whose clients could have written the value, or
+# unknown-stamp; LEFT_MS says expired, or never for a sentinel.
+rd() { rc -n 3 "$@" >/dev/null; }
+dnow=$(rc time | head -1)
+rd set d:java $(((dnow + 60) * 1000 + 1))
+rd set d:redisdoc $((dnow + 61))
+rd set d:float "$((dnow + 60)).3051164"
+rd set d:objects_lock 1
+rd set lock:d:resque true
+rd set d:gem "$((dnow + 61))-27118-520"
+rd set d:ninja "a:3:{s:3:\"pid\";i:8975;s:8:\"hostname\";s:2:\"vm\";s:7:\"expires\";i:$((dnow - 60));}"
+rd set d:predis "$((dnow + 61)):15131"
+rd set d:odd "$((dnow + 60))_15131"
+rd set d:counter 1
+t "--once: every dialect" 0 "$tool" -u "unix://$sock?db=3" --once \
+    --interval 100ms top
+cp "$out" "$dir/dialects.out"
+# named KEY KIND LEFT DIALECT: the row says so (LEFT: a pattern).
+named() {
+    row "$1" | awk -v k="$2" -v l="^$3\$" -v d="$4" \
+        '$2 == k && $4 ~ l && $9 == d && NF == 9 { f = 1 } END { exit !f }'
+}
+top_dialect_checks() {
+    $1 "top names java-redislock/node-redis-lock" \
+        named d:java timestamp-ms "[0-9]*" java-redislock/node-redis-lock
+    $1 "top names redis-docs/resque-lock-timeout" \
+        named d:redisdoc timestamp-s "[0-9]*" redis-docs/resque-lock-timeout
+    $1 "top names redis-py2/redis-objects/redis-mutex" \
+        named d:float timestamp-float "[0-9]*" redis-py2/redis-objects/redis-mutex
+    $1 "top names redis-objects' 1, never expiring" \
+        named d:objects_lock timestamp-float never redis-objects
+    $1 "top names resque-lock-timeout's true, never expiring" \
+        named lock:d:resque timestamp-s never resque-lock-timeout
+    $1 "top names the redis-lock gem" named d:gem timestamp-s "[0-9]*" redis-lock-gem
+    $1 "top names ninja-mutex, expired" named d:ninja timestamp-s expired ninja-mutex
+    $1 "top names predislock" named d:predis timestamp-s "[0-9]*" predislock
+    $1 "top: another suffix is unknown-stamp, not expired" \
+        named d:odd unknown-stamp - unknown-stamp
+    $1 "top: a counter of 1 is no lock" eval '! row d:counter >/dev/null'
+}
+top_dialect_checks check
+# The checks can fail: on the frame with its names broken, each fails.
+refutes() {
+    name=$1
+    shift
+    th_begin "$name"
+    if "$@"; then
+        not_ok "broken copy: $name passes all the same"
+    else
+        ok "broken copy: $name fails"
+    fi
+}
+sed -e 's/java-redislock.node-redis-lock$/java-redislock/' \
+    -e 's/redis-docs.resque-lock-timeout$/redis-docs/' \
+    -e 's/redis-py2.redis-objects.redis-mutex$/redis-py2/' \
+    -e 's/never\( .*\)redis-objects$/expired\1redis-objects/' \
+    -e 's/never\( .*\)resque-lock-timeout$/-\1resque-lock-timeout/' \
+    -e 's/redis-lock-gem$/unknown-stamp/; s/ninja-mutex$/-/' \
+    -e 's/predislock$/redis-docs/' \
+    -e 's/^\(d:odd .*\) - \(.*\)unknown-stamp$/\1 expired \2unknown-stamp/' \
+    "$dir/dialects.out" >"$out"
+echo "d:counter                timestamp-s     -  never 0 0.0 0.0 0 redis-objects" >>"$out"
+top_dialect_checks refutes
 
 # A server before 2.8 has no SCAN: refused by name, never KEYS.
 if [ -x "$old" ]; then

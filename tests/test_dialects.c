@@ -439,7 +439,7 @@ static int peer_takes_over(struct target *t, const struct peer_kind *k,
 
 /* --------------------------------------------------- the contention */
 
-#define CONTEND_ROUNDS 25
+#define CONTEND_ROUNDS 15
 
 struct shared {
     atomic_int inside;

@@ -225,6 +225,24 @@ check "... billing:1 from 127.0.0.1" \
 t "no recorder in the window: said" 0 $tool -u "$U" survey --since 1h
 check "... a warning" has "warning: no recorder (tslock exporter) ran" "$out"
 
+# ---------------------------------- every dialect, by the dialect label
+# A key of each preset's form on the first server, written by raw SETs
+# as each library writes it; the next exporter's tslock_dialect_locks
+# names each by the presets whose clients could have written it.
+rcli() { "$cli" -p "$started_port" "$@" >/dev/null; }
+dnow=$("$cli" -p "$started_port" time | head -1)
+rcli set dl:java $(((dnow + 600) * 1000 + 1))
+rcli set dl:redisdoc $((dnow + 601))
+rcli set dl:float "$((dnow + 600)).3051164"
+rcli set dl:objects_lock 1
+rcli set lock:dl:resque true
+rcli set dl:gem "$((dnow + 601))-27118-520"
+rcli set dl:gem-old "$((dnow - 60))-27118-520"
+rcli set dl:ninja "a:3:{s:3:\"pid\";i:8975;s:8:\"hostname\";s:2:\"vm\";s:7:\"expires\";i:$((dnow + 600));}"
+rcli set dl:predis "$((dnow + 601)):15131"
+rcli set dl:odd "$((dnow + 600))_15131"
+rcli set dl:counter 1
+
 # ------------- several servers, one down; prefixes of two parts on '.'
 sock="$dir/second.sock"
 start_unix_server "$sock" "$dir/second.log"
@@ -239,6 +257,12 @@ metrics="http://127.0.0.1:$port/metrics"
 S2="server=\"unix:$sock/0\""
 check "the second server's MONITOR stream is on" until_true 10 sh -c \
     "curl -sf $metrics | grep -qF 'tslock_legacy_monitor_up{$S2} 1'"
+# Legacy writes of every dialect count; a counter's 1 does not.
+t "a redis-lock gem stamp and a counter written on the first server" 0 \
+    sh -c "'$cli' -p $started_port set legacy.gem.x '$((dnow + 601))-1-2' >/dev/null \
+        && '$cli' -p $started_port set legacy.counter.x 1 >/dev/null"
+check "the gem's write counts as a legacy write" until_true 10 sh -c \
+    "curl -sf $metrics | grep -qF 'tslock_legacy_writes_total{$S,prefix=\"legacy.gem\"} 1'"
 t "a legacy client on the second server" 0 "$legacy" -s "$sock" \
     client a java 600000 client b java 600000 client c java 600000 \
     lock a app.jobs.nightly lock b app.jobs.hourly lock c flat
@@ -251,6 +275,59 @@ check "the second server: 3 live timestamp-ms locks" \
     has "^tslock_locks{$S2,dialect=\"timestamp-ms\",state=\"live\"} 3$" "$out"
 check "the first server is still read: 2 live token locks" \
     has "^tslock_locks{$S,dialect=\"token\",state=\"live\"} 2$" "$out"
+check "a counter's 1 is no legacy write" \
+    sh -c "! grep -q 'prefix=\"legacy.counter\"' '$out'"
+cp "$out" "$dir/dialects.txt"
+# dl DIALECT STATE N: the first server's tslock_dialect_locks sample.
+dl() {
+    grep -qxF "tslock_dialect_locks{$S,dialect=\"$1\",state=\"$2\"} $3" "$out"
+}
+exporter_dialect_checks() {
+    # billing:1-4 and zz:y (java), audit:x (redisdoc) and the bridge
+    # hold job:bridge, whose stamp is in milliseconds, are live too.
+    $1 "tslock_dialect_locks: java-redislock/node-redis-lock live" \
+        dl java-redislock/node-redis-lock live 7
+    $1 "tslock_dialect_locks: redis-docs/resque-lock-timeout live" \
+        dl redis-docs/resque-lock-timeout live 2
+    $1 "tslock_dialect_locks: redis-py2/redis-objects/redis-mutex live" \
+        dl redis-py2/redis-objects/redis-mutex live 1
+    $1 "tslock_dialect_locks: redis-objects never" dl redis-objects never 1
+    $1 "tslock_dialect_locks: resque-lock-timeout never" \
+        dl resque-lock-timeout never 1
+    $1 "tslock_dialect_locks: redis-lock-gem live (dl:gem, legacy.gem.x)" \
+        dl redis-lock-gem live 2
+    $1 "tslock_dialect_locks: redis-lock-gem expired" dl redis-lock-gem expired 1
+    $1 "tslock_dialect_locks: ninja-mutex live" dl ninja-mutex live 1
+    $1 "tslock_dialect_locks: predislock live" dl predislock live 1
+    $1 "tslock_dialect_locks: unknown-stamp unreadable" \
+        dl unknown-stamp unreadable 1
+    $1 "tslock_locks: the unknown stamp by kind" \
+        has "^tslock_locks{$S,dialect=\"unknown-stamp\",state=\"unreadable\"} 1$" "$out"
+}
+exporter_dialect_checks check
+# The checks can fail: on the exposition with its names broken.
+refutes() {
+    name=$1
+    shift
+    th_begin "$name"
+    if "$@"; then
+        not_ok "broken copy: $name passes all the same"
+    else
+        ok "broken copy: $name fails"
+    fi
+}
+sed -e 's/dialect="java-redislock.node-redis-lock"/dialect="java-redislock"/' \
+    -e 's/dialect="redis-docs.resque-lock-timeout"/dialect="redis-docs"/' \
+    -e 's/dialect="redis-py2.redis-objects.redis-mutex"/dialect="redis-py2"/' \
+    -e 's/dialect="redis-objects",state="never"/dialect="redis-objects",state="live"/' \
+    -e 's/dialect="resque-lock-timeout",state="never"/dialect="resque-lock-timeout",state="expired"/' \
+    -e 's/dialect="redis-lock-gem"/dialect="unknown-stamp"/' \
+    -e 's/dialect="ninja-mutex"/dialect="unknown-stamp"/' \
+    -e 's/dialect="predislock"/dialect="redis-docs"/' \
+    -e 's/dialect="unknown-stamp",state="unreadable"} 1/dialect="unknown-stamp",state="unreadable"} 0/' \
+    -e 's/^\(tslock_locks{.*dialect="unknown-stamp",state="unreadable"}\) 1/\1 0/' \
+    "$dir/dialects.txt" >"$out"
+exporter_dialect_checks refutes
 check "the server that is down: tslock_up 0, no lock counts" sh -c \
     "grep -q '^tslock_up{server=\"127.0.0.1:$dead/0\"} 0$' '$out' \
      && ! grep -q '^tslock_locks{server=\"127.0.0.1:$dead/0\"' '$out'"

@@ -246,20 +246,24 @@ static void print_dialect(const char *v)
 }
 
 /*
- * A stamp only a dialect reads (an owner suffix, a PHP array, a
- * never-expires sentinel): held or expired by that dialect's reading.
+ * A timestamp-scheme value: held or expired as every client of its
+ * dialect reads it.  unit < 0: a value only a dialect reads (an owner
+ * suffix, a PHP array, a never-expires sentinel), printed whole.
  */
-static void print_dialect_stamp(tslock_lock *l, const char *v,
-                                int64_t expires_ms, int64_t ttl_ms,
-                                int64_t now_ms)
+static void print_stamp(tslock_lock *l, const char *v, int unit,
+                        int64_t expires_ms, int64_t ttl_ms, int64_t now_ms)
 {
+    /* Expired once the clock passes the stamp, as every client reads it. */
     int64_t left = expires_ms - now_ms;
 
     print_state(left >= 0 ? "held" : "expired");
     if (cli_verbosity < 0)
         return;
     printf("scheme: timestamp\n");
-    print_raw("value", v);
+    if (unit >= 0)
+        printf("stamp: %s\nunit: %s\n", v, cli_unit_name((tslock_unit)unit));
+    else
+        print_raw("value", v);
     print_dialect(v);
     if (expires_ms == INT64_MAX) {
         printf("note: its dialect writes this for a lock that never "
@@ -269,32 +273,9 @@ static void print_dialect_stamp(tslock_lock *l, const char *v,
         if (left >= 0)
             printf("time left: %" PRId64 " ms\n", left);
         else
-            printf("expired: %" PRId64 " ms ago (a taker with this "
-                   "--dialect may take it over)\n",
-                   -left);
+            printf("expired: %" PRId64 " ms ago (%s may take it over)\n", -left,
+                   unit >= 0 ? "the next taker" : "a taker with its --dialect");
     }
-    print_server_ttl(ttl_ms);
-    print_writer(l, ttl_ms);
-}
-
-static void print_stamp(tslock_lock *l, const char *v, tslock_unit unit,
-                        int64_t expires_ms, int64_t ttl_ms, int64_t now_ms)
-{
-    /* Expired once the clock passes the stamp, as every client reads it. */
-    int64_t left = expires_ms - now_ms;
-
-    print_state(left >= 0 ? "held" : "expired");
-    if (cli_verbosity < 0)
-        return;
-    printf("scheme: timestamp\nstamp: %s\nunit: %s\n", v, cli_unit_name(unit));
-    print_dialect(v);
-    print_time(expires_ms);
-    if (left >= 0)
-        printf("time left: %" PRId64 " ms\n", left);
-    else
-        printf("expired: %" PRId64 " ms ago (the next taker may take "
-               "it over)\n",
-               -left);
     print_server_ttl(ttl_ms);
     print_writer(l, ttl_ms);
 }
@@ -329,14 +310,14 @@ static void print_status(tslock_lock *l, const char *v, int64_t ttl_ms,
         && tslock_dialect_match(v, strlen(v), dialects, sizeof(dialects),
                                 &expires_ms)
                == TSLOCK_OK)
-        print_dialect_stamp(l, v, expires_ms, ttl_ms, now_ms);
+        print_stamp(l, v, -1, expires_ms, ttl_ms, now_ms);
     else if (tslock_value_classify(v, strlen(v), &scheme, &unit, &expires_ms)
              != TSLOCK_OK)
         print_unreadable(v, ttl_ms);
     else if (scheme == TSLOCK_SCHEME_TOKEN)
         print_token(v, ttl_ms);
     else
-        print_stamp(l, v, unit, expires_ms, ttl_ms, now_ms);
+        print_stamp(l, v, (int)unit, expires_ms, ttl_ms, now_ms);
 }
 
 /* The fair queue's length, when fair waiters are queued (not with -q). */

@@ -316,19 +316,58 @@ int cli_survey(const struct cli_options *o);
 /* tslock dialects: the presets, their formats and libraries. */
 int cli_dialects(const struct cli_options *o);
 /*
+ * stampname.c: what a stored value is, as survey, top, watch and the
+ * exporter name it.  dialect: the presets whose clients could have
+ * written it, joined by '/' (tslock_dialect_match()), "unknown-stamp"
+ * for a value that looks like a lock (a plausible number first, or a
+ * PHP-serialized array) but that no preset reads, "" for tokens and
+ * values that are no lock.
+ */
+enum cli_stamp_kind {
+    CLI_STAMP_NONE,   /* not a lock */
+    CLI_STAMP_TOKEN,  /* 32 hex digits */
+    CLI_STAMP_STAMP,  /* an expiry stamp of a known dialect */
+    CLI_STAMP_UNKNOWN /* looks like a lock, no dialect reads it */
+};
+struct cli_stamp {
+    int kind;           /* enum cli_stamp_kind */
+    tslock_unit unit;   /* stamps: the unit of the (first) dialect */
+    int64_t expires_ms; /* stamps: INT64_MAX for "never expires" */
+    char dialect[96];
+};
+/*
+ * Name the value v[0..len) of key (NULL: a key the caller knows is a
+ * lock, whose bare "1" or "true" is a never-expires sentinel; else such a
+ * sentinel counts only on a key whose name holds "lock").  Returns the
+ * kind, as out->kind.
+ */
+int cli_stamp_name(const char *key, size_t key_len, const char *v, size_t len,
+                   struct cli_stamp *out);
+/*
  * survey.c for the exporter: the locks by dialect and state (not-a-lock
  * left out), keys read and members of fair lines ({KEY}:queue).
  */
-#define CLI_SURVEY_DIALECTS 7 /* token, timestamp-ms/s/float, bridge-... */
-#define CLI_SURVEY_STATES   3 /* live, expired, no-ttl */
+#define CLI_SURVEY_DIALECTS 8 /* token, timestamp-..., bridge-..., unknown */
+#define CLI_SURVEY_STATES   5 /* live, expired, no-ttl, never, unreadable */
+/* Stamps by the dialect names their value matches, and state. */
+#define CLI_SURVEY_NAMED 24 /* names counted; the rest under "(other)" */
+struct cli_dialect_count {
+    char name[96];
+    long states[CLI_SURVEY_STATES];
+};
 struct cli_survey_tally {
     long locks[CLI_SURVEY_DIALECTS][CLI_SURVEY_STATES];
+    struct cli_dialect_count named[CLI_SURVEY_NAMED + 1]; /* + "(other)" */
+    int n_named;
     long keys;
     long waiters;
     long scan_calls;
 };
 const char *cli_survey_dialect_name(int d);
 const char *cli_survey_state_name(int st);
+/* Count one stamp of dialect name in state st into t (survey.c). */
+void cli_survey_count_named(struct cli_survey_tally *t, const char *name,
+                            int st, long n);
 /*
  * SCAN on from cursor ("0" to begin) until it comes back to "0" or about
  * budget keys were read, adding what was read to *t.  Returns 0 or an
@@ -439,10 +478,13 @@ void cli_cluster_free(struct cli_cluster *cl);
 struct cli_lock_seen {
     const char *key; /* borrowed for the call only */
     size_t len;
-    const char *dialect; /* survey's names: "token", "timestamp-ms" ... */
-    int token;           /* a token lock (it may have a line) */
-    int64_t left_ms;     /* time left on the lease; -1 for none */
-    const char *holder;  /* a token's first 23 bytes; "" for stamps */
+    const char *dialect;       /* survey's kinds: "token", "timestamp-ms" ... */
+    const char *stamp_dialect; /* the presets it matches, "unknown-stamp",
+                                  or "" for tokens */
+    int token;                 /* a token lock (it may have a line) */
+    int never;                 /* a never-expires sentinel */
+    int64_t left_ms;           /* time left on the lease; -1 for none */
+    const char *holder;        /* a token's first 23 bytes; "" for stamps */
 };
 typedef void (*cli_survey_each_fn)(void *arg, const struct cli_lock_seen *l);
 /*

@@ -254,6 +254,42 @@ static void render_locks(struct out *b, const struct exporter *e, int om)
     }
 }
 
+/*
+ * The stamps by the dialect names survey gives them (the presets whose
+ * clients could have written the value, joined by '/', or
+ * unknown-stamp), one sample per name and state seen in the last pass.
+ */
+static void render_dialects(struct out *b, const struct exporter *e, int om)
+{
+    int i, n, st;
+
+    family(b, om, "tslock_dialect_locks", "gauge",
+           "Stamp locks by the dialect their value matches (the presets "
+           "whose clients could have written it, or unknown-stamp) and "
+           "state, from the last complete SCAN pass.");
+    for (i = 0; i < e->n_servers; i++) {
+        const struct server *s = &e->servers[i];
+
+        if (!s->have_last)
+            continue;
+        for (n = 0; n <= CLI_SURVEY_NAMED; n++) {
+            const struct cli_dialect_count *c = &s->last.named[n];
+
+            if (n >= s->last.n_named && n != CLI_SURVEY_NAMED)
+                continue;
+            if (c->name[0] == '\0')
+                continue; /* "(other)" unused */
+            for (st = 0; st < CLI_SURVEY_STATES; st++) {
+                sample_start(b, "tslock_dialect_locks", s);
+                put(b, ",dialect=\"");
+                put_label(b, c->name, strlen(c->name));
+                put(b, "\",state=\"%s\"", cli_survey_state_name(st));
+                sample_end(b, (double)c->states[st]);
+            }
+        }
+    }
+}
+
 static void render_legacy(struct out *b, const struct exporter *e, int om)
 {
     int i, k;
@@ -288,6 +324,7 @@ static void render(struct out *b, const struct exporter *e, int om)
     per_server(b, e, om, "tslock_scrape_errors_total", "counter",
                "Scrapes of the server that failed.", v_errors, 0);
     render_locks(b, e, om);
+    render_dialects(b, e, om);
     per_server(b, e, om, "tslock_waiters", "gauge",
                "Members of fair lines ({KEY}:queue), from the last complete "
                "SCAN pass.",

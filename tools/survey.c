@@ -2,8 +2,8 @@
 /*
  * survey.c - the survey form: list the locks already in a server, read
  * only.  It owns the key walk (SCAN, or KEYS on request where SCAN is
- * missing), the pipelined reads, the dialect and state of each key, and
- * the table, JSON Lines and summary it prints.
+ * missing), the pipelined reads, the kind, dialect and state of each
+ * key, and the table, JSON Lines and summary it prints.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +19,11 @@
 /* KEYS answers at once; its keys are read in batches of this many. */
 #define KEYS_BATCH 1000
 
+/*
+ * A key's kind: the scheme and unit tslock would read it in.  The JSON
+ * field and the exporter's label that carry it are named "dialect", as
+ * they were before dialects had presets; the table heads it KIND.
+ */
 enum dialect {
     D_TOKEN,
     D_MS,
@@ -27,16 +32,29 @@ enum dialect {
     D_BRIDGE_MS,
     D_BRIDGE_S,
     D_BRIDGE_FLOAT,
+    D_UNKNOWN, /* looks like a lock, but no dialect reads it */
     D_NOT_A_LOCK,
     N_DIALECTS
 };
 static const char *const dialect_names[N_DIALECTS] = {
-    "token",     "timestamp-ms", "timestamp-s",  "timestamp-float",
-    "bridge-ms", "bridge-s",     "bridge-float", "not-a-lock"};
+    "token",    "timestamp-ms", "timestamp-s",   "timestamp-float", "bridge-ms",
+    "bridge-s", "bridge-float", "unknown-stamp", "not-a-lock"};
 
-enum state { S_LIVE, S_EXPIRED, S_NO_TTL, S_NONE, N_STATES };
-static const char *const state_names[N_STATES] = {"live", "expired", "no-ttl",
-                                                  "-"};
+/*
+ * never: a "never expires" sentinel (redis-objects' "1", resque's
+ * "true"); unreadable: an unknown stamp, which tslock never takes over.
+ */
+enum state {
+    S_LIVE,
+    S_EXPIRED,
+    S_NO_TTL,
+    S_NEVER,
+    S_UNREADABLE,
+    S_NONE,
+    N_STATES
+};
+static const char *const state_names[N_STATES] = {
+    "live", "expired", "no-ttl", "never", "unreadable", "-"};
 
 /* One key of a batch, as read. */
 struct entry {
@@ -48,6 +66,7 @@ struct entry {
     int64_t ttl_ms;     /* -1: none */
     int skip;           /* vanished meanwhile, or not a lock without --all */
     char holder[24];    /* a token's first bytes, for tslock top; "" else */
+    char stamp[96];     /* the dialects it matches, "unknown-stamp", or "" */
 };
 
 struct survey {
@@ -56,6 +75,7 @@ struct survey {
     int has_pttl; /* PTTL from 2.6; TTL in whole seconds before */
     int64_t now_ms;
     long counts[N_DIALECTS][N_STATES];
+    struct cli_survey_tally named; /* only .named and .n_named are used */
     long seen;
     int header_done; /* the table's header, once the walk has begun well */
     int cluster;     /* INFO said cluster_enabled:1 */
@@ -157,14 +177,20 @@ static int64_t ttl_of(const struct survey *s, const redisReply *r)
 static void classify_value(struct survey *s, struct entry *e,
                            const redisReply *value)
 {
-    tslock_scheme scheme;
-    tslock_unit unit = TSLOCK_UNIT_MS;
-    int64_t expires = 0;
+    struct cli_stamp st;
 
-    if (tslock_value_classify(value->str, value->len, &scheme, &unit, &expires)
-        != TSLOCK_OK)
+    switch (cli_stamp_name(e->key, e->len, value->str, value->len, &st)) {
+    case CLI_STAMP_NONE:
         return; /* not a lock: as set by the caller */
-    if (scheme == TSLOCK_SCHEME_TOKEN) {
+    case CLI_STAMP_UNKNOWN:
+        e->dialect = D_UNKNOWN;
+        e->state = S_UNREADABLE;
+        snprintf(e->stamp, sizeof(e->stamp), "%s", st.dialect);
+        return;
+    default:
+        break;
+    }
+    if (st.kind == CLI_STAMP_TOKEN) {
         snprintf(e->holder, sizeof(e->holder), "%.*s",
                  (int)(value->len < sizeof(e->holder) - 1
                            ? value->len
@@ -175,12 +201,17 @@ static void classify_value(struct survey *s, struct entry *e,
         e->expires_ms = e->ttl_ms < 0 ? 0 : s->now_ms + e->ttl_ms;
         return;
     }
-    e->dialect = unit == TSLOCK_UNIT_S    ? D_S
-                 : unit == TSLOCK_UNIT_MS ? D_MS
-                                          : D_FLOAT;
-    e->expires_ms = expires;
+    e->dialect = st.unit == TSLOCK_UNIT_S    ? D_S
+                 : st.unit == TSLOCK_UNIT_MS ? D_MS
+                                             : D_FLOAT;
+    snprintf(e->stamp, sizeof(e->stamp), "%s", st.dialect);
+    if (st.expires_ms == INT64_MAX) {
+        e->state = S_NEVER; /* held until a DEL: no expiry to give */
+        return;
+    }
+    e->expires_ms = st.expires_ms;
     /* A stamp in the past is what a legacy client takes over (GETSET). */
-    e->state = expires <= s->now_ms ? S_EXPIRED : S_LIVE;
+    e->state = st.expires_ms <= s->now_ms ? S_EXPIRED : S_LIVE;
 }
 
 /*
@@ -194,6 +225,7 @@ static int classify(struct survey *s, struct entry *e, const redisReply *value,
     e->dialect = D_NOT_A_LOCK;
     e->state = S_NONE;
     e->expires_ms = 0;
+    e->stamp[0] = '\0';
     e->ttl_ms = ttl_of(s, ttl);
     e->skip = 0;
     if (value->type == REDIS_REPLY_NIL) {
@@ -325,7 +357,8 @@ static void print_table_key(const char *key, size_t len)
 /* Time left on the lease: the stamp's for stamps, the TTL's for tokens. */
 static int64_t left_ms(const struct survey *s, const struct entry *e)
 {
-    if (e->dialect == D_NOT_A_LOCK || e->expires_ms == 0)
+    if (e->dialect == D_NOT_A_LOCK || e->dialect == D_UNKNOWN
+        || e->expires_ms == 0)
         return e->ttl_ms;
     return e->expires_ms - s->now_ms;
 }
@@ -340,6 +373,11 @@ static void print_entry(const struct survey *s, const struct entry *e)
             fputs("null", stdout);
         else
             printf("\"%s\"", state_names[e->state]);
+        fputs(",\"stamp_dialect\":", stdout);
+        if (e->stamp[0] != '\0')
+            cli_print_json_string(e->stamp, strlen(e->stamp));
+        else
+            fputs("null", stdout);
         if (e->expires_ms != 0)
             printf(",\"expires_ms\":%" PRId64, e->expires_ms);
         else
@@ -350,9 +388,9 @@ static void print_entry(const struct survey *s, const struct entry *e)
             fputs(",\"ttl_ms\":null}\n", stdout);
         return;
     }
-    printf("%-16s %-8s %11" PRId64 " %11" PRId64 "  ",
+    printf("%-16s %-10s %11" PRId64 " %11" PRId64 "  %-35s ",
            dialect_names[e->dialect], state_names[e->state], left_ms(s, e),
-           e->ttl_ms);
+           e->ttl_ms, e->stamp[0] != '\0' ? e->stamp : "-");
     print_table_key(e->key, e->len);
     putchar('\n');
 }
@@ -365,8 +403,8 @@ static void print_header(struct survey *s)
 {
     if (s->header_done || s->o->survey_json)
         return;
-    printf("%-16s %-8s %11s %11s  %s\n", "DIALECT", "STATE", "LEFT_MS",
-           "TTL_MS", "KEY");
+    printf("%-16s %-10s %11s %11s  %-35s %s\n", "KIND", "STATE", "LEFT_MS",
+           "TTL_MS", "DIALECT", "KEY");
     s->header_done = 1;
 }
 
@@ -385,7 +423,9 @@ static void report_each(struct survey *s, const struct entry *es, size_t n)
         seen.key = es[i].key;
         seen.len = es[i].len;
         seen.dialect = dialect_names[es[i].dialect];
+        seen.stamp_dialect = es[i].stamp;
         seen.token = es[i].dialect == D_TOKEN;
+        seen.never = es[i].state == S_NEVER;
         seen.left_ms = left_ms(s, &es[i]);
         seen.holder = es[i].holder;
         s->each(s->each_arg, &seen);
@@ -409,6 +449,8 @@ static void report_batch(struct survey *s, const struct entry *es, size_t n)
             continue;
         s->seen++;
         s->counts[es[i].dialect][es[i].state]++;
+        if (es[i].stamp[0] != '\0' && es[i].state < CLI_SURVEY_STATES)
+            cli_survey_count_named(&s->named, es[i].stamp, es[i].state, 1);
         if (s->quiet)
             continue;
         if (es[i].dialect != D_NOT_A_LOCK || s->o->survey_all)
@@ -552,6 +594,70 @@ static int walk_cluster(struct survey *s)
     return status;
 }
 
+/* The kinds and states the exporter counts are survey's, in its order. */
+typedef char kinds_match_the_exporter[(CLI_SURVEY_DIALECTS == D_NOT_A_LOCK
+                                       && CLI_SURVEY_STATES == S_NONE)
+                                          ? 1
+                                          : -1];
+
+void cli_survey_count_named(struct cli_survey_tally *t, const char *name,
+                            int st, long n)
+{
+    int i;
+
+    for (i = 0; i < t->n_named; i++)
+        if (strcmp(t->named[i].name, name) == 0)
+            break;
+    if (i == t->n_named) {
+        /* The last slot is "(other)", for the names past the cap. */
+        if (t->n_named == CLI_SURVEY_NAMED)
+            i = CLI_SURVEY_NAMED;
+        else
+            t->n_named++;
+        snprintf(t->named[i].name, sizeof(t->named[i].name), "%s",
+                 i == CLI_SURVEY_NAMED ? "(other)" : name);
+    }
+    t->named[i].states[st] += n;
+}
+
+/* The stamps by dialect: the named slots, then "(other)" if used. */
+static int named_used(const struct cli_survey_tally *t, int i)
+{
+    int st;
+
+    if (i < t->n_named)
+        return 1;
+    for (st = 0; i == CLI_SURVEY_NAMED && st < CLI_SURVEY_STATES; st++)
+        if (t->named[i].states[st] != 0)
+            return 1;
+    return 0;
+}
+
+static void print_json_named(const struct survey *s)
+{
+    int i, st, first = 1, first_s;
+
+    fputs(",\"stamp_dialects\":{", stdout);
+    for (i = 0; i <= CLI_SURVEY_NAMED; i++) {
+        const struct cli_dialect_count *c = &s->named.named[i];
+
+        if (!named_used(&s->named, i))
+            continue;
+        fputs(first ? "" : ",", stdout);
+        first = 0;
+        cli_print_json_string(c->name, strlen(c->name));
+        fputs(":{", stdout);
+        for (st = 0, first_s = 1; st < CLI_SURVEY_STATES; st++)
+            if (c->states[st] != 0) {
+                printf("%s\"%s\":%ld", first_s ? "" : ",", state_names[st],
+                       c->states[st]);
+                first_s = 0;
+            }
+        putchar('}');
+    }
+    putchar('}');
+}
+
 /* The JSON summary: {"summary":{"keys":N,"locks":N,"dialects":{...}}}. */
 static void print_json_summary(const struct survey *s, long locks)
 {
@@ -581,7 +687,9 @@ static void print_json_summary(const struct survey *s, long locks)
             }
         putchar('}');
     }
-    fputs("}}}\n", stdout);
+    putchar('}');
+    print_json_named(s);
+    fputs("}}\n", stdout);
 }
 
 /* The closing lines: counts by dialect, and by state within each. */
@@ -605,8 +713,13 @@ static void print_summary(struct survey *s)
     for (d = 0; d < N_DIALECTS; d++)
         for (st = 0; st < N_STATES; st++)
             if (s->counts[d][st] != 0)
-                printf("  %-16s %-8s %ld\n", dialect_names[d], state_names[st],
+                printf("  %-16s %-10s %ld\n", dialect_names[d], state_names[st],
                        s->counts[d][st]);
+    for (d = 0; d <= CLI_SURVEY_NAMED; d++)
+        for (st = 0; named_used(&s->named, d) && st < CLI_SURVEY_STATES; st++)
+            if (s->named.named[d].states[st] != 0)
+                printf("  dialect %s %s %ld\n", s->named.named[d].name,
+                       state_names[st], s->named.named[d].states[st]);
     cli_print_clock_offset(s->has_time, s->clock_offset_ms);
 }
 
@@ -711,5 +824,10 @@ int cli_survey_step(struct redisContext *ctx, const struct cli_options *o,
     for (d = 0; d < CLI_SURVEY_DIALECTS; d++)
         for (st = 0; st < CLI_SURVEY_STATES; st++)
             t->locks[d][st] += s.counts[d][st];
+    for (d = 0; d <= CLI_SURVEY_NAMED; d++)
+        for (st = 0; named_used(&s.named, d) && st < CLI_SURVEY_STATES; st++)
+            if (s.named.named[d].states[st] != 0)
+                cli_survey_count_named(t, s.named.named[d].name, st,
+                                       s.named.named[d].states[st]);
     return status;
 }

@@ -4,7 +4,7 @@
  * --interval.  Where each number comes from (doc/observability.md, "tslock
  * top", says what each costs the server):
  *
- *   locks, dialect, holder, time left   a SCAN walk bounded by --scan-max
+ *   locks, kind, dialect, holder, left  a SCAN walk bounded by --scan-max
  *                                       keys (survey.c, cli_survey_locks);
  *   line                                ZCARD of "{KEY}:queue" (token
  *                                       waiters) and PUBSUB NUMSUB of the
@@ -50,7 +50,8 @@
 struct row {
     char key[KEY_MAX];
     size_t len;
-    char dialect[20]; /* "" when the key holds no lock now */
+    char dialect[20]; /* the kind; "" when the key holds no lock now */
+    char stamp[96];   /* the stamp's dialects, or "" */
     int token;
     int64_t left_ms;
     char holder[24];
@@ -64,6 +65,7 @@ struct row {
     int n_writers;
     int present; /* a lock in this frame's walk */
     int expired; /* a stamp in the past: free for a takeover */
+    int never;   /* a never-expires sentinel */
 };
 
 enum sort {
@@ -291,9 +293,13 @@ static void on_lock(void *arg, const struct cli_lock_seen *l)
         return;
     r->present = 1;
     snprintf(r->dialect, sizeof(r->dialect), "%s", l->dialect);
+    snprintf(r->stamp, sizeof(r->stamp), "%s", l->stamp_dialect);
     r->token = l->token;
     r->left_ms = l->left_ms;
-    r->expired = !l->token && l->left_ms < 0;
+    r->never = l->never;
+    /* An unknown stamp has no expiry to be past: it is held for good. */
+    r->expired = !l->token && !l->never && l->left_ms < 0
+                 && strcmp(l->dialect, "unknown-stamp") != 0;
     snprintf(r->holder, sizeof(r->holder), "%s", l->holder);
 }
 
@@ -574,6 +580,8 @@ static int sample(struct top *t)
     for (i = 0; i < t->n; i++) {
         t->rows[i].present = 0;
         t->rows[i].dialect[0] = '\0';
+        t->rows[i].stamp[0] = '\0';
+        t->rows[i].never = 0;
         t->rows[i].holder[0] = '\0';
         t->rows[i].left_ms = -1;
         t->rows[i].expired = 0;
@@ -712,9 +720,9 @@ static void draw(struct top *t)
              t->secs > 0 ? (double)t->releases_total / t->secs : 0.0,
              t->legacy_s, t->keys_seen, t->cut ? " (scan cut)" : "");
     emit(t, line);
-    snprintf(line, sizeof(line), "%-24s %-15s %-23s %9s %5s %8s %8s %6s", "KEY",
-             "DIALECT", "HOLDER", "LEFT_MS", "LINE", "WAITS/S", "RELS/S",
-             "LEGACY");
+    snprintf(line, sizeof(line), "%-24s %-15s %-23s %9s %5s %8s %8s %6s %s",
+             "KEY", "KIND", "HOLDER", "LEFT_MS", "LINE", "WAITS/S", "RELS/S",
+             "LEGACY", "DIALECT");
     emit(t, line);
     room = t->tty && t->rows_term > 3 ? (size_t)t->rows_term - 3 : SIZE_MAX;
     for (i = 0, shown = 0; i < t->n && shown < room; i++) {
@@ -725,15 +733,17 @@ static void draw(struct top *t)
         key_text(r, key, sizeof(key));
         if (r->expired)
             snprintf(left, sizeof(left), "expired");
+        else if (r->never)
+            snprintf(left, sizeof(left), "never");
         else if (r->left_ms >= 0)
             snprintf(left, sizeof(left), "%" PRId64, r->left_ms);
         else
             snprintf(left, sizeof(left), "-");
         snprintf(line, sizeof(line),
-                 "%-24s %-15s %-23s %9s %5ld %8.1f %8.1f %6d", key,
+                 "%-24s %-15s %-23s %9s %5ld %8.1f %8.1f %6d %s", key,
                  r->dialect[0] ? r->dialect : "-",
                  r->holder[0] ? r->holder : "-", left, r->line, r->waits_s,
-                 r->releases_s, r->n_writers);
+                 r->releases_s, r->n_writers, r->stamp[0] ? r->stamp : "-");
         emit(t, line);
         shown++;
     }

@@ -2,8 +2,9 @@
 /*
  * watch.c - the watch form: follow MONITOR and show who touches the
  * given lock keys.  It owns the MONITOR line parser (all generations),
- * the per-key record of who wrote what, the dialect and danger verdicts,
- * and the per-client summary printed at the end.
+ * the per-key record of who wrote and read what, the kind, dialect,
+ * danger, blind-overwrite and skew verdicts, and the per-client summary
+ * printed at the end.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +23,8 @@
 #define MAX_TEXT   512
 #define MAX_CLIENT 128
 #define MAX_SEEN   64 /* distinct clients counted in the summary */
+#define MAX_READS  16 /* clients whose last GET of a key is remembered */
+#define MAX_NAMED  4  /* stamp dialects counted per client */
 
 enum dialect { W_NONE, W_TOKEN, W_MS, W_S, W_FLOAT, W_BRIDGE, W_OTHER, N_W };
 static const char *const dialect_names[N_W] = {
@@ -35,6 +38,13 @@ struct line {
     char args[MAX_ARGS][MAX_TEXT];
     size_t lens[MAX_ARGS];
     int n;
+};
+
+/* What a client's last GET of a key found, by the stream's account. */
+struct read_seen {
+    char client[MAX_CLIENT];
+    int empty;      /* the key held no value */
+    int64_t expiry; /* the stamp it held: its expiry, 0 for none */
 };
 
 /* What the stream has shown of one watched key (or its owner key). */
@@ -52,6 +62,11 @@ struct key_state {
     /* Who read the key last, and whether it has changed since. */
     char reader[MAX_CLIENT];
     int changed_since_read;
+    /* Who wrote the value before: its writer again when it is put back. */
+    char before_writer[MAX_CLIENT];
+    /* Each client's last GET since its last write (oldest dropped). */
+    struct read_seen reads[MAX_READS];
+    int n_reads;
 };
 
 struct client_count {
@@ -60,6 +75,12 @@ struct client_count {
     long danger;
     long skewed;      /* writes that put its clock off the server's */
     int64_t ahead_ms; /* the largest such offset seen (negative: behind) */
+    long blind;       /* blind GETSETs */
+    struct {
+        char name[96];
+        long writes;
+    } named[MAX_NAMED]; /* stamps written, by dialect */
+    int n_named;
 };
 
 /* A writer whose clock seems off the server's (skew.c), or none. */
@@ -67,6 +88,13 @@ struct skew {
     int seen;
     int64_t ahead_ms;
     const char *why;
+};
+
+/* A blind overwrite (see blind_of()), or none. */
+struct blind {
+    int seen;
+    int empty_read; /* its GET found the key empty (else: it sent none) */
+    int over_live;  /* the key held a live stamp (else: it was empty) */
 };
 
 struct watch {
@@ -223,22 +251,33 @@ static int is_owner_key(const struct key_state *k)
     return k->len > 6 && memcmp(k->name + k->len - 6, ":owner", 6) == 0;
 }
 
-/* The dialect of a value written to k. */
+/*
+ * The kind of a value written to k, and in names the presets whose
+ * clients could have written it ("unknown-stamp", or "" for none).  The
+ * keys are the ones watched, so a bare "1" or "true" is a lock's.
+ */
 static enum dialect dialect_of(const struct key_state *k, const char *v,
-                               size_t len)
+                               size_t len, char *names, size_t size)
 {
-    tslock_scheme scheme;
-    tslock_unit unit;
+    struct cli_stamp st;
 
+    names[0] = '\0';
     if (is_owner_key(k))
         return W_BRIDGE;
-    if (tslock_value_classify(v, len, &scheme, &unit, NULL) != TSLOCK_OK)
-        return W_OTHER;
-    if (scheme == TSLOCK_SCHEME_TOKEN)
+    switch (cli_stamp_name(NULL, 0, v, len, &st)) {
+    case CLI_STAMP_TOKEN:
         return W_TOKEN;
-    return unit == TSLOCK_UNIT_S       ? W_S
-           : unit == TSLOCK_UNIT_FLOAT ? W_FLOAT
-                                       : W_MS;
+    case CLI_STAMP_STAMP:
+        snprintf(names, size, "%s", st.dialect);
+        return st.unit == TSLOCK_UNIT_S       ? W_S
+               : st.unit == TSLOCK_UNIT_FLOAT ? W_FLOAT
+                                              : W_MS;
+    case CLI_STAMP_UNKNOWN:
+        snprintf(names, size, "%s", st.dialect);
+        return W_OTHER;
+    default:
+        return W_OTHER;
+    }
 }
 
 /* Which argument a write stores, or 0 for commands that store none. */
@@ -266,19 +305,92 @@ static int64_t line_ms(const struct line *l)
     return s >= 0 && s < 1e12 ? (int64_t)(s * 1000.0) : 0;
 }
 
-/* The expiry of the stamp in k's current value, or 0 for none. */
+/*
+ * The expiry of the stamp in k's current value, in any dialect:
+ * INT64_MAX for a never-expires sentinel, 0 for none.
+ */
 static int64_t stamp_expiry(const struct key_state *k)
 {
-    tslock_scheme scheme;
-    int64_t expires = 0;
+    struct cli_stamp st;
 
     if (!k->has_value
-        || tslock_value_classify(k->value, k->value_len, &scheme, NULL,
-                                 &expires)
-               != TSLOCK_OK
-        || scheme != TSLOCK_SCHEME_TIMESTAMP)
+        || cli_stamp_name(NULL, 0, k->value, k->value_len, &st)
+               != CLI_STAMP_STAMP)
         return 0;
-    return expires;
+    return st.expires_ms;
+}
+
+/*
+ * Whether MONITOR tells this client from the others: over TCP on 2.6+
+ * it gives an address each; every client of a Unix socket is the same
+ * "unix:PATH", and before 2.6 all are "?".
+ */
+static int client_known(const char *client)
+{
+    return strcmp(client, "?") != 0 && strncmp(client, "unix:", 5) != 0;
+}
+
+static struct read_seen *read_by(struct key_state *k, const char *client)
+{
+    int i;
+
+    for (i = 0; i < k->n_reads; i++)
+        if (strcmp(k->reads[i].client, client) == 0)
+            return &k->reads[i];
+    return NULL;
+}
+
+static void forget_read(struct key_state *k, const char *client)
+{
+    struct read_seen *r = read_by(k, client);
+
+    if (r != NULL)
+        *r = k->reads[--k->n_reads];
+}
+
+/* Remember what client's GET found in k now (the oldest dropped). */
+static void note_read(struct key_state *k, const char *client)
+{
+    struct read_seen *r;
+
+    forget_read(k, client);
+    if (k->n_reads == MAX_READS)
+        memmove(&k->reads[0], &k->reads[1],
+                (MAX_READS - 1) * sizeof(k->reads[0]));
+    else
+        k->n_reads++;
+    r = &k->reads[k->n_reads - 1];
+    snprintf(r->client, sizeof(r->client), "%s", client);
+    r->empty = !k->has_value;
+    r->expiry = stamp_expiry(k);
+}
+
+/*
+ * Whether a GETSET is a blind overwrite.  MONITOR shows commands, not
+ * replies, but the order of lines says what each GET found: the key's
+ * value as the stream had left it.  So a GETSET by client C is blind
+ * when C's last GET of the key since its own last write found it empty
+ * (C took an empty GET for an expired lock, as Ruby's nil.to_f and
+ * PHP's time() > "" do), or when C sent no GET and the key is empty or
+ * holds a live stamp now.  A GETSET after a GET that found a stamp is
+ * judged against that stamp by judge_skew() instead.  Clients MONITOR
+ * does not tell apart are not judged.
+ */
+static void blind_of(struct key_state *k, const struct line *l, struct blind *b)
+{
+    const struct read_seen *r;
+    int64_t expiry = stamp_expiry(k);
+    int live = k->has_value && expiry > line_ms(l);
+
+    memset(b, 0, sizeof(*b));
+    if (strcmp(l->args[0], "getset") != 0 || !client_known(l->client))
+        return;
+    r = read_by(k, l->client);
+    b->over_live = live;
+    if (r != NULL && r->empty)
+        b->seen = b->empty_read = 1;
+    else if (r == NULL && (!k->has_value || live))
+        b->seen = 1;
 }
 
 static int is_ttl_command(const char *c)
@@ -289,13 +401,17 @@ static int is_ttl_command(const char *c)
 
 /* Why line l is dangerous, or NULL. */
 static const char *danger_of(const struct watch *w, const struct key_state *k,
-                             const struct line *l, enum dialect d)
+                             const struct line *l, enum dialect d,
+                             const struct blind *b)
 {
     const char *c = l->args[0];
 
     if (strcasecmp(c, "del") == 0 && k->has_value && k->writer[0] != '\0'
         && strcmp(k->writer, l->client) != 0)
         return "DEL of a value another client wrote";
+    if (b->seen)
+        return b->over_live ? "blind GETSET over a live stamp"
+                            : "blind GETSET of an empty key";
     if (strcasecmp(c, "getset") == 0 && stamp_expiry(k) > line_ms(l))
         return "GETSET over a live stamp";
     if (w->major == 2 && w->minor == 0 && is_ttl_command(c)
@@ -310,12 +426,18 @@ static const char *danger_of(const struct watch *w, const struct key_state *k,
 static void record(struct key_state *k, const struct line *l, int v)
 {
     const char *c = l->args[0];
+    char writer[MAX_CLIENT];
+    int restore;
 
     if (strcasecmp(c, "get") == 0) {
         snprintf(k->reader, sizeof(k->reader), "%s", l->client);
         k->changed_since_read = 0;
+        note_read(k, l->client);
         return;
     }
+    /* A write ends what the writer's last GET told it. */
+    if (v != 0 || strcasecmp(c, "del") == 0)
+        forget_read(k, l->client);
     if (strcasecmp(c, "del") == 0) {
         k->has_value = 0;
         k->has_before = 0;
@@ -326,14 +448,21 @@ static void record(struct key_state *k, const struct line *l, int v)
      * MONITOR does not say which; the last writer is the best guess. */
     if (v == 0 || (k->has_value && strcasecmp(c, "setnx") == 0))
         return;
+    /* The GETSET loser putting back the winner's value: the winner's
+     * again, so the winner's own release is not another's DEL. */
+    restore = k->has_before && k->before_len == l->lens[v]
+              && memcmp(k->before, l->args[v], l->lens[v]) == 0;
+    snprintf(writer, sizeof(writer), "%s",
+             restore ? k->before_writer : l->client);
     memcpy(k->before, k->value, k->value_len);
     k->before_len = k->value_len;
     k->has_before = k->has_value;
+    snprintf(k->before_writer, sizeof(k->before_writer), "%s", k->writer);
     k->changed_since_read = 1;
     memcpy(k->value, l->args[v], l->lens[v]);
     k->value_len = l->lens[v];
     k->has_value = 1;
-    snprintf(k->writer, sizeof(k->writer), "%s", l->client);
+    snprintf(k->writer, sizeof(k->writer), "%s", writer);
 }
 
 static struct client_count *count_for(struct watch *w, const char *client)
@@ -349,10 +478,18 @@ static struct client_count *count_for(struct watch *w, const char *client)
     return &w->seen[w->n_seen++];
 }
 
+/* An event's verdicts beyond its kind and danger. */
+struct verdict {
+    const char *names; /* the stamp dialects of the value written, or "" */
+    struct skew sk;
+    struct blind bl;
+};
+
 static void print_json_event(const struct line *l, const struct key_state *k,
                              enum dialect d, const char *danger,
-                             const struct skew *sk)
+                             const struct verdict *vd)
 {
+    const struct skew *sk = &vd->sk;
     int i;
 
     printf("{\"time\":%s,\"client\":", l->time);
@@ -367,12 +504,20 @@ static void print_json_event(const struct line *l, const struct key_state *k,
     }
     fputs("],\"key\":", stdout);
     cli_print_json_string(k->name, k->len);
-    printf(",\"dialect\":%s%s%s,\"danger\":", d == W_NONE ? "" : "\"",
+    printf(",\"dialect\":%s%s%s,\"stamp_dialect\":", d == W_NONE ? "" : "\"",
            d == W_NONE ? "null" : dialect_names[d], d == W_NONE ? "" : "\"");
+    if (vd->names[0] != '\0')
+        cli_print_json_string(vd->names, strlen(vd->names));
+    else
+        fputs("null", stdout);
+    fputs(",\"danger\":", stdout);
     if (danger != NULL)
         cli_print_json_string(danger, strlen(danger));
     else
         fputs("null", stdout);
+    /* Only on a blind GETSET, as the skew fields below. */
+    if (vd->bl.seen)
+        printf(",\"blind\":\"%s\"", vd->bl.empty_read ? "empty-get" : "no-get");
     /* Only on a skewed write, so the other lines keep their shape. */
     if (sk->seen) {
         printf(",\"clock_ahead_ms\":%" PRId64 ",\"skew\":", sk->ahead_ms);
@@ -381,15 +526,32 @@ static void print_json_event(const struct line *l, const struct key_state *k,
     fputs("}\n", stdout);
 }
 
+/*
+ * BLIND: CLIENT (DIALECT): how it overwrote, after the event's line.  It
+ * says what the stream showed of the writer's GET, and that this is not
+ * clock skew, which watch called it before it told the two apart.
+ */
+static void print_blind(const struct line *l, const struct verdict *vd)
+{
+    printf("BLIND: %s (%s): GETSET %s %s; not clock skew\n", l->client,
+           vd->names[0] != '\0' ? vd->names : "no known dialect",
+           vd->bl.over_live ? "over a live stamp" : "of an empty key",
+           vd->bl.empty_read
+               ? "after its GET found the key empty (a client that takes an "
+                 "empty GET for an expired lock)"
+               : "without a GET of the key first");
+}
+
 /* TIME CLIENT DIALECT command "arg"...; "DANGER: why:" in front. */
 static void print_event(const struct watch *w, const struct line *l,
                         const struct key_state *k, enum dialect d,
-                        const char *danger, const struct skew *sk)
+                        const char *danger, const struct verdict *vd)
 {
+    const struct skew *sk = &vd->sk;
     int i;
 
     if (w->o->survey_json) {
-        print_json_event(l, k, d, danger, sk);
+        print_json_event(l, k, d, danger, vd);
         return;
     }
     if (danger != NULL)
@@ -400,6 +562,8 @@ static void print_event(const struct watch *w, const struct line *l,
         cli_print_quoted(l->args[i], l->lens[i], 0);
     }
     putchar('\n');
+    if (vd->bl.seen)
+        print_blind(l, vd);
     if (sk->seen)
         printf("SKEW: %s: its clock runs at least %" PRId64 " ms %s the "
                "server's: "
@@ -417,20 +581,20 @@ static void print_event(const struct watch *w, const struct line *l,
  * client's stamp is a takeover; over its own, an extension.
  */
 static void judge_skew(const struct key_state *k, const struct line *l, int v,
-                       enum dialect d, struct skew *sk)
+                       enum dialect d, const struct blind *b, struct skew *sk)
 {
-    tslock_scheme scheme;
-    int64_t expires = 0;
+    struct cli_stamp st;
+    int64_t expires = 0, prior;
     int takeover;
 
     memset(sk, 0, sizeof(*sk));
     if (v == 0 || !(d == W_MS || d == W_S || d == W_FLOAT || d == W_BRIDGE)
         || is_owner_key(k)
-        || tslock_value_classify(l->args[v], l->lens[v], &scheme, NULL,
-                                 &expires)
-               != TSLOCK_OK
-        || scheme != TSLOCK_SCHEME_TIMESTAMP)
+        || cli_stamp_name(NULL, 0, l->args[v], l->lens[v], &st)
+               != CLI_STAMP_STAMP
+        || st.expires_ms == INT64_MAX)
         return;
+    expires = st.expires_ms;
     /* A SETNX over a taken key writes nothing. */
     if (strcasecmp(l->args[0], "setnx") == 0 && k->has_value)
         return;
@@ -444,8 +608,15 @@ static void judge_skew(const struct key_state *k, const struct line *l, int v,
                && strcmp(k->writer, l->client) != 0
                && !(k->has_before && k->before_len == l->lens[v]
                     && memcmp(k->before, l->args[v], l->lens[v]) == 0)
-               && !(strcmp(k->reader, l->client) == 0 && k->changed_since_read);
-    sk->seen = cli_writer_skew(expires, line_ms(l), stamp_expiry(k), takeover,
+               && !(strcmp(k->reader, l->client) == 0 && k->changed_since_read)
+               /* A blind overwrite judged no stamp: no clock to read. */
+               && !b->seen;
+    /* Nor does a takeover of a never-expires sentinel say anything of
+     * clocks: the taker's dialect read it as a time long past. */
+    prior = stamp_expiry(k);
+    if (prior == INT64_MAX)
+        takeover = 0;
+    sk->seen = cli_writer_skew(expires, line_ms(l), prior, takeover,
                                &sk->ahead_ms, &sk->why);
 }
 
@@ -462,6 +633,32 @@ static void attribute_script(struct watch *w, struct line *l)
         snprintf(l->client, MAX_CLIENT, "%s", w->script_caller);
 }
 
+/* One event into its client's summary. */
+static void count_event(struct client_count *cc, enum dialect d,
+                        const char *danger, const struct verdict *vd)
+{
+    int i;
+
+    cc->writes[d] += d != W_NONE;
+    cc->danger += danger != NULL;
+    cc->blind += vd->bl.seen;
+    if (vd->sk.seen
+        && (cc->skewed++ == 0 || llabs(vd->sk.ahead_ms) > llabs(cc->ahead_ms)))
+        cc->ahead_ms = vd->sk.ahead_ms;
+    if (vd->names[0] == '\0')
+        return;
+    for (i = 0; i < cc->n_named; i++)
+        if (strcmp(cc->named[i].name, vd->names) == 0)
+            break;
+    if (i == cc->n_named) {
+        if (cc->n_named == MAX_NAMED)
+            return; /* a client of more dialects than this is rare */
+        snprintf(cc->named[i].name, sizeof(cc->named[i].name), "%s", vd->names);
+        cc->n_named++;
+    }
+    cc->named[i].writes++;
+}
+
 static void handle_line(struct watch *w, const char *s, size_t len)
 {
     struct line l;
@@ -469,7 +666,8 @@ static void handle_line(struct watch *w, const char *s, size_t len)
     struct client_count *cc;
     enum dialect d = W_NONE;
     const char *danger;
-    struct skew sk;
+    struct verdict vd;
+    char names[96] = "";
     int v, scripted;
 
     if (parse_line(s, len, &l) != 0)
@@ -480,22 +678,19 @@ static void handle_line(struct watch *w, const char *s, size_t len)
         return;
     v = value_arg(&l);
     if (v != 0)
-        d = dialect_of(k, l.args[v], l.lens[v]);
+        d = dialect_of(k, l.args[v], l.lens[v], names, sizeof(names));
     /* A stamp with its own TTL, set by a script: tslock's bridge. */
     if (scripted && (d == W_MS || d == W_S || d == W_FLOAT) && l.n > 3)
         d = W_BRIDGE;
-    danger = danger_of(w, k, &l, d);
-    judge_skew(k, &l, v, d, &sk);
-    print_event(w, &l, k, d, danger, &sk);
+    vd.names = names;
+    blind_of(k, &l, &vd.bl);
+    danger = danger_of(w, k, &l, d, &vd.bl);
+    judge_skew(k, &l, v, d, &vd.bl, &vd.sk);
+    print_event(w, &l, k, d, danger, &vd);
     fflush(stdout);
     record(k, &l, v);
-    if ((cc = count_for(w, l.client)) != NULL) {
-        cc->writes[d] += d != W_NONE;
-        cc->danger += danger != NULL;
-        if (sk.seen
-            && (cc->skewed++ == 0 || llabs(sk.ahead_ms) > llabs(cc->ahead_ms)))
-            cc->ahead_ms = sk.ahead_ms;
-    }
+    if ((cc = count_for(w, l.client)) != NULL)
+        count_event(cc, d, danger, &vd);
 }
 
 /* KEY, "{KEY}:owner" and "KEY:owner", each with its value now. */
@@ -516,9 +711,11 @@ static int add_key(struct watch *w, const char *name, const char *suffix)
                       cli_raw_command(w->ctx, "GET %b", k->name, k->len));
     if (r == NULL)
         return CLI_EXIT_SOFTWARE;
-    if (r->type == REDIS_REPLY_STRING && r->len < MAX_TEXT) {
-        memcpy(k->value, r->str, r->len);
-        k->value_len = r->len;
+    /* A longer value is kept cut, as the stream's arguments are: the
+     * key is not empty, which is what a blind GETSET is judged by. */
+    if (r->type == REDIS_REPLY_STRING) {
+        k->value_len = r->len < MAX_TEXT ? r->len : MAX_TEXT - 1;
+        memcpy(k->value, r->str, k->value_len);
         k->has_value = 1;
     }
     freeReplyObject(r);
@@ -625,6 +822,15 @@ static void print_counts_text(const struct client_count *cc)
         if (cc->writes[d] != 0)
             printf(" %s=%ld", dialect_names[d], cc->writes[d]);
     printf(" danger=%ld\n", cc->danger);
+    if (cc->n_named != 0) {
+        printf("dialects: %s", cc->client);
+        for (d = 0; d < cc->n_named; d++)
+            printf(" %s=%ld", cc->named[d].name, cc->named[d].writes);
+        putchar('\n');
+    }
+    if (cc->blind != 0)
+        printf("blind: %s: %ld blind GETSET%s\n", cc->client, cc->blind,
+               cc->blind == 1 ? "" : "s");
     if (cc->skewed != 0)
         printf("skew: %s: its clock runs at least %" PRId64 " ms %s the "
                "server's (%ld write%s)\n",
@@ -645,6 +851,17 @@ static void print_counts_json(const struct client_count *cc, int first)
             printf("%s\"%s\":%ld", any++ ? "," : "", dialect_names[d],
                    cc->writes[d]);
     printf("},\"danger\":%ld", cc->danger);
+    if (cc->n_named != 0) {
+        fputs(",\"stamp_dialects\":{", stdout);
+        for (d = 0; d < cc->n_named; d++) {
+            fputs(d != 0 ? "," : "", stdout);
+            cli_print_json_string(cc->named[d].name, strlen(cc->named[d].name));
+            printf(":%ld", cc->named[d].writes);
+        }
+        putchar('}');
+    }
+    if (cc->blind != 0)
+        printf(",\"blind\":%ld", cc->blind);
     if (cc->skewed != 0)
         printf(",\"skewed\":%ld,\"clock_ahead_ms\":%" PRId64, cc->skewed,
                cc->ahead_ms);
@@ -793,8 +1010,7 @@ int cli_monitor_legacy_write(const char *text, size_t len,
                              struct cli_legacy_write *out)
 {
     static struct line l; /* big; the exporter is single-threaded */
-    tslock_scheme scheme;
-    tslock_unit unit;
+    struct cli_stamp st;
     const char *c;
     int v;
 
@@ -812,10 +1028,10 @@ int cli_monitor_legacy_write(const char *text, size_t len,
         && !(strcmp(c, "set") == 0 && l.n == 3))
         return 0;
     v = value_arg(&l);
+    /* A stamp of any dialect; a bare "1" only on a key named a lock. */
     if (v == 0
-        || tslock_value_classify(l.args[v], l.lens[v], &scheme, &unit, NULL)
-               != TSLOCK_OK
-        || scheme != TSLOCK_SCHEME_TIMESTAMP)
+        || cli_stamp_name(l.args[1], l.lens[1], l.args[v], l.lens[v], &st)
+               != CLI_STAMP_STAMP)
         return 0;
     memcpy(out->key, l.args[1], l.lens[1] + 1);
     out->key_len = l.lens[1];

@@ -6,7 +6,7 @@ makes dist/tslock-VERSION.tar.gz): the sdist carries libtslock's own
 sources under libtslock/ and builds them into the extension, against the
 system hiredis found with pkg-config; no libtslock need be installed.
 
-    pip install --no-build-isolation dist/tslock-1.1.0.tar.gz
+    pip install --no-build-isolation dist/tslock-1.2.0.tar.gz
 
 From the source tree (no libtslock/ here): against an installed
 libtslock, found with pkg-config (set PKG_CONFIG_PATH for a libtslock

@@ -24,8 +24,8 @@ seconds=${FUZZ_SECONDS:-60}
 # is the library's, so the list cannot drift from Makefile.am.
 lib_sources=$(cd "$src" && echo lib/*.c compat/*.c proto/*.c net/*.c)
 tool_sources="tools/options.c tools/session.c tools/signals.c tools/http.c"
-monitor_sources="tools/watch.c tools/rawconn.c tools/rawcmd.c tools/escape.c
-    tools/skew.c"
+monitor_sources="tools/watch.c tools/stampname.c tools/rawconn.c tools/rawcmd.c
+    tools/escape.c tools/skew.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
     -I$src/include -I$src/lib -I$src/compat -I$src/proto -I$src/net
     -I$build ${HIREDIS_CFLAGS:-}"

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import tslock
+from test_migration import doc_example
 
 
 def test_presets_come_from_the_library():
@@ -46,3 +47,8 @@ def test_match_names_the_writer():
     assert tslock._tslock.dialect_match(b"1795841687")[0] == \
         "redis-docs/resque-lock-timeout"
     assert tslock._tslock.dialect_match(b"hello") is None
+
+
+def test_the_docs_dialect_example_runs(server):
+    exec(compile(doc_example("dialect"), "doc/python.md", "exec"),
+         {"url": server.url})
