@@ -3,7 +3,8 @@
 # test_node.sh - the Node.js binding (bindings/node): builds its addon with
 # node-gyp against the libtslock just built, in tests/node-addon/ of the
 # build tree, and runs its node:test suite, whose files start their own
-# redis-server.  Skipped (77), saying what to run, where node, the node
+# redis-server ("test_node.sh --run SCRIPT ARGS" runs SCRIPT there
+# instead: make node-bench).  Skipped (77), saying what to run, where node, the node
 # headers or the binding's npm packages (npm ci in bindings/node) are
 # missing; quickstart.sh test installs them all and sets
 # TSLOCK_NODE_REQUIRED=1, which makes a missing piece a failure.
@@ -37,7 +38,7 @@ modules=${TSLOCK_NODE_BINDING_MODULES:-$src/node_modules}
 
 # The package as npm would unpack it, beside the installed node_modules.
 mkdir -p "$stage" || exit 99
-for f in package.json binding.gyp index.d.ts lib src scripts test; do
+for f in package.json binding.gyp index.d.ts lib src scripts test bench; do
     rm -rf "${stage:?}/$f"
     cp -R "$src/$f" "$stage/" || exit 99
 done
@@ -70,4 +71,4 @@ if [ "${1:-}" = --run ]; then
     shift
     exec "$node" "$@"
 fi
-exec "$node" --test --test-timeout=30000 test/
+exec "$node" --test --test-timeout=30000 test/*.test.js
