@@ -40,7 +40,7 @@ modules=${TSLOCK_NODE_BINDING_MODULES:-$src/node_modules}
 mkdir -p "$stage" || exit 99
 for f in package.json binding.gyp index.d.ts lib src scripts test bench; do
     rm -rf "${stage:?}/$f"
-    cp -R "$src/$f" "$stage/" || exit 99
+    cp -Rp "$src/$f" "$stage/" || exit 99
 done
 ln -sfn "$modules" "$stage/node_modules"
 cd "$stage" || exit 99
