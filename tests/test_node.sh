@@ -58,12 +58,15 @@ LD_LIBRARY_PATH=$TSLOCK_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
 export REDIS_SERVER="${REDIS_SERVER:-redis-server}"
 export TSLOCK_SRCDIR="$top_srcdir"
+export TSLOCK_OLDREDIS="$top_builddir/tests/oldredis"
 # A library built with the sanitizers needs their runtimes loaded first
 # into a node built without them; node's own allocations are not checked.
 asan=$(ldd "$TSLOCK_LIB_DIR/libtslock.so" 2>/dev/null \
     | sed -n 's/.*\(libasan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+ubsan=$(ldd "$TSLOCK_LIB_DIR/libtslock.so" 2>/dev/null \
+    | sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
 if [ -n "$asan" ]; then
-    LD_PRELOAD=$asan
+    LD_PRELOAD="$asan${ubsan:+ $ubsan}"
     ASAN_OPTIONS=detect_leaks=0
     export LD_PRELOAD ASAN_OPTIONS
 fi

@@ -90,7 +90,8 @@ void Pool::close()
         tslock_client_free(c);
 }
 
-class NativeClient : public Napi::ObjectWrap<NativeClient> {
+class NativeClient : public Napi::ObjectWrap<NativeClient>
+{
   public:
     std::shared_ptr<Pool> pool = std::make_shared<Pool>();
 
@@ -134,8 +135,8 @@ struct AddonData {
 
 std::shared_ptr<Pool> client_pool(const Napi::Value &value)
 {
-    if (!value.IsObject() ||
-        !value.As<Napi::Object>().InstanceOf(
+    if (!value.IsObject()
+        || !value.As<Napi::Object>().InstanceOf(
             value.Env().GetInstanceData<AddonData>()->client_ctor.Value()))
         return nullptr;
     return NativeClient::Unwrap(value.As<Napi::Object>())->pool;

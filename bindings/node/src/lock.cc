@@ -18,7 +18,8 @@ struct LockOptions {
     std::string dialect;
 };
 
-class NativeLock : public Napi::ObjectWrap<NativeLock> {
+class NativeLock : public Napi::ObjectWrap<NativeLock>
+{
   public:
     explicit NativeLock(const Napi::CallbackInfo &info);
     ~NativeLock() override;
@@ -96,8 +97,8 @@ NativeLock::~NativeLock()
 /* Borrow a connection and make the lock object with its options. */
 int NativeLock::setup(Failure *f)
 {
-    if (conn == nullptr &&
-        (f->code = pool->borrow(&conn, &f->detail)) != TSLOCK_OK)
+    if (conn == nullptr
+        && (f->code = pool->borrow(&conn, &f->detail)) != TSLOCK_OK)
         return f->code;
     tslock_lock *l = nullptr;
     int rc = tslock_lock_new(&l, conn, key.c_str());
@@ -192,7 +193,8 @@ int NativeLock::stop_dog()
 
 /* One promise-returning call on the pool: work() runs there, done() on
  * the main thread builds the value it resolves with. */
-class LockWorker : public Napi::AsyncWorker {
+class LockWorker : public Napi::AsyncWorker
+{
   public:
     using Work = std::function<void(NativeLock *, Failure *)>;
     using Done = std::function<Napi::Value(Napi::Env, NativeLock *)>;
@@ -203,8 +205,14 @@ class LockWorker : public Napi::AsyncWorker {
     {
         holder_ = Napi::Persistent(holder); /* keeps self alive */
     }
-    Napi::Promise promise() { return deferred_.Promise(); }
-    void Execute() override { work_(self_, &f_); }
+    Napi::Promise promise()
+    {
+        return deferred_.Promise();
+    }
+    void Execute() override
+    {
+        work_(self_, &f_);
+    }
     void OnOK() override
     {
         Napi::Env env = Env();
@@ -273,23 +281,24 @@ Napi::Value NativeLock::acquire(const Napi::CallbackInfo &info)
 
 Napi::Value NativeLock::release(const Napi::CallbackInfo &info)
 {
-    return queue(this, info.This().As<Napi::Object>(),
-                 [](NativeLock *s, Failure *f) {
-                     if (s->lock == nullptr) {
-                         f->code = TSLOCK_ESTATE;
-                         f->detail = "not held";
-                         return;
-                     }
-                     s->stop_dog();
-                     f->code = tslock_release(s->lock);
-                     if (f->code != TSLOCK_OK)
-                         f->detail = tslock_client_errstr(s->conn);
-                     if (f->code == TSLOCK_OK || f->code == TSLOCK_ELOST ||
-                         f->code == TSLOCK_EWRONGTYPE ||
-                         !tslock_lock_is_held(s->lock))
-                         s->drop();
-                 },
-                 nullptr);
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [](NativeLock *s, Failure *f) {
+            if (s->lock == nullptr) {
+                f->code = TSLOCK_ESTATE;
+                f->detail = "not held";
+                return;
+            }
+            s->stop_dog();
+            f->code = tslock_release(s->lock);
+            if (f->code != TSLOCK_OK)
+                f->detail = tslock_client_errstr(s->conn);
+            if (f->code == TSLOCK_OK || f->code == TSLOCK_ELOST
+                || f->code == TSLOCK_EWRONGTYPE
+                || !tslock_lock_is_held(s->lock))
+                s->drop();
+        },
+        nullptr);
 }
 
 /* extend(ttlMs): a watched lock pauses its watchdog around the call. */
@@ -339,16 +348,17 @@ Napi::Value NativeLock::watch(const Napi::CallbackInfo &info)
         on_loss.Unref(env);
         has_on_loss = true;
     }
-    return queue(this, info.This().As<Napi::Object>(),
-                 [interval](NativeLock *s, Failure *f) {
-                     if (s->lock == nullptr) {
-                         f->code = TSLOCK_ESTATE;
-                         f->detail = "not held";
-                     } else if (s->dog == nullptr) {
-                         s->start_dog(interval, f);
-                     }
-                 },
-                 nullptr);
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [interval](NativeLock *s, Failure *f) {
+            if (s->lock == nullptr) {
+                f->code = TSLOCK_ESTATE;
+                f->detail = "not held";
+            } else if (s->dog == nullptr) {
+                s->start_dog(interval, f);
+            }
+        },
+        nullptr);
 }
 
 /* holders(): live holders of a shared lock or semaphore. */

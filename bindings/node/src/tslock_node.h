@@ -21,7 +21,8 @@
  * its own for as long as it holds (and its watchdog another); a released
  * lock gives it back for the next.  Borrowing connects on a pool thread.
  */
-class Pool {
+class Pool
+{
   public:
     Pool() = default;
     ~Pool();
