@@ -38,6 +38,27 @@ async function startServer() {
   };
 }
 
+// tests/oldredis in front of a server, answering as Redis `version`;
+// null when the proxy is not built.
+async function startOldRedis(server, version) {
+  const bin = process.env.TSLOCK_OLDREDIS;
+  if (!bin || !fs.existsSync(bin)) return null;
+  const sock = path.join(server.dir, `redis-${version}.sock`);
+  const proc = spawn(bin, ['--emulate', version, '--listen', sock, '--upstream', server.sock,
+    '--ready-fd', '3'], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+  const line = await new Promise((resolve) => {
+    let got = '';
+    proc.stdio[3].on('data', (d) => {
+      got += d;
+      if (got.includes('\n')) resolve(got);
+    });
+    proc.on('exit', () => resolve(got));
+  });
+  if (!line.startsWith('ready')) throw new Error(`oldredis --emulate ${version}: ${line}`);
+  proc.stdio[3].destroy();
+  return { sock, url: `unix://${sock}`, stop: () => proc.kill('SIGTERM') };
+}
+
 function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -149,4 +170,4 @@ class LegacyRedisLock {
   }
 }
 
-module.exports = { startServer, sleep, Resp, resp, LegacyRedisLock };
+module.exports = { startServer, startOldRedis, sleep, Resp, resp, LegacyRedisLock };
