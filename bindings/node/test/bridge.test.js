@@ -72,7 +72,7 @@ async function mixed(client, sock, key, ms) {
   assert.ok(tslockRounds > 5 && legacyRounds > 5, 'both sides ran');
 }
 
-test('0 overlaps beside legacy peers on one key', () => mixed(client, server.sock, 'br:mixed', 2500));
+test('0 overlaps beside legacy peers on one key', () => mixed(client, server.sock, 'br:mixed', 1500));
 
 for (const version of ['2.0', '2.2', '2.6.0']) {
   test(`0 overlaps beside legacy peers through the proxy as Redis ${version}`, async (t) => {
