@@ -143,7 +143,7 @@ async function resp(sock) {
 // when the value GETSET returns is still expired; release DELs the key
 // if our own stamp has not run out yet (no owner check).
 class LegacyRedisLock {
-  constructor(r, { timeout = 1000, retryDelay = 5 } = {}) {
+  constructor(r, { timeout = 1000, retryDelay = 50 } = {}) {
     this.r = r;
     this.timeout = timeout;
     this.retryDelay = retryDelay;
