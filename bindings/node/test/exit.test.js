@@ -12,8 +12,8 @@ const child = (url, how) => `
   const { Client } = require(${JSON.stringify(path.resolve(__dirname, '..'))});
   (async () => {
     const c = Client.fromUrl(${JSON.stringify(url)});
-    await c.acquire('exit:plain', { ttl: 700 });
-    const w = await c.acquire('exit:watched', { ttl: 700 });
+    await c.acquire('exit:plain', { ttl: 1500 });
+    const w = await c.acquire('exit:watched', { ttl: 1500 });
     await w.watch({ interval: 100, onLost: () => {} });
     console.log('held');
     ${how === 'exit' ? 'process.exit(0);' : '/* the script ends */'}
@@ -34,7 +34,7 @@ for (const how of ['exit', 'end']) {
       assert.ok(Date.now() - t0 < 3000, 'the watchdog does not keep the process alive');
       assert.strictEqual(await r.call('EXISTS', 'exit:plain'), 1, 'not released for it');
       assert.strictEqual(await r.call('EXISTS', 'exit:watched'), 1);
-      await sleep(900);
+      await sleep(1700);
       assert.strictEqual(await r.call('EXISTS', 'exit:plain'), 0, 'the lease ran out');
       assert.strictEqual(await r.call('EXISTS', 'exit:watched'), 0, 'renewal died with it');
     } finally {
