@@ -35,6 +35,7 @@ class NativeLock : public Napi::ObjectWrap<NativeLock>
     tslock_client *conn = nullptr;
     tslock_watchdog *dog = nullptr;
     tslock_client *dog_conn = nullptr;
+    int64_t dog_interval = 0; /* watch()'s, kept across extend() */
     Napi::ThreadSafeFunction on_loss;
     bool has_on_loss = false;
     /* Cleared by the thread-safe function's finalizer: at exit Node may
@@ -169,6 +170,7 @@ int NativeLock::start_dog(int64_t interval_ms, Failure *f)
 {
     if ((f->code = pool->borrow(&dog_conn, &f->detail)) != TSLOCK_OK)
         return f->code;
+    dog_interval = interval_ms;
     f->code = tslock_watchdog_start(&dog, lock, dog_conn, interval_ms,
                                     on_dog_failure, this);
     if (f->code != TSLOCK_OK) {
@@ -314,7 +316,6 @@ Napi::Value NativeLock::extend(const Napi::CallbackInfo &info)
                 return;
             }
             bool watched = s->dog != nullptr;
-            int64_t interval = 0;
             s->stop_dog();
             f->code = tslock_extend(s->lock, ttl);
             if (f->code != TSLOCK_OK)
@@ -324,7 +325,7 @@ Napi::Value NativeLock::extend(const Napi::CallbackInfo &info)
                 return;
             }
             if (watched && f->code == TSLOCK_OK)
-                s->start_dog(interval, f);
+                s->start_dog(s->dog_interval, f);
         },
         hold_info);
 }

@@ -105,6 +105,9 @@ test('the watchdog renews, and its loss reaches JavaScript', async () => {
   await sleep(900);
   assert.strictEqual(lost, null);
   assert.strictEqual(await r.call('GET', 'api:f'), lock.value, 'renewed past its ttl');
+  await lock.extend(600); // pauses the watchdog around the call
+  await sleep(800);
+  assert.strictEqual(await r.call('GET', 'api:f'), lock.value, 'still renewed after extend()');
   await r.call('SET', 'api:f', 'thief');
   for (let i = 0; i < 50 && !lost; i++) await sleep(20);
   assert.ok(lost instanceof LockLostError, String(lost));
