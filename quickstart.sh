@@ -86,6 +86,14 @@ if [ "$what" = test ] \
     (cd tests/browser && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund)
 fi
 
+# The Node.js binding's build tools and test packages, as its lockfile
+# pins them (node-gyp, node-addon-api, typescript).
+if [ "$what" = test ] \
+    && [ ! -f bindings/node/node_modules/node-addon-api/package.json ]; then
+    echo "quickstart: npm ci in bindings/node"
+    (cd bindings/node && npm ci --ignore-scripts --no-audit --no-fund)
+fi
+
 [ -x configure ] || autoreconf -fi
 mkdir -p _build
 cd _build
@@ -98,7 +106,7 @@ fi
 status=0
 # Everything the browser test needs was installed above, so a missing
 # piece there is a failure, not the skip of a by-hand build.
-TSLOCK_CLASSROOM_REQUIRED=1 make -j2 check || status=$?
+TSLOCK_CLASSROOM_REQUIRED=1 TSLOCK_NODE_REQUIRED=1 make -j2 check || status=$?
 # The Debian packages, built from the release tarball and used (about a
 # minute; tests/deb.sh), then the RPMs the same way (about 30 s;
 # tests/rpm.sh).

@@ -16,7 +16,8 @@ for f in include/*.h lib/*.c lib/*.h compat/*.c compat/*.h proto/*.c proto/*.h \
          net/*.c net/*.h tools/*.c \
          tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h doc/examples/*.c \
          bindings/python/src/*.c bindings/python/src/*.h \
-         bindings/java/jni/*.c bindings/php/src/*.c bindings/php/src/*.h; do
+         bindings/java/jni/*.c bindings/php/src/*.c bindings/php/src/*.h \
+         bindings/node/src/*.cc bindings/node/src/*.h; do
     [ -f "$f" ] || continue
     if ! "$cf" --style=file --dry-run -Werror "$f" >/dev/null 2>&1; then
         echo "not formatted: $f (run: clang-format -i $f)"

@@ -1,0 +1,408 @@
+/*
+ * lock.cc - NativeLock: one named lock, its borrowed connection, and its
+ * watchdog.  Every call that talks to Redis is an AsyncWorker on the libuv
+ * pool resolving a promise; cancel() is tslock_lock_cancel() from the main
+ * thread; the watchdog's loss reaches JavaScript by a thread-safe function.
+ */
+#include <atomic>
+#include <functional>
+
+#include "tslock_node.h"
+
+/* The options acquire() applies, read once from JavaScript. */
+struct LockOptions {
+    int64_t ttl = 0; /* 0: the library's default */
+    int scheme = -1, unit = -1, rw = -1;
+    int64_t permits = 0;
+    bool fair = false, fencing = false;
+    std::string dialect;
+};
+
+class NativeLock : public Napi::ObjectWrap<NativeLock>
+{
+  public:
+    explicit NativeLock(const Napi::CallbackInfo &info);
+    ~NativeLock() override;
+
+    std::shared_ptr<Pool> pool;
+    std::string key;
+    LockOptions opt;
+    /* Guarded by mu: the lock object, so cancel() from the main thread
+     * never races its creation or freeing on a pool thread. */
+    std::mutex mu;
+    tslock_lock *lock = nullptr;
+    std::atomic<bool> cancel_wanted{false};
+    tslock_client *conn = nullptr;
+    tslock_watchdog *dog = nullptr;
+    tslock_client *dog_conn = nullptr;
+    int64_t dog_interval = 0; /* watch()'s, kept across extend() */
+    Napi::ThreadSafeFunction on_loss;
+    bool has_on_loss = false;
+    /* Cleared by the thread-safe function's finalizer: at exit Node may
+     * destroy it before this object, and it must not be released twice. */
+    std::shared_ptr<std::atomic<bool>> loss_alive;
+
+    int setup(Failure *f);
+    void drop();
+    int start_dog(int64_t interval_ms, Failure *f);
+    int stop_dog();
+
+    /* The methods JavaScript calls. */
+    Napi::Value acquire(const Napi::CallbackInfo &info);
+    Napi::Value release(const Napi::CallbackInfo &info);
+    Napi::Value extend(const Napi::CallbackInfo &info);
+    Napi::Value watch(const Napi::CallbackInfo &info);
+    Napi::Value holders(const Napi::CallbackInfo &info);
+    Napi::Value cancel(const Napi::CallbackInfo &info);
+};
+
+static int64_t num(Napi::Object o, const char *name, int64_t dflt)
+{
+    Napi::Value v = o.Get(name);
+    return v.IsNumber() ? v.As<Napi::Number>().Int64Value() : dflt;
+}
+
+/* new NativeLock(nativeClient, name, {ttl, scheme, unit, ...}) */
+NativeLock::NativeLock(const Napi::CallbackInfo &info)
+    : Napi::ObjectWrap<NativeLock>(info)
+{
+    Napi::Env env = info.Env();
+    pool = client_pool(info[0]);
+    if (pool == nullptr || !info[1].IsString() || !info[2].IsObject()) {
+        make_error(env, TSLOCK_EINVAL, "NativeLock(client, name, options)")
+            .ThrowAsJavaScriptException();
+        return;
+    }
+    key = info[1].As<Napi::String>();
+    Napi::Object o = info[2].As<Napi::Object>();
+    opt.ttl = num(o, "ttl", 0);
+    opt.scheme = (int)num(o, "scheme", -1);
+    opt.unit = (int)num(o, "unit", -1);
+    opt.rw = (int)num(o, "rw", -1);
+    opt.permits = num(o, "permits", 0);
+    opt.fair = o.Get("fair").ToBoolean();
+    opt.fencing = o.Get("fencing").ToBoolean();
+    if (o.Get("dialect").IsString())
+        opt.dialect = o.Get("dialect").As<Napi::String>();
+}
+
+NativeLock::~NativeLock()
+{
+    /* A lock collected while held is not released: its lease runs out. */
+    stop_dog();
+    drop();
+    if (has_on_loss && loss_alive->load())
+        on_loss.Release();
+}
+
+/* Borrow a connection and make the lock object with its options. */
+int NativeLock::setup(Failure *f)
+{
+    if (conn == nullptr
+        && (f->code = pool->borrow(&conn, &f->detail)) != TSLOCK_OK)
+        return f->code;
+    tslock_lock *l = nullptr;
+    int rc = tslock_lock_new(&l, conn, key.c_str());
+    if (rc == TSLOCK_OK && opt.ttl > 0)
+        rc = tslock_lock_set_ttl(l, opt.ttl);
+    if (rc == TSLOCK_OK && opt.scheme >= 0)
+        rc = tslock_lock_set_scheme(l, (tslock_scheme)opt.scheme);
+    if (rc == TSLOCK_OK && opt.unit >= 0)
+        rc = tslock_lock_set_unit(l, (tslock_unit)opt.unit);
+    if (rc == TSLOCK_OK && !opt.dialect.empty())
+        rc = tslock_lock_set_dialect(l, opt.dialect.c_str());
+    if (rc == TSLOCK_OK && opt.rw >= 0)
+        rc = tslock_lock_set_rw(l, (tslock_rw)opt.rw);
+    if (rc == TSLOCK_OK && opt.permits > 0)
+        rc = tslock_lock_set_permits(l, opt.permits);
+    if (rc == TSLOCK_OK && opt.fair)
+        rc = tslock_lock_set_fair(l, 1);
+    if (rc == TSLOCK_OK && opt.fencing)
+        rc = tslock_lock_set_fencing(l, 1);
+    if (rc != TSLOCK_OK) {
+        f->code = rc;
+        f->detail = tslock_client_errstr(conn);
+        tslock_lock_free(l);
+        return rc;
+    }
+    std::lock_guard<std::mutex> hold(mu);
+    lock = l;
+    /* An abort that came before the lock existed cancels its wait now. */
+    if (cancel_wanted.load())
+        tslock_lock_cancel(lock);
+    return TSLOCK_OK;
+}
+
+/* Free the lock object (not releasing it) and give the connection back. */
+void NativeLock::drop()
+{
+    {
+        std::lock_guard<std::mutex> hold(mu);
+        tslock_lock_free(lock);
+        lock = nullptr;
+    }
+    pool->give_back(conn);
+    conn = nullptr;
+}
+
+struct LossPayload {
+    int code;
+    std::string detail;
+};
+
+static void on_dog_failure(int code, const char *detail, void *userdata)
+{
+    NativeLock *self = static_cast<NativeLock *>(userdata);
+    if (!self->has_on_loss || !self->loss_alive->load())
+        return;
+    auto *p = new LossPayload{code, detail ? detail : ""};
+    napi_status st = self->on_loss.NonBlockingCall(
+        p, [](Napi::Env env, Napi::Function cb, LossPayload *p) {
+            if (env != nullptr && cb != nullptr)
+                cb.Call({make_error(env, p->code, p->detail).Value()});
+            delete p;
+        });
+    if (st != napi_ok)
+        delete p;
+}
+
+int NativeLock::start_dog(int64_t interval_ms, Failure *f)
+{
+    if ((f->code = pool->borrow(&dog_conn, &f->detail)) != TSLOCK_OK)
+        return f->code;
+    dog_interval = interval_ms;
+    f->code = tslock_watchdog_start(&dog, lock, dog_conn, interval_ms,
+                                    on_dog_failure, this);
+    if (f->code != TSLOCK_OK) {
+        f->detail = "watchdog";
+        pool->give_back(dog_conn);
+        dog_conn = nullptr;
+    }
+    return f->code;
+}
+
+/* Stop renewing; the hold goes back to the lock (unheld if it was lost). */
+int NativeLock::stop_dog()
+{
+    if (dog == nullptr)
+        return TSLOCK_OK;
+    int rc = tslock_watchdog_stop(dog);
+    dog = nullptr;
+    pool->give_back(dog_conn);
+    dog_conn = nullptr;
+    return rc;
+}
+
+/* One promise-returning call on the pool: work() runs there, done() on
+ * the main thread builds the value it resolves with. */
+class LockWorker : public Napi::AsyncWorker
+{
+  public:
+    using Work = std::function<void(NativeLock *, Failure *)>;
+    using Done = std::function<Napi::Value(Napi::Env, NativeLock *)>;
+    LockWorker(NativeLock *self, Napi::Object holder, Work work, Done done)
+        : Napi::AsyncWorker(holder.Env(), "tslock"), self_(self),
+          deferred_(Napi::Promise::Deferred::New(holder.Env())),
+          work_(std::move(work)), done_(std::move(done))
+    {
+        holder_ = Napi::Persistent(holder); /* keeps self alive */
+    }
+    Napi::Promise promise()
+    {
+        return deferred_.Promise();
+    }
+    void Execute() override
+    {
+        work_(self_, &f_);
+    }
+    void OnOK() override
+    {
+        Napi::Env env = Env();
+        if (f_.code != TSLOCK_OK)
+            deferred_.Reject(make_error(env, f_.code, f_.detail).Value());
+        else
+            deferred_.Resolve(done_ ? done_(env, self_) : env.Undefined());
+    }
+
+  private:
+    NativeLock *self_;
+    Napi::ObjectReference holder_;
+    Napi::Promise::Deferred deferred_;
+    Work work_;
+    Done done_;
+    Failure f_;
+};
+
+static Napi::Value queue(NativeLock *self, Napi::Object holder,
+                         LockWorker::Work work, LockWorker::Done done)
+{
+    auto *w = new LockWorker(self, holder, std::move(work), std::move(done));
+    Napi::Promise p = w->promise();
+    w->Queue();
+    return p;
+}
+
+/* The hold just taken, as acquire() resolves it. */
+static Napi::Value hold_info(Napi::Env env, NativeLock *self)
+{
+    Napi::Object o = Napi::Object::New(env);
+    const char *v = tslock_lock_value(self->lock);
+    o.Set("value", v ? v : "");
+    o.Set("fence", (double)tslock_lock_fence(self->lock));
+    o.Set("expires", (double)tslock_lock_expires_ms(self->lock));
+    o.Set("scheme", (int)tslock_lock_scheme_used(self->lock));
+    return o;
+}
+
+/* acquire(waitMs): -1 waits until taken or canceled. */
+Napi::Value NativeLock::acquire(const Napi::CallbackInfo &info)
+{
+    int64_t wait = info[0].As<Napi::Number>().Int64Value();
+    if (wait < 0)
+        wait = TSLOCK_WAIT_FOREVER;
+    cancel_wanted = false;
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [wait](NativeLock *s, Failure *f) {
+            if (s->lock != nullptr) {
+                f->code = TSLOCK_ESTATE;
+                f->detail = "this lock object already holds";
+                return;
+            }
+            if (s->setup(f) != TSLOCK_OK)
+                return;
+            f->code = tslock_acquire(s->lock, wait);
+            if (f->code != TSLOCK_OK) {
+                /* Nothing held: the connection goes back at once. */
+                f->detail = tslock_client_errstr(s->conn);
+                s->drop();
+            }
+        },
+        hold_info);
+}
+
+Napi::Value NativeLock::release(const Napi::CallbackInfo &info)
+{
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [](NativeLock *s, Failure *f) {
+            if (s->lock == nullptr) {
+                f->code = TSLOCK_ESTATE;
+                f->detail = "not held";
+                return;
+            }
+            s->stop_dog();
+            f->code = tslock_release(s->lock);
+            if (f->code != TSLOCK_OK)
+                f->detail = tslock_client_errstr(s->conn);
+            if (f->code == TSLOCK_OK || f->code == TSLOCK_ELOST
+                || f->code == TSLOCK_EWRONGTYPE
+                || !tslock_lock_is_held(s->lock))
+                s->drop();
+        },
+        nullptr);
+}
+
+/* extend(ttlMs): a watched lock pauses its watchdog around the call. */
+Napi::Value NativeLock::extend(const Napi::CallbackInfo &info)
+{
+    int64_t ttl = info[0].As<Napi::Number>().Int64Value();
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [ttl](NativeLock *s, Failure *f) {
+            if (s->lock == nullptr) {
+                f->code = TSLOCK_ESTATE;
+                f->detail = "not held";
+                return;
+            }
+            bool watched = s->dog != nullptr;
+            s->stop_dog();
+            f->code = tslock_extend(s->lock, ttl);
+            if (f->code != TSLOCK_OK)
+                f->detail = tslock_client_errstr(s->conn);
+            if (!tslock_lock_is_held(s->lock)) {
+                s->drop();
+                return;
+            }
+            if (watched && f->code == TSLOCK_OK)
+                s->start_dog(s->dog_interval, f);
+        },
+        hold_info);
+}
+
+/* watch(intervalMs, onLoss): renew from a thread of libtslock's until
+ * released; onLoss(err) is called once if renewing fails. */
+Napi::Value NativeLock::watch(const Napi::CallbackInfo &info)
+{
+    Napi::Env env = info.Env();
+    int64_t interval = info[0].As<Napi::Number>().Int64Value();
+    if (!has_on_loss && info[1].IsFunction()) {
+        loss_alive = std::make_shared<std::atomic<bool>>(true);
+        auto *alive = new std::shared_ptr<std::atomic<bool>>(loss_alive);
+        on_loss = Napi::ThreadSafeFunction::New(
+            env, info[1].As<Napi::Function>(), "tslock-loss", 0, 1, alive,
+            [](Napi::Env, std::shared_ptr<std::atomic<bool>> *alive) {
+                **alive = false;
+                delete alive;
+            });
+        /* A renewing watchdog does not keep the process alive. */
+        on_loss.Unref(env);
+        has_on_loss = true;
+    }
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [interval](NativeLock *s, Failure *f) {
+            if (s->lock == nullptr) {
+                f->code = TSLOCK_ESTATE;
+                f->detail = "not held";
+            } else if (s->dog == nullptr) {
+                s->start_dog(interval, f);
+            }
+        },
+        nullptr);
+}
+
+/* holders(): live holders of a shared lock or semaphore. */
+Napi::Value NativeLock::holders(const Napi::CallbackInfo &info)
+{
+    auto count = std::make_shared<int64_t>(0);
+    return queue(
+        this, info.This().As<Napi::Object>(),
+        [count](NativeLock *s, Failure *f) {
+            bool own = s->lock == nullptr;
+            if (own && s->setup(f) != TSLOCK_OK)
+                return;
+            f->code = tslock_lock_holders(s->lock, count.get());
+            if (f->code != TSLOCK_OK)
+                f->detail = tslock_client_errstr(s->conn);
+            if (own)
+                s->drop();
+        },
+        [count](Napi::Env env, NativeLock *) {
+            return Napi::Number::New(env, (double)*count);
+        });
+}
+
+/* cancel(): end a pending wait now (from the main thread). */
+Napi::Value NativeLock::cancel(const Napi::CallbackInfo &info)
+{
+    cancel_wanted = true;
+    std::lock_guard<std::mutex> hold(mu);
+    if (lock != nullptr)
+        tslock_lock_cancel(lock);
+    return info.Env().Undefined();
+}
+
+Napi::Object init_lock(Napi::Env env, Napi::Object exports)
+{
+    Napi::Function f = NativeLock::DefineClass(
+        env, "NativeLock",
+        {NativeLock::InstanceMethod("acquire", &NativeLock::acquire),
+         NativeLock::InstanceMethod("release", &NativeLock::release),
+         NativeLock::InstanceMethod("extend", &NativeLock::extend),
+         NativeLock::InstanceMethod("watch", &NativeLock::watch),
+         NativeLock::InstanceMethod("holders", &NativeLock::holders),
+         NativeLock::InstanceMethod("cancel", &NativeLock::cancel)});
+    exports.Set("NativeLock", f);
+    return exports;
+}

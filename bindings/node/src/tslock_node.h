@@ -1,0 +1,66 @@
+/*
+ * tslock_node.h - what the files of the Node addon share: the pool of
+ * connections a Client lends to its locks, and how a tslock code becomes
+ * a rejected promise.  The addon calls only include/tslock.h; every lock
+ * decision is libtslock's.
+ */
+#ifndef TSLOCK_NODE_H
+#define TSLOCK_NODE_H
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <napi.h>
+#include <tslock.h>
+
+/*
+ * Connections to one server, as one URL names it.  A tslock_client is
+ * used by one thread at a time, so every lock borrows a connection of
+ * its own for as long as it holds (and its watchdog another); a released
+ * lock gives it back for the next.  Borrowing connects on a pool thread.
+ */
+class Pool
+{
+  public:
+    Pool() = default;
+    ~Pool();
+    Pool(const Pool &) = delete;
+    Pool &operator=(const Pool &) = delete;
+
+    /* Parse url (on the main thread); err gets the parser's line. */
+    int parse(const std::string &url, std::string *err);
+    /* Add one TLS setting (tslock_tls_set's names). */
+    int set_tls(const char *name, const char *value, std::string *err);
+    /* Lend a connected client (connects when none is idle). */
+    int borrow(tslock_client **out, std::string *err);
+    /* Take a client back: kept for the next borrower unless broken. */
+    void give_back(tslock_client *client);
+    /* Free the idle connections; borrowed ones are freed when returned. */
+    void close();
+
+  private:
+    std::mutex mu_;
+    struct tslock_url url_ = {};
+    bool parsed_ = false;
+    bool closed_ = false;
+    std::vector<tslock_client *> idle_;
+};
+
+/* A failure to hand to JavaScript: the library's code and its detail. */
+struct Failure {
+    int code = TSLOCK_OK;
+    std::string detail;
+};
+
+/* The Error a promise is rejected with (lib/errors.js makes the class). */
+Napi::Error make_error(Napi::Env env, int code, const std::string &detail);
+
+Napi::Object init_client(Napi::Env env, Napi::Object exports);
+Napi::Object init_lock(Napi::Env env, Napi::Object exports);
+
+/* The NativeClient's pool, for NativeLock's constructor. */
+std::shared_ptr<Pool> client_pool(const Napi::Value &value);
+
+#endif
