@@ -335,6 +335,94 @@ static void test_vanishing_key(void)
     tslock_client_free(c);
 }
 
+/*
+ * GETSET's answer decides a takeover: another client's GETSET landing
+ * between our GET of the expired stamp and our GETSET (played by the
+ * step hook, which writes that client's live stamp) makes ours answer
+ * the other stamp, not the expired one we saw.  We do not hold; the
+ * winner's stamp is put back and read as the holder's lease end.
+ */
+static char getset_winner[32];
+
+static int getset_first_hook(tslock_client *c, tslock_step step,
+                             const char *key, void *ud)
+{
+    (void)c;
+    (void)ud;
+    if (step == TSLOCK_STEP_GETSET && getset_winner[0] != '\0') {
+        raw_do("SET %s %s", key, getset_winner);
+        getset_winner[0] = '\0';
+    }
+    return 0;
+}
+
+static void test_getset_answer_decides(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = th_stamp_lock(c, "lock:getset", 1000);
+    char live[32];
+    int64_t expires;
+
+    snprintf(live, sizeof(live), "%" PRId64, clk.wall_ms + 5000);
+    raw_do("SET %s %s", "lock:getset", "1690000000000"); /* expired */
+    snprintf(getset_winner, sizeof(getset_winner), "%s", live);
+    tslock_client_set_step_hook(c, getset_first_hook, NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EBUSY);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    CU_ASSERT_STRING_EQUAL(getset_winner, ""); /* the hook ran */
+    CU_ASSERT_TRUE(holds("lock:getset", live));
+    expires = tslock_lock_expires_ms(l);
+    CU_ASSERT_EQUAL(expires, clk.wall_ms + 5000);
+    /* Unhindered, the same takeover holds. */
+    raw_do("SET %s %s", "lock:getset", "1690000000000");
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("lock:getset", tslock_lock_value(l)));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_client_set_step_hook(c, NULL, NULL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/*
+ * A bridge hold is ours only while its owner key holds our token: a key
+ * with our stamp and its TTL, whose owner key another bridge holder (same
+ * stamp, another token) wrote, is not released (in the Lua, WATCH and
+ * classic forms) or extended, and is left as it is.
+ */
+static void test_bridge_owner_token_checked(void)
+{
+    static const tslock_release_form forms[] = {
+        TSLOCK_RELEASE_LUA, TSLOCK_RELEASE_WATCH, TSLOCK_RELEASE_CLASSIC,
+        TSLOCK_RELEASE_BEST};
+    static const char other[] = "0123456789abcdef0123456789abcdef";
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+    size_t i;
+    int rc;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:proof") == TSLOCK_OK);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_BRIDGE);
+    tslock_lock_set_ttl(l, 60000);
+    for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        char stamp[64];
+
+        CU_ASSERT_EQUAL(tslock_lock_set_release_form(l, forms[i]), TSLOCK_OK);
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        snprintf(stamp, sizeof(stamp), "%s", tslock_lock_value(l));
+        raw_do("SET %s %s PX 60000", "{lock:proof}:owner", other);
+        rc = i == 3 ? tslock_extend(l, 60000) /* in the best form */
+                    : tslock_release(l);
+        CU_ASSERT_EQUAL(rc, TSLOCK_ELOST);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:proof", stamp));
+        CU_ASSERT_TRUE(holds("{lock:proof}:owner", other));
+        raw_do("DEL %s", "lock:proof", NULL);
+        raw_do("DEL %s", "{lock:proof}:owner", NULL);
+    }
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
 /* ------------------------------------------------ release */
 
 /*
@@ -1014,6 +1102,10 @@ int main(void)
     CU_add_test(s, "handles: print and adopt", test_handles);
     CU_add_test(s, "classify and peek at any value", test_classify_and_peek);
     CU_add_test(s, "owner key: its name and its token", test_owner_key);
+    CU_add_test(s, "a GETSET answering another's stamp does not hold",
+                test_getset_answer_decides);
+    CU_add_test(s, "a bridge hold checks its owner token in every form",
+                test_bridge_owner_token_checked);
     CU_add_test(s, "watchdog renews and reports a loss", test_watchdog);
     CU_add_test(s, "the watchdog thread takes no signals",
                 test_watchdog_takes_no_signals);
