@@ -155,7 +155,11 @@ th_watchdog() {
     th_bound=$((${TSLOCK_TEST_TIMEOUT:-120} * ${TSLOCK_TEST_TIMEOUT_SCALE:-1}))
     [ "$th_bound" -gt 0 ] || th_bound=120
     th_state=$(mktemp "${TMPDIR:-/tmp}/tslock-check.XXXXXX") || return 0
-    sh -c '
+    th_prog=$(basename "$0")
+    # The watchdog drops the script's traps before it runs: a copy of the
+    # script's shell killed before its exec would run the script's
+    # cleanup and exit check itself.
+    (trap - EXIT INT TERM; exec sh -c '
         main=$1 state=$2 bound=$3 prog=$4
         last= since=$(date +%s)
         while kill -0 "$main" 2>/dev/null; do
@@ -176,7 +180,7 @@ th_watchdog() {
             sleep 1
         done
         rm -f "$state"' tslock-watchdog "$$" "$th_state" "$th_bound" \
-        "$(basename "$0")" &
+        "$th_prog") &
     th_watchdog_pid=$!
 }
 
@@ -256,8 +260,8 @@ finish() {
     [ -z "$th_watchdog_pid" ] || kill "$th_watchdog_pid" 2>/dev/null
     [ -z "$th_state" ] || rm -f "$th_state"
     if [ -n "$th_tracked" ] && [ -z "$th_exit_armed" ]; then
-        not_ok "harness: $(basename "$0") started servers but installed no" \
-            "th_on_exit cleanup, so nothing checks they are stopped"
+        not_ok "harness: $(basename "$0") started servers but installed no \
+th_on_exit cleanup, so nothing checks they are stopped"
     fi
     echo "$passed passed, $failed failed"
     [ $failed -eq 0 ]
