@@ -984,6 +984,46 @@ static int other_threads_blocking(int sig)
     return n;
 }
 
+/*
+ * The watchdog's default interval (0) renews at a third of the lease:
+ * another client polling every 10-20 ms never gets in over three lease
+ * lengths.  A watchdog that waited a whole lease would renew a key the
+ * server had just expired (its clock started after the lease began), and
+ * the other client would take it.
+ */
+static void test_watchdog_default_interval(void)
+{
+    tslock_client *c = th_client(&srv), *renew = th_client(&srv);
+    tslock_client *other = th_client(&srv);
+    tslock_lock *l = NULL, *o = NULL;
+    tslock_watchdog *w = NULL;
+    int seen = TSLOCK_OK;
+
+    CU_ASSERT_FATAL(pipe(failure_pipe) == 0);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:dog3") == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&o, other, "lock:dog3") == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 1500);
+    tslock_lock_set_retry(o, 10, 20);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(
+        tslock_watchdog_start(&w, l, renew, 0, on_renew_failure, &seen),
+        TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(o, 4500), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_watchdog_status(w), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_watchdog_stop(w), TSLOCK_OK);
+    CU_ASSERT_EQUAL(seen, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    if (tslock_lock_is_held(o))
+        (void)tslock_release(o);
+    tslock_lock_free(l);
+    tslock_lock_free(o);
+    tslock_client_free(c);
+    tslock_client_free(renew);
+    tslock_client_free(other);
+    close(failure_pipe[0]);
+    close(failure_pipe[1]);
+}
+
 static void test_watchdog_takes_no_signals(void)
 {
     tslock_client *c = th_client(&srv), *renew = th_client(&srv);
@@ -1107,6 +1147,8 @@ int main(void)
     CU_add_test(s, "a bridge hold checks its owner token in every form",
                 test_bridge_owner_token_checked);
     CU_add_test(s, "watchdog renews and reports a loss", test_watchdog);
+    CU_add_test(s, "the watchdog's default interval: a third of the lease",
+                test_watchdog_default_interval);
     CU_add_test(s, "the watchdog thread takes no signals",
                 test_watchdog_takes_no_signals);
     CU_add_test(s, "argument checks", test_arguments);
