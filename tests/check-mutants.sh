@@ -88,7 +88,8 @@ run_test() {
     TSLOCK_TEST_ONLY=$2 timeout -k 20 "$bound" "$make" -C "$work/build" \
         check TESTS="$1" >"$work/$3.make.log" 2>&1
     rc=$?
-    cat "$work/build/$1.log" >"$work/$3.log" 2>/dev/null
+    # The test's log, named as automake names it (foo.sh's is foo.log).
+    cat "$work/build/${1%.sh}.log" >"$work/$3.log" 2>/dev/null
     if [ $rc -eq 124 ] || [ $rc -eq 137 ] ||
         grep -q "^HANG: " "$work/$3.log" 2>/dev/null; then
         echo hang
