@@ -104,6 +104,8 @@ check "tidy: its server is gone" gone "${server:-0}"
 leaky untracked 'kill "$pid" && wait "$pid"' '' "trap cleanup EXIT"
 check "no th_on_exit: the script fails (exit $rc)" [ $rc -ne 0 ]
 check "no th_on_exit: said" has "installed no th_on_exit" "$out"
+check "no th_on_exit: its own trap stopped its server" gone "${server:-0}"
+[ -z "$server" ] || kill "$server" 2>/dev/null # whatever the check said
 leaky hung 'kill "$pid" && wait "$pid"' 't "a planted hang" 0 sleep 3600'
 check "hung: the script fails (exit $rc)" [ $rc -ne 0 ]
 check "hung: the hang is named" \
