@@ -115,6 +115,10 @@ make rpm || status=$?
 # The Python sdist, which builds libtslock itself, installed into a venv
 # and used (over a minute of compiling; tests/python_sdist.sh).
 make check-python-sdist || status=$?
+# The mutation suite's short form: a seventh of tests/mutants/, chosen by
+# the weekday, so that every mutant runs over a week (a copy of the tree
+# built once, then a build and a test run per mutant; tests/check-mutants.sh).
+MUTANTS_PICK=daily make check-mutants || status=$?
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then

@@ -35,7 +35,7 @@ cleanup() {
     stop "$rpid"
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 
 start_tcp_server 11 "$dir/redis.log" || { echo "no redis-server"; exit 1; }

@@ -7,6 +7,7 @@
 # machine), exit 124, with "HANG: proof/a planted hang exceeded 2 s",
 # the server and the child gone.  The same for a shell test through
 # tests/harness.sh, and for a pytest test through tests/pytest_hang.py.
+# And a leak is a failure: a shell test whose cleanup forgets a server.
 set -u
 
 . "${top_srcdir:-.}/tests/harness.sh"
@@ -63,6 +64,53 @@ check "sh: the hung script fails" [ $rc -ne 0 ]
 check "sh: within 30 s (took $took s)" [ $took -le 30 ]
 check "sh: the hang is named" \
     has "^HANG: hung.sh/a planted hang exceeded 2 s$" "$out"
+
+# Nothing outlives a shell test: a script whose cleanup forgets its
+# server (as test_cli_once.sh's did, its pid overwritten) passes every
+# check and still fails, naming the server, which is gone afterwards; the
+# same script that stops it passes; one with no th_on_exit fails at
+# finish; and a hung one leaves no server either.
+leaky() { # leaky NAME CLEANUP [EXTRA]: the script $dir/NAME.sh
+    cat >"$dir/$1.sh" <<EOT
+. "${top_srcdir:-.}/tests/harness.sh"
+need_server
+dir="$dir/$1.d"
+mkdir -p "\$dir"
+out="\$dir/out"
+err="\$dir/err"
+cleanup() { $2; }
+${4:-th_on_exit cleanup}
+trap 'exit 130' INT TERM
+start_unix_server "\$dir/r.sock" "\$dir/r.log"
+pid=\$started
+echo "server \$pid"
+t "a check that passes" 0 true
+${3:-}
+finish
+EOT
+    TSLOCK_TEST_TIMEOUT=2 TSLOCK_TEST_TIMEOUT_SCALE=1 $SHELL "$dir/$1.sh" \
+        >"$out" 2>"$err"
+    rc=$?
+    server=$(sed -n 's/^server \([0-9]*\)$/\1/p' "$out")
+}
+leaky leak 'pid=1234567; kill "$pid" 2>/dev/null'
+check "leak: the script fails (exit $rc)" [ $rc -ne 0 ]
+check "leak: the server is named" \
+    has "^FAIL - process $server (.*redis-server.*) outlived leak.sh" "$out"
+check "leak: and is gone afterwards" gone "${server:-0}"
+leaky tidy 'kill "$pid" && wait "$pid"'
+check "tidy: the script that stops its server passes (exit $rc)" [ $rc -eq 0 ]
+check "tidy: its server is gone" gone "${server:-0}"
+leaky untracked 'kill "$pid" && wait "$pid"' '' "trap cleanup EXIT"
+check "no th_on_exit: the script fails (exit $rc)" [ $rc -ne 0 ]
+check "no th_on_exit: said" has "installed no th_on_exit" "$out"
+check "no th_on_exit: its own trap stopped its server" gone "${server:-0}"
+[ -z "$server" ] || kill "$server" 2>/dev/null # whatever the check said
+leaky hung 'kill "$pid" && wait "$pid"' 't "a planted hang" 0 sleep 3600'
+check "hung: the script fails (exit $rc)" [ $rc -ne 0 ]
+check "hung: the hang is named" \
+    has "^HANG: hung.sh/a planted hang exceeded 2 s$" "$out"
+check "hung: its server is gone" gone "${server:-0}"
 
 # The pytest plugin of tests/test_python.sh, where pytest is installed.
 python=${PYTHON:-python3}

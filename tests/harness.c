@@ -845,6 +845,27 @@ static void watchdog_start(void)
  * every count that can reveal a failure is checked.  A run of no tests is
  * a failure too: it means registration went wrong.
  */
+/*
+ * $TSLOCK_TEST_ONLY: run only the tests whose name contains it (make
+ * check-mutants names the test that must catch a mutant, and a program
+ * of several minutes need not run whole for it).  The others are made
+ * inactive, which is no failure.
+ */
+static void only_named_tests(void)
+{
+    const char *only = getenv("TSLOCK_TEST_ONLY");
+    CU_pSuite s;
+    CU_pTest t;
+
+    if (only == NULL || *only == '\0')
+        return;
+    CU_set_fail_on_inactive(CU_FALSE);
+    for (s = CU_get_registry()->pSuite; s != NULL; s = s->pNext)
+        for (t = s->pTest; t != NULL; t = t->pNext)
+            if (strstr(t->pName, only) == NULL)
+                CU_set_test_active(t, CU_FALSE);
+}
+
 int th_run_all(void)
 {
     CU_ErrorCode err;
@@ -855,6 +876,7 @@ int th_run_all(void)
         return 1;
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
+    only_named_tests();
     install_cleanup();
     watchdog_start();
     err = CU_basic_run_tests();

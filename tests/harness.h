@@ -117,6 +117,9 @@ void th_clock_advance(th_clock *c, int64_t ms);
  * test failed, no suite failed to initialize or clean up and CUnit
  * reported no error; 1 otherwise.
  *
+ * With $TSLOCK_TEST_ONLY set, only the tests whose name contains it
+ * run; the others are inactive, which is no failure.
+ *
  * A hang is a failure: a watchdog thread ends the program when one test
  * runs longer than th_hang_bound_s(), printing "HANG: SUITE/TEST exceeded
  * N s" on stderr, stopping the servers started here, killing this

@@ -5,9 +5,57 @@
 # C tests.  A sourcing script sets $dir (its temp dir), $out and $err (the
 # files of the last command run by t), and may set $shown, the lines of
 # stdout printed under a failure (5 unless set).
+#
+# Nothing a test starts outlives it.  The servers started here (and what
+# a script hands to th_track) are noted; a script stops them by pid in its
+# own cleanup, which it installs with th_on_exit CLEANUP instead of trap
+# ... EXIT.  After CLEANUP, on success, failure and hang alike, the exit
+# trap looks for any noted process still running: it names it, kills it
+# and fails the script.  A script that started a server without
+# th_on_exit fails at finish.
 
 passed=0
 failed=0
+th_tracked=
+th_exit_armed=
+
+# th_track PID...: note processes the script started, for the exit check.
+th_track() {
+    th_tracked="$th_tracked $*"
+}
+
+# th_alive PID: running, not a zombie waiting to be reaped.
+th_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    th_pstate=$(sed -n 's/^[0-9]* (.*) \([A-Za-z]\).*/\1/p' \
+        "/proc/$1/stat" 2>/dev/null)
+    [ "$th_pstate" != Z ]
+}
+
+# th_leak_check: 0 when no noted process runs any more; else each one
+# still running is named (FAIL), killed with SIGKILL and reaped, and 1.
+th_leak_check() {
+    th_leaks=0
+    for th_p in $th_tracked; do
+        th_alive "$th_p" || continue
+        echo "FAIL - process $th_p ($(tr '\0' ' ' <"/proc/$th_p/cmdline" \
+            2>/dev/null | sed 's/ *$//')) outlived $(basename "$0"):" \
+            "not stopped by its pid"
+        kill -KILL "$th_p" 2>/dev/null
+        wait "$th_p" 2>/dev/null
+        th_leaks=$((th_leaks + 1))
+    done
+    [ $th_leaks -eq 0 ]
+}
+
+# th_on_exit CLEANUP: at exit, run CLEANUP (a command), then the leak
+# check; a leak turns the exit status into 1.
+th_on_exit() {
+    th_exit_armed=1
+    th_cleanup=$1
+    trap 'th_rc=$?; eval "$th_cleanup"; th_leak_check || th_rc=1; exit $th_rc' \
+        EXIT
+}
 
 # need_server: $server and $cli, or the test is skipped (77) without them.
 need_server() {
@@ -59,6 +107,7 @@ start_unix_server() {
         fi
         sleep 0.05
     done
+    th_track "$started"
 }
 
 # start_tcp_server SEED LOG: a redis-server on a loopback port, for what
@@ -80,7 +129,8 @@ start_tcp_server() {
         n=0
         while kill -0 "$started" 2>/dev/null && [ $n -le 200 ]; do
             [ "$("$cli" -p $started_port config get dir 2>/dev/null \
-                | tail -1)" = "$(cd "$dir" && pwd -P)" ] && return 0
+                | tail -1)" = "$(cd "$dir" && pwd -P)" ] &&
+                th_track "$started" && return 0
             n=$((n + 1))
             sleep 0.05
         done
@@ -105,7 +155,11 @@ th_watchdog() {
     th_bound=$((${TSLOCK_TEST_TIMEOUT:-120} * ${TSLOCK_TEST_TIMEOUT_SCALE:-1}))
     [ "$th_bound" -gt 0 ] || th_bound=120
     th_state=$(mktemp "${TMPDIR:-/tmp}/tslock-check.XXXXXX") || return 0
-    sh -c '
+    th_prog=$(basename "$0")
+    # The watchdog drops the script's traps before it runs: a copy of the
+    # script's shell killed before its exec would run the script's
+    # cleanup and exit check itself.
+    (trap - EXIT INT TERM; exec sh -c '
         main=$1 state=$2 bound=$3 prog=$4
         last= since=$(date +%s)
         while kill -0 "$main" 2>/dev/null; do
@@ -126,7 +180,7 @@ th_watchdog() {
             sleep 1
         done
         rm -f "$state"' tslock-watchdog "$$" "$th_state" "$th_bound" \
-        "$(basename "$0")" &
+        "$th_prog") &
     th_watchdog_pid=$!
 }
 
@@ -205,6 +259,10 @@ await_file() {
 finish() {
     [ -z "$th_watchdog_pid" ] || kill "$th_watchdog_pid" 2>/dev/null
     [ -z "$th_state" ] || rm -f "$th_state"
+    if [ -n "$th_tracked" ] && [ -z "$th_exit_armed" ]; then
+        not_ok "harness: $(basename "$0") started servers but installed no \
+th_on_exit cleanup, so nothing checks they are stopped"
+    fi
     echo "$passed passed, $failed failed"
     [ $failed -eq 0 ]
 }
@@ -241,8 +299,8 @@ use_installed() {
     fi
     dir=$(mktemp -d "${TMPDIR:-/tmp}/tslock-pkg.XXXXXX") || return 1
     ui_pid=
-    trap '[ -n "$ui_pid" ] && kill "$ui_pid" 2>/dev/null \
-        && wait "$ui_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+    th_on_exit '[ -n "$ui_pid" ] && kill "$ui_pid" 2>/dev/null \
+        && wait "$ui_pid" 2>/dev/null; rm -rf "$dir"'
     trap 'exit 130' INT TERM
     start_unix_server "$dir/redis.sock" "$dir/redis.log"
     ui_pid=$started

@@ -30,7 +30,8 @@ cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     rm -rf "$dir"
 }
-trap cleanup EXIT INT TERM
+th_on_exit cleanup
+trap 'exit 130' INT TERM
 out=$dir/out
 err=$dir/err
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1 PIP_NO_CACHE_DIR=1

@@ -47,7 +47,7 @@ cleanup() {
     done
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 out="$dir/out"
 err="$dir/err"

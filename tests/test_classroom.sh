@@ -75,7 +75,7 @@ cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 start_unix_server "$sock" "$dir/redis.log"
 pid=$started

@@ -35,7 +35,7 @@ cleanup() {
     [ -n "$pw_pid" ] && kill "$pw_pid" 2>/dev/null && wait "$pw_pid" 2>/dev/null
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 start_unix_server "$sock" "$dir/redis.log"
 pid=$started
@@ -175,6 +175,7 @@ psock="$dir/pw.sock"
 "$server" --port 0 --unixsocket "$psock" --requirepass SECRETPW --save '' \
     --appendonly no --dir "$dir" --logfile "$dir/redis-pw.log" &
 pw_pid=$!
+th_track $pw_pid
 i=0
 until "$cli" -s "$psock" -a SECRETPW --no-auth-warning ping >/dev/null 2>&1; do
     i=$((i + 1))

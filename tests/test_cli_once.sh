@@ -43,14 +43,17 @@ grace_ms=$((6000 / SCALE))
 echo "# seed $seed, $periods periods of $period_ms ms per server"
 
 dir=$(mktemp -d /tmp/tslock-once.XXXXXX) || exit 1
-pid=
+# The server's pid has a name of its own: check_period reads "pid" from
+# the runs, and a cleanup that killed "$pid" left the server running.
+server_pid=
 proxies=
 cleanup() {
     for p in $proxies; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null \
+        && wait "$server_pid" 2>/dev/null
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 out="$dir/out"
 err="$dir/err"
@@ -59,11 +62,12 @@ if ! start_tcp_server 13 "$dir/redis.log"; then
     echo "no redis-server of ours came up on a loopback port"
     exit 1
 fi
-pid=$started
+server_pid=$started
 port=$started_port
 for v in 2.2.15 2.0.5; do
     "$old" --emulate $v --listen "$dir/old-$v.sock" --upstream-port $port &
     proxies="$proxies $!"
+    th_track $!
 done
 for v in 2.2.15 2.0.5; do
     await_file "$dir/old-$v.sock" || {

@@ -27,7 +27,7 @@ cleanup() {
     done
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 
 # start N: redis-server N on $dir/rN.sock; its pid in pidN.

@@ -40,7 +40,7 @@ cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 out="$dir/out"
 err="$dir/err"
@@ -376,6 +376,56 @@ t "2.4: survey --since reads the record through 2.4" 0 \
 check "2.4: old:1 from the address ?" has '^[-0-9T:Z]* *[0-9]*s  ? *"old:1"' "$out"
 kill "$old_pid" && wait "$old_pid" 2>/dev/null
 old_pid=
+
+# ---------------------------- the clock offset: its sign and its unit
+# tslock_clock_offset_seconds is the server's clock (TIME) minus the
+# exporter host's, in seconds.  An exporter on a host whose wall clock
+# runs 10 s ahead (libfaketime, the monotonic clock left alone) reads the
+# server 10 s behind: about -10; one 10 s behind reads about +10; one
+# with the true clock about 0.  A wrong sign or milliseconds fail.
+libft="${TSLOCK_LIBFAKETIME:-}"
+if [ -z "$libft" ]; then
+    for f in /usr/lib/*/faketime/libfaketime.so.1 \
+        /usr/lib/faketime/libfaketime.so.1; do
+        [ -r "$f" ] && libft=$f && break
+    done
+fi
+# offset_with SKEW: the offset an exporter reads with its clock SKEW off
+# (a faketime offset such as +10), printed; 1 when none came within 10 s.
+offset_with() {
+    oport=$(free_port)
+    LD_PRELOAD="${1:+$libft}" FAKETIME="$1" FAKETIME_DONT_FAKE_MONOTONIC=1 \
+        ASAN_OPTIONS=verify_asan_link_order=0 \
+        $tool -u "$U" exporter --listen "127.0.0.1:$oport" \
+        >"$dir/exporter-skew.out" 2>"$dir/exporter-skew.err" &
+    exporter=$!
+    until_true 10 sh -c "curl -sf http://127.0.0.1:$oport/metrics \
+        | grep -q '^tslock_clock_offset_seconds{$S} '"
+    got=$(curl -sf "http://127.0.0.1:$oport/metrics" |
+        sed -n "s|^tslock_clock_offset_seconds{$S} ||p")
+    kill "$exporter"
+    wait "$exporter"
+    exporter=
+    [ -n "$got" ] && echo "$got"
+}
+# near VALUE WANT: |VALUE - WANT| < 1.5 s (a scrape's round trip, a loaded
+# machine, and TIME's whole seconds on the way).
+near() {
+    awk -v v="$1" -v w="$2" 'BEGIN { d = v - w; exit !(v != "" && d > -1.5 && d < 1.5) }'
+}
+if [ -z "$libft" ]; then
+    not_ok "clock offset under libfaketime: libfaketime not found" \
+        "(apt-get install faketime libfaketime; quickstart.sh does)"
+else
+    ahead=$(offset_with +10)
+    behind=$(offset_with -10)
+    true_clock=$(offset_with "")
+    check "a host 10 s ahead reads the server's clock at -10 s (got $ahead)" \
+        near "$ahead" -10
+    check "a host 10 s behind reads +10 s (got $behind)" near "$behind" 10
+    check "the true clock reads about 0 s (got $true_clock)" \
+        near "$true_clock" 0
+fi
 
 # ------------------------------ the examples of doc/observability.md
 # The YAML blocks after the markers, as they stand in the page.

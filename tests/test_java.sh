@@ -34,7 +34,7 @@ cleanup() {
     done
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 1' INT TERM
 
 # The tests, compiled against the jar as a user's code would be.
@@ -99,6 +99,7 @@ if command -v openssl >/dev/null 2>&1; then
             --tls-auth-clients yes --save '' --appendonly no \
             --dir "$c" --logfile "$dir/tls.log" &
         tpid=$!
+        th_track $tpid
         n=0
         while kill -0 $tpid 2>/dev/null && [ $n -le 200 ] \
             && ! "$cli" -s "$dir/tls.sock" ping >/dev/null 2>&1; do

@@ -335,6 +335,94 @@ static void test_vanishing_key(void)
     tslock_client_free(c);
 }
 
+/*
+ * GETSET's answer decides a takeover: another client's GETSET landing
+ * between our GET of the expired stamp and our GETSET (played by the
+ * step hook, which writes that client's live stamp) makes ours answer
+ * the other stamp, not the expired one we saw.  We do not hold; the
+ * winner's stamp is put back and read as the holder's lease end.
+ */
+static char getset_winner[32];
+
+static int getset_first_hook(tslock_client *c, tslock_step step,
+                             const char *key, void *ud)
+{
+    (void)c;
+    (void)ud;
+    if (step == TSLOCK_STEP_GETSET && getset_winner[0] != '\0') {
+        raw_do("SET %s %s", key, getset_winner);
+        getset_winner[0] = '\0';
+    }
+    return 0;
+}
+
+static void test_getset_answer_decides(void)
+{
+    tslock_client *c = clocked_client();
+    tslock_lock *l = th_stamp_lock(c, "lock:getset", 1000);
+    char live[32];
+    int64_t expires;
+
+    snprintf(live, sizeof(live), "%" PRId64, clk.wall_ms + 5000);
+    raw_do("SET %s %s", "lock:getset", "1690000000000"); /* expired */
+    snprintf(getset_winner, sizeof(getset_winner), "%s", live);
+    tslock_client_set_step_hook(c, getset_first_hook, NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EBUSY);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    CU_ASSERT_STRING_EQUAL(getset_winner, ""); /* the hook ran */
+    CU_ASSERT_TRUE(holds("lock:getset", live));
+    expires = tslock_lock_expires_ms(l);
+    CU_ASSERT_EQUAL(expires, clk.wall_ms + 5000);
+    /* Unhindered, the same takeover holds. */
+    raw_do("SET %s %s", "lock:getset", "1690000000000");
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("lock:getset", tslock_lock_value(l)));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    tslock_client_set_step_hook(c, NULL, NULL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
+/*
+ * A bridge hold is ours only while its owner key holds our token: a key
+ * with our stamp and its TTL, whose owner key another bridge holder (same
+ * stamp, another token) wrote, is not released (in the Lua, WATCH and
+ * classic forms) or extended, and is left as it is.
+ */
+static void test_bridge_owner_token_checked(void)
+{
+    static const tslock_release_form forms[] = {
+        TSLOCK_RELEASE_LUA, TSLOCK_RELEASE_WATCH, TSLOCK_RELEASE_CLASSIC,
+        TSLOCK_RELEASE_BEST};
+    static const char other[] = "0123456789abcdef0123456789abcdef";
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+    size_t i;
+    int rc;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:proof") == TSLOCK_OK);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_BRIDGE);
+    tslock_lock_set_ttl(l, 60000);
+    for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        char stamp[64];
+
+        CU_ASSERT_EQUAL(tslock_lock_set_release_form(l, forms[i]), TSLOCK_OK);
+        CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+        snprintf(stamp, sizeof(stamp), "%s", tslock_lock_value(l));
+        raw_do("SET %s %s PX 60000", "{lock:proof}:owner", other);
+        rc = i == 3 ? tslock_extend(l, 60000) /* in the best form */
+                    : tslock_release(l);
+        CU_ASSERT_EQUAL(rc, TSLOCK_ELOST);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        CU_ASSERT_TRUE(holds("lock:proof", stamp));
+        CU_ASSERT_TRUE(holds("{lock:proof}:owner", other));
+        raw_do("DEL %s", "lock:proof", NULL);
+        raw_do("DEL %s", "{lock:proof}:owner", NULL);
+    }
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
 /* ------------------------------------------------ release */
 
 /*
@@ -896,6 +984,46 @@ static int other_threads_blocking(int sig)
     return n;
 }
 
+/*
+ * The watchdog's default interval (0) renews at a third of the lease:
+ * another client polling every 10-20 ms never gets in over three lease
+ * lengths.  A watchdog that waited a whole lease would renew a key the
+ * server had just expired (its clock started after the lease began), and
+ * the other client would take it.
+ */
+static void test_watchdog_default_interval(void)
+{
+    tslock_client *c = th_client(&srv), *renew = th_client(&srv);
+    tslock_client *other = th_client(&srv);
+    tslock_lock *l = NULL, *o = NULL;
+    tslock_watchdog *w = NULL;
+    int seen = TSLOCK_OK;
+
+    CU_ASSERT_FATAL(pipe(failure_pipe) == 0);
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:dog3") == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&o, other, "lock:dog3") == TSLOCK_OK);
+    tslock_lock_set_ttl(l, 1500);
+    tslock_lock_set_retry(o, 10, 20);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(
+        tslock_watchdog_start(&w, l, renew, 0, on_renew_failure, &seen),
+        TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_acquire(o, 4500), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_watchdog_status(w), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_watchdog_stop(w), TSLOCK_OK);
+    CU_ASSERT_EQUAL(seen, TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    if (tslock_lock_is_held(o))
+        (void)tslock_release(o);
+    tslock_lock_free(l);
+    tslock_lock_free(o);
+    tslock_client_free(c);
+    tslock_client_free(renew);
+    tslock_client_free(other);
+    close(failure_pipe[0]);
+    close(failure_pipe[1]);
+}
+
 static void test_watchdog_takes_no_signals(void)
 {
     tslock_client *c = th_client(&srv), *renew = th_client(&srv);
@@ -1014,7 +1142,13 @@ int main(void)
     CU_add_test(s, "handles: print and adopt", test_handles);
     CU_add_test(s, "classify and peek at any value", test_classify_and_peek);
     CU_add_test(s, "owner key: its name and its token", test_owner_key);
+    CU_add_test(s, "a GETSET answering another's stamp does not hold",
+                test_getset_answer_decides);
+    CU_add_test(s, "a bridge hold checks its owner token in every form",
+                test_bridge_owner_token_checked);
     CU_add_test(s, "watchdog renews and reports a loss", test_watchdog);
+    CU_add_test(s, "the watchdog's default interval: a third of the lease",
+                test_watchdog_default_interval);
     CU_add_test(s, "the watchdog thread takes no signals",
                 test_watchdog_takes_no_signals);
     CU_add_test(s, "argument checks", test_arguments);

@@ -5,10 +5,16 @@
  * watchdog; a restart without persistence under a hold; a server that
  * stops answering (SIGSTOP); and the bounds on reconnecting.
  */
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -356,6 +362,176 @@ static void test_waiting_acquire_through_client_kill(void)
     tslock_client_free(c);
 }
 
+/*
+ * A waiting acquire across a server SIGKILLed and restarted about a
+ * second later (tslock -w across a crash): the first reconnects fail,
+ * and the wait goes on.  The step hook kills the server before the
+ * waiter's second attempt and, before the hook returns, puts a stand-in
+ * on the server's socket: a listener that accepts each reconnect and
+ * drops it at once, counting them.  So the first reconnect fails
+ * whatever the machine's load, and the real server comes back (empty:
+ * no persistence, the holder's key gone) only after the stand-in has
+ * dropped RESTART_AFTER_DROPS reconnects and a second has passed.
+ */
+#define RESTART_AFTER_DROPS 3
+
+struct stand_in {
+    int fd;           /* the listener on srv.socket, -1 once closed */
+    int dropped;      /* reconnects accepted and dropped */
+    int restarted;    /* 1 once srv runs again, -1 when that failed */
+    int64_t since_ms; /* when the server was killed */
+    atomic_int stop;  /* set by the test: restart now, whatever the count */
+    pthread_t thread;
+};
+
+static struct stand_in stand;
+static int crash_attempts;
+
+static void *stand_in_run(void *arg)
+{
+    struct stand_in *si = arg;
+    int64_t end = th_deadline_ms(10000);
+
+    while (!atomic_load(&si->stop) && th_mono_ms() < end
+           && (si->dropped < RESTART_AFTER_DROPS
+               || th_mono_ms() - si->since_ms < 1000)) {
+        struct pollfd p = {.fd = si->fd, .events = POLLIN};
+        if (poll(&p, 1, 20) == 1) {
+            int fd = accept(si->fd, NULL, NULL);
+            if (fd >= 0) {
+                close(fd);
+                si->dropped++;
+            }
+        }
+    }
+    close(si->fd);
+    si->fd = -1;
+    unlink(srv.socket);
+    si->restarted = th_server_restart(&srv) == 0 ? 1 : -1;
+    return NULL;
+}
+
+/* The stand-in on srv.socket, listening before this returns. */
+static int stand_in_start(struct stand_in *si)
+{
+    struct sockaddr_un a;
+
+    memset(si, 0, sizeof(*si));
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    if (strlen(srv.socket) >= sizeof(a.sun_path))
+        return -1;
+    memcpy(a.sun_path, srv.socket, strlen(srv.socket) + 1);
+    si->since_ms = th_mono_ms();
+    si->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    unlink(srv.socket);
+    if (si->fd < 0 || bind(si->fd, (struct sockaddr *)&a, sizeof(a)) != 0
+        || listen(si->fd, 16) != 0)
+        return -1;
+    return pthread_create(&si->thread, NULL, stand_in_run, si) == 0 ? 0 : -1;
+}
+
+static int crash_mid_wait(tslock_client *c, tslock_step step, const char *key,
+                          void *userdata)
+{
+    (void)c;
+    (void)key;
+    (void)userdata;
+    if (step != TSLOCK_STEP_SET && step != TSLOCK_STEP_EVALSHA)
+        return 0;
+    if (++crash_attempts == 2) {
+        th_server_kill(&srv);
+        if (stand_in_start(&stand) != 0) {
+            fprintf(stderr, "stand-in on %s: %s\n", srv.socket,
+                    strerror(errno));
+            exit(2);
+        }
+    }
+    return 0;
+}
+
+static void test_waiting_acquire_through_crash(void)
+{
+    tslock_client *h = th_client(&srv), *c = th_client(&srv);
+    tslock_lock *held = new_lock(h, "res:crash", 0, 60000);
+    tslock_lock *l = new_lock(c, "res:crash", 0, 10000);
+    int64_t t0;
+    int rc;
+
+    crash_attempts = 0;
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(held, 0), TSLOCK_OK);
+    /* Reconnects go at the retry delay when it is under the backoff. */
+    tslock_lock_set_retry(l, 50, 60);
+    tslock_client_set_step_hook(c, crash_mid_wait, NULL);
+    t0 = th_mono_ms();
+    rc = tslock_acquire(l, 8000);
+    atomic_store(&stand.stop, 1);
+    pthread_join(stand.thread, NULL);
+    tslock_client_set_step_hook(c, NULL, NULL);
+    printf("\n    acquire %s after %lld ms, %d reconnects dropped before "
+           "the restart ",
+           tslock_errname(rc), (long long)(th_mono_ms() - t0), stand.dropped);
+    CU_ASSERT_EQUAL_FATAL(stand.restarted, 1);
+    CU_ASSERT_TRUE(stand.dropped >= RESTART_AFTER_DROPS);
+    CU_ASSERT_EQUAL(rc, TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("res:crash", tslock_lock_value(l)));
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    (void)tslock_release(held); /* its key died with the server */
+    tslock_lock_free(held);
+    tslock_lock_free(l);
+    tslock_client_free(h);
+    tslock_client_free(c);
+}
+
+/*
+ * A server that stays down through the whole wait: the waiter goes on
+ * reconnecting to its deadline, not one reconnect less, and then gives
+ * the connection's code (tslock_acquire(3): TSLOCK_EIO).
+ */
+static int down_attempts;
+
+static int down_mid_wait(tslock_client *c, tslock_step step, const char *key,
+                         void *userdata)
+{
+    (void)c;
+    (void)key;
+    (void)userdata;
+    if ((step == TSLOCK_STEP_SET || step == TSLOCK_STEP_EVALSHA)
+        && ++down_attempts == 2)
+        th_server_kill(&srv);
+    return 0;
+}
+
+static void test_waiting_acquire_gives_up_at_deadline(void)
+{
+    tslock_client *h = th_client(&srv), *c = th_client(&srv);
+    tslock_lock *held = new_lock(h, "res:gone", 0, 60000);
+    tslock_lock *l = new_lock(c, "res:gone", 0, 10000);
+    int64_t t0, took;
+    int rc;
+
+    down_attempts = 0;
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(held, 0), TSLOCK_OK);
+    tslock_lock_set_retry(l, 50, 60);
+    tslock_client_set_step_hook(c, down_mid_wait, NULL);
+    t0 = th_mono_ms();
+    rc = tslock_acquire(l, 1500);
+    took = th_mono_ms() - t0;
+    tslock_client_set_step_hook(c, NULL, NULL);
+    printf("\n    server down: acquire %s after %lld ms of a 1500 ms wait ",
+           tslock_errname(rc), (long long)took);
+    CU_ASSERT_EQUAL(rc, TSLOCK_EIO);
+    CU_ASSERT_TRUE(took >= 1500 - 50);
+    CU_ASSERT_TRUE(took < 1500 + 2000);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    CU_ASSERT_FATAL(th_server_restart(&srv) == 0);
+    (void)tslock_release(held);
+    tslock_lock_free(held);
+    tslock_lock_free(l);
+    tslock_client_free(h);
+    tslock_client_free(c);
+}
+
 /* ------------------------------------------------ bounds */
 
 /*
@@ -475,6 +651,10 @@ int main(void)
                 test_watchdog_through_restart);
     CU_add_test(s, "a waiting acquire through CLIENT KILL",
                 test_waiting_acquire_through_client_kill);
+    CU_add_test(s, "a waiting acquire through SIGKILL and restart",
+                test_waiting_acquire_through_crash);
+    CU_add_test(s, "a waiting acquire gives up at its deadline",
+                test_waiting_acquire_gives_up_at_deadline);
     CU_add_test(s, "a server that stays down: bounds", test_server_down_bounds);
     CU_add_test(s, "a hung server (SIGSTOP)", test_hung_server);
     rc = th_run_all();

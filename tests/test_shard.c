@@ -323,6 +323,61 @@ static void test_sharded_stays_in_shard(void)
 }
 
 /*
+ * A sharded client's announcements outside the release scripts stay in
+ * the shard too: a timestamp lock released in the classic form (GET,
+ * compare, DEL, then the announcement by itself), and a lock broken
+ * (tslock_lock_break) by another sharded client.  Counted on the bus as
+ * above: no publish message, the master's one replica's publishshard.
+ */
+static void announce_and_count(int do_break, long *publish, long *shard)
+{
+    int owner = th_cluster_owner(&cl, "{an}"), seed = other_node(owner, -1);
+    tslock_client *hc = client_on(seed, TSLOCK_PUBSUB_SHARDED);
+    tslock_client *bc = client_on(seed, TSLOCK_PUBSUB_SHARDED);
+    tslock_lock *h = waiting_lock(hc, "{an}:lock");
+    tslock_lock *b = waiting_lock(bc, "{an}:lock");
+    char value[128];
+    long p0, s0;
+    int rc;
+
+    CU_ASSERT_EQUAL(tslock_lock_set_scheme(h, TSLOCK_SCHEME_TIMESTAMP),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_lock_set_release_form(h, TSLOCK_RELEASE_CLASSIC),
+                    TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(h, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL_FATAL(tslock_lock_peek(b, value, sizeof(value), NULL),
+                          TSLOCK_OK);
+    CU_ASSERT_FATAL(await_own_replica(owner));
+    p0 = bus_stat("cluster_stats_messages_publish_sent");
+    s0 = bus_stat("cluster_stats_messages_publishshard_sent");
+    rc = do_break ? tslock_lock_break(b, value) : tslock_release(h);
+    CU_ASSERT_EQUAL(rc, TSLOCK_OK);
+    *publish = bus_stat("cluster_stats_messages_publish_sent") - p0;
+    *shard = bus_stat("cluster_stats_messages_publishshard_sent") - s0;
+    if (do_break)
+        CU_ASSERT_EQUAL(tslock_release(h), TSLOCK_ELOST);
+    tslock_lock_free(h);
+    tslock_lock_free(b);
+    tslock_client_free(hc);
+    tslock_client_free(bc);
+}
+
+static void test_classic_release_and_break_stay_in_shard(void)
+{
+    long rpub, rshard, bpub, bshard;
+
+    announce_and_count(0, &rpub, &rshard);
+    announce_and_count(1, &bpub, &bshard);
+    printf("\n    bus messages: classic-form release %ld publish + %ld "
+           "publishshard; break %ld publish + %ld publishshard ",
+           rpub, rshard, bpub, bshard);
+    CU_ASSERT_EQUAL(rpub, 0);
+    CU_ASSERT_EQUAL(rshard, 1); /* the master's one replica */
+    CU_ASSERT_EQUAL(bpub, 0);
+    CU_ASSERT_EQUAL(bshard, 1);
+}
+
+/*
  * tslock 1.0's release of a token lock with a line, verbatim (SHA1
  * 74490905): it knows only 'w' (classic) entries, takes an 's' entry
  * for a polling one and announces on the key's classic channel.
@@ -1243,6 +1298,8 @@ int main(void)
         s = CU_add_suite("sharded wake-ups", NULL, NULL);
         CU_add_test(s, "a wake-up stays in its shard",
                     test_sharded_stays_in_shard);
+        CU_add_test(s, "a classic-form release and a break stay in the shard",
+                    test_classic_release_and_break_stay_in_shard);
         CU_add_test(s, "both kinds wake each other",
                     test_both_kinds_wake_each_other);
         CU_add_test(s, "a '}' key wakes one", test_brace_key_wakes_one);

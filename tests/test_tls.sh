@@ -34,7 +34,7 @@ cleanup() {
     done
     rm -rf "$dir"
 }
-trap cleanup EXIT
+th_on_exit cleanup
 trap 'exit 130' INT TERM
 out="$dir/out"
 err="$dir/err"
@@ -137,6 +137,7 @@ start() {
             if [ "$("$cli" -s "$dir/$name.sock" config get dir 2>/dev/null \
                 | tail -1)" = "$(cd "$dir/$name" && pwd -P)" ]; then
                 pids="$pids $started"
+                th_track "$started"
                 return 0
             fi
             n=$((n + 1))
@@ -435,6 +436,7 @@ for try in 1 2 3 4 5 6; do
     } >"$sdir/sentinel.conf"
     "$server" "$sdir/sentinel.conf" --sentinel --logfile "$sdir/log" &
     spid=$!
+    th_track $spid
     n=0
     while kill -0 $spid 2>/dev/null && [ $n -le 100 ]; do
         "$cli" -p $sport --tls --cacert "$c/ca.crt" --cert "$c/client.crt" \
