@@ -4,10 +4,14 @@
 # order, against a private redis-server on a Unix socket, with `tslock`
 # the built tool and `redis-cli` aimed at that server; a block that exits
 # non-zero fails the check.  The page's survey must also name the key it
-# planted as the redis-lock gem's.  POSIX sh.
+# planted as the redis-lock gem's.  Then each example value that
+# tslock-dialects(7) says tslock writes in a preset is planted under a key
+# of its own, and `tslock survey --json` must name that preset among the
+# key's dialects.  POSIX sh.
 set -u
 tool="${top_builddir:-.}/tools/tslock"
 page="${top_srcdir:-.}/doc/dialects.md"
+man7="${top_srcdir:-.}/doc/man/tslock-dialects.7"
 . "${top_srcdir:-.}/tests/harness.sh"
 need_server
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tslock-dialects-md.XXXXXX") || exit 99
@@ -47,4 +51,33 @@ check "survey names the gem's key, expired" has "redis-lock-gem.*expired" "$out"
 check "the command ran under the lock" has "report ran" "$out"
 last_is() { [ "$(tail -n 1 "$out")" = "$1" ]; }
 check "the release left no key" last_is 0
+
+# tslock-dialects(7)'s examples: "preset<TAB>value", roff escapes undone;
+# the row "(below)" takes the .nf line after ".\" example PRESET".
+sed -n '/^\.\\" examples: begin/,/^\.\\" examples: end/p' "$man7" \
+    | grep -v '^\.' | grep -v '^l l\.$' | sed 's/\\-/-/g' >"$dir/examples"
+n_examples=0
+while IFS='	' read -r preset value; do
+    if [ "$value" = "(below)" ]; then
+        value=$(sed -n "/^\.\\\\\" example $preset\$/{n;p;}" "$man7")
+    fi
+    [ -n "$value" ] || { value="(none found)"; }
+    "$cli" -s "$dir/redis.sock" SET "example.$preset" "$value" >/dev/null
+    n_examples=$((n_examples + 1))
+done <"$dir/examples"
+t "survey reads tslock-dialects(7)'s example values" 0 env \
+    REDIS_URL="unix://$dir/redis.sock" "$tool" survey --json \
+    --match 'example.*'
+survey="$dir/survey"
+cp "$out" "$survey"
+names_preset() { # PRESET: its key's stamp_dialect lists it
+    grep "\"key\":\"example\.$1\"" "$survey" \
+        | grep -q "\"stamp_dialect\":\"\([^\"]*/\)\{0,1\}$1\(/[^\"]*\)\{0,1\}\""
+}
+check "tslock-dialects(7) has examples for every preset" \
+    test "$n_examples" -eq "$("$tool" dialects | awk 'NR > 1' | wc -l)"
+while IFS='	' read -r preset value; do
+    check "survey names tslock-dialects(7)'s $preset example" \
+        names_preset "$preset"
+done <"$dir/examples"
 finish
