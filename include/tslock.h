@@ -1050,7 +1050,8 @@ TSLOCK_EXTERN int tslock_dialect_parse(const char *dialect, const char *value,
  * alike by redis-py 2.x and redis-mutex), "" when none matches.
  *
  * names, size: at least 1 byte; a list that does not fit is cut at a
- * name and ends with "/...".
+ * name and ends with "/...", or where that does not fit either holds the
+ * first name cut to fit (32 bytes hold any preset's name).
  * expires_ms: receives the first match's reading (may be NULL).
  * Returns TSLOCK_OK, TSLOCK_EUNREADABLE (no preset matches) or
  * TSLOCK_EINVAL.

@@ -795,16 +795,16 @@ int tslock_dialect_match(const char *value, size_t len, char *names,
                          size_t size, int64_t *expires_ms)
 {
     struct tslock__dialect d;
-    size_t i, off = 0;
+    char all[PRESET_COUNT * 32];
+    size_t i, off = 0, n, cut;
     int found = 0;
     const char *why;
     int64_t exp;
 
     if (value == NULL || names == NULL || size == 0)
         return TSLOCK_EINVAL;
-    names[0] = '\0';
+    all[0] = '\0';
     for (i = 0; i < PRESET_COUNT; i++) {
-        size_t n = strlen(presets[i].name) + (found ? 1 : 0);
         if (tslock__dialect_compile(&d, presets[i].name, NULL, 0) != TSLOCK_OK
             || tslock__dialect_parse(&d, value, len, &exp, &why, NULL)
                    != TSLOCK_OK)
@@ -819,17 +819,26 @@ int tslock_dialect_match(const char *value, size_t len, char *names,
             continue;
         if (!found && expires_ms != NULL)
             *expires_ms = exp;
-        if (off + n + 4 >= size && i + 1 < PRESET_COUNT) {
-            if (off + 4 < size)
-                snprintf(names + off, size - off, "%s", found ? "/..." : "");
-            return TSLOCK_OK;
-        }
-        if (off + n < size) {
-            snprintf(names + off, size - off, "%s%s", found ? "/" : "",
-                     presets[i].name);
-            off += n;
-        }
+        off += (size_t)snprintf(all + off, sizeof(all) - off, "%s%s",
+                                found ? "/" : "", presets[i].name);
         found = 1;
+    }
+    n = strlen(all);
+    if (n < size) {
+        memcpy(names, all, n + 1);
+    } else {
+        /* Cut at a name, with "/..." after it; else the first name cut. */
+        for (cut = size > 4 ? size - 4 : 0; cut > 0 && all[cut] != '/'; cut--)
+            ;
+        if (cut > 0) {
+            memcpy(names, all, cut);
+            memcpy(names + cut, "/...", 5);
+        } else { /* the first name, as much of it as fits */
+            cut = strcspn(all, "/");
+            cut = cut < size - 1 ? cut : size - 1;
+            memcpy(names, all, cut);
+            names[cut] = '\0';
+        }
     }
     return found ? TSLOCK_OK : TSLOCK_EUNREADABLE;
 }

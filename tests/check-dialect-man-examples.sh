@@ -13,6 +13,17 @@ cc="${CC:-cc}"
 command -v "$cc" >/dev/null 2>&1 || { echo "no $cc; skipped"; exit 77; }
 [ -f "$lib/libtslock.so" ] || { echo "no $lib/libtslock.so; skipped"; exit 77; }
 lib=$(cd "$lib" && pwd)
+# A library built with the sanitizers needs their runtimes loaded first
+# into a program built without them (as tests/test_python.sh does).
+asan=$(ldd "$lib/libtslock.so" 2>/dev/null \
+    | sed -n 's/.*\(libasan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+ubsan=$(ldd "$lib/libtslock.so" 2>/dev/null \
+    | sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+if [ -n "$asan" ]; then
+    LD_PRELOAD="$asan${ubsan:+ $ubsan}"
+    ASAN_OPTIONS=detect_leaks=0
+    export LD_PRELOAD ASAN_OPTIONS
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tslock-man-ex.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
 failed=0
