@@ -103,7 +103,7 @@ static const char *const help_text[] = {
     "                       shared holders, never an exclusive one\n"
     "      --exclusive      the exclusive side of a read-write lock: while\n"
     "                       it waits, new shared holders wait behind it\n"
-    "      --permits N      a semaphore: at most N holders at once\n"
+    "      --permits N      a semaphore: at most N holders at once\n",
     "      --functions MODE  where an ACL refuses EVAL: load (default: run\n"
     "                       the scripts as Redis 7 Functions, loading the\n"
     "                       library), use (an operator loaded it) or off\n"
@@ -133,7 +133,7 @@ static const char *const help_text[] = {
     "      --keep-periods N  records expire after N periods (default 30)\n"
     "      --host-name NAME  the name recorded for this host (default: its\n"
     "                       host name)\n"
-    "      --last N         history: the last N runs (default 10)\n"
+    "      --last N         history: the last N runs (default 10)\n",
     "  -E, --conflict-exit-code N  status when the lock is busy (default 1)\n"
     "  -q, --quiet          no chatter; errors and warnings only\n"
     "  -v, --verbose        scheme, server, capabilities and each step\n"

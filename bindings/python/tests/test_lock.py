@@ -108,6 +108,17 @@ def test_every_code_maps_to_the_hierarchy():
         assert exc.code == code and exc.errname == "TSLOCK_" + name
         assert str(exc) == "detail of %s" % name
     assert issubclass(tslock.LockLostError, tslock.LockNotOwnedError)
+
+
+def test_errors_takes_the_errname_a_lock_error_carries():
+    # doc/python.md looks a code up by e.errname ("TSLOCK_ELOST").
+    exc = tslock._tslock._exception(tslock.ERRORS["ELOST"], "lost")
+    assert tslock.ERRORS[exc.errname] == exc.code == tslock.ERRORS["ELOST"]
+    assert "TSLOCK_ELOST" in tslock.ERRORS and "ELOST" in tslock.ERRORS
+    assert "TSLOCK_ENOSUCH" not in tslock.ERRORS
+    assert len(tslock.ERRORS) == 21 and "TSLOCK_ELOST" not in tslock.ERRORS.keys()
+    with pytest.raises(KeyError):
+        tslock.ERRORS["TSLOCK_ENOSUCH"]
     # Without a detail, the library's message.
     assert "held by another owner" in str(
         tslock._tslock._exception(tslock.ERRORS["EBUSY"]))

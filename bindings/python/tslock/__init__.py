@@ -59,9 +59,27 @@ _log = _logging.getLogger("tslock")
 # does tslock's, None for an error that no one lock caused (a Client's).
 LockError.lock_name = None
 
-#: Every TSLOCK_E* code by name ("EBUSY": -1, ...), as LockError.code holds.
-ERRORS = {name: getattr(_tslock, name)
-          for name in dir(_tslock) if name.startswith("E") and name.isupper()}
+class _Codes(dict):
+    """The codes by short name ("ELOST"); the full name a LockError carries
+    as .errname ("TSLOCK_ELOST") finds the same code, so
+    ERRORS[e.errname] works as the docs show."""
+
+    def __missing__(self, key):
+        if isinstance(key, str) and key.startswith("TSLOCK_") and \
+                key[7:] in self:
+            return self[key[7:]]
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or (
+            isinstance(key, str) and key.startswith("TSLOCK_") and
+            dict.__contains__(self, key[7:]))
+
+
+#: Every TSLOCK_E* code by name ("EBUSY": -1, ...), as LockError.code holds;
+#: ERRORS["TSLOCK_EBUSY"] (a LockError's .errname) gives the same code.
+ERRORS = _Codes((name, getattr(_tslock, name))
+                for name in dir(_tslock) if name.startswith("E") and name.isupper())
 
 _SCHEMES = {"auto": 0, "timestamp": 1, "token": 2, "bridge": 3}
 _UNITS = {"ms": 0, "s": 1, "float": 2}
