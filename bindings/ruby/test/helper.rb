@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# frozen_string_literal: true
+
+# What the tslock minitest suite shares: one private redis-server on a
+# Unix socket in a temporary directory, started here and stopped by its
+# pid when the run ends, a fresh key per test, and a plain redis-rb
+# connection (Debian's ruby-redis) for looking at keys and for the legacy
+# peers.
+require "minitest/autorun"
+require "fileutils"
+require "securerandom"
+require "socket"
+require "tmpdir"
+require "tslock"
+
+module TslockTestServer
+  def self.ping(path)
+    s = UNIXSocket.new(path)
+    s.write("PING\r\n")
+    ok = s.readpartial(64).start_with?("+PONG")
+    s.close
+    ok
+  rescue SystemCallError, IOError
+    false
+  end
+
+  # Start a redis-server; returns [pid, socket path, dir].
+  def self.start
+    dir = Dir.mktmpdir("tslock-rbtest.")
+    sock = File.join(dir, "redis.sock")
+    conf = File.join(dir, "redis.conf")
+    File.write(conf, "port 0\nunixsocket \"#{sock}\"\nunixsocketperm 700\n" \
+                     "dir \"#{dir}\"\nsave \"\"\nappendonly no\n" \
+                     "daemonize no\n")
+    prog = ENV.fetch("REDIS_SERVER", "").empty? ? "redis-server" : ENV["REDIS_SERVER"]
+    pid = Process.spawn(prog, conf, out: File.join(dir, "redis.log"),
+                                    err: [:child, :out], in: File::NULL)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    until ping(sock)
+      if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        Process.kill(:KILL, pid)
+        raise "redis-server did not start (log in #{dir})"
+      end
+      sleep 0.01
+    end
+    [pid, sock, dir]
+  end
+
+  def self.stop(pid, dir)
+    Process.kill(:TERM, pid)
+    Process.wait(pid)
+    FileUtils.rm_rf(dir)
+  rescue Errno::ESRCH, Errno::ECHILD
+    FileUtils.rm_rf(dir)
+  end
+
+  PID, SOCKET, DIR = start
+  URL = "unix://#{SOCKET}"
+  MAIN_PID = Process.pid
+  Minitest.after_run { stop(PID, DIR) if Process.pid == MAIN_PID }
+end
+
+class TslockTest < Minitest::Test
+  def url
+    TslockTestServer::URL
+  end
+
+  def client
+    @client ||= Tslock::Client.new(url: url)
+  end
+
+  def key
+    @key ||= "rbtest:#{SecureRandom.hex(6)}"
+  end
+
+  def redis
+    require "redis"
+    @redis ||= Redis.new(path: TslockTestServer::SOCKET)
+  end
+
+  def mono
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  def teardown
+    @redis&.close
+  end
+end

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# frozen_string_literal: true
+
+# tslock's bridge scheme beside the legacy Ruby lock gems on one key, each
+# in its dialect: no overlap ever involves a tslock holder, and a legacy
+# takeover of an expired tslock hold is reported to tslock as a loss.
+require "helper"
+require "legacy_peers"
+
+class TestLegacy < TslockTest
+  ROUND_S = 0.8
+
+  # Two tslock threads and two legacy threads on one key for ROUND_S;
+  # returns [overlaps with a tslock holder inside, tslock entries, peer
+  # entries].  The peers' leases are 1 s, tslock's 5 s: no lease runs out
+  # while its holder is inside.
+  def mixed_run(klass, url, key)
+    guard = Mutex.new
+    inside = []
+    overlaps = 0
+    counts = Hash.new(0)
+    enter = lambda do |who|
+      guard.synchronize do
+        overlaps += 1 if !inside.empty? && (who == :tslock || inside.include?(:tslock))
+        inside << who
+        counts[who] += 1
+      end
+      sleep 0.002
+      guard.synchronize { inside.delete_at(inside.index(who)) }
+    end
+    stop = mono + ROUND_S
+    c = Tslock::Client.new(url: url)
+    threads = Array.new(2) do
+      lock = c.lock(key, ttl: 5, scheme: :bridge, dialect: klass::DIALECT,
+                         retry_delay: 0.005..0.01)
+      Thread.new do
+        while mono < stop
+          begin
+            lock.synchronize(timeout: 2) { enter.call(:tslock) }
+          rescue Tslock::LostError
+            # The gems GETSET after reading a key that was just released
+            # as expired (nil.to_f is 0.0), overwriting a stamp tslock
+            # had just written: tslock finds out at release.
+            counts[:lost] += 1
+          rescue Tslock::BusyError
+            counts[:busy] += 1 # a stamp nobody holds, until it expires
+          end
+        end
+      end
+    end
+    threads += Array.new(2) do
+      Thread.new do
+        r = Redis.new(path: url.sub("unix://", ""))
+        peer = LegacyPeers.make(klass, r, key, 1)
+        while mono < stop
+          if peer.try_lock
+            enter.call(:legacy)
+            peer.unlock
+          end
+          sleep 0.004
+        end
+        r.close
+      end
+    end
+    threads.each(&:join)
+    [overlaps, counts[:tslock], counts[:legacy]]
+  end
+
+  LegacyPeers::ALL.each do |klass|
+    name = klass.name.split("::").last.downcase
+    define_method("test_bridge_beside_#{name}") do
+      overlaps, ours, theirs = mixed_run(klass, url, key)
+      assert_equal 0, overlaps
+      assert_operator ours, :>, 0
+      assert_operator theirs, :>, 0
+    end
+  end
+
+  # Each gem takes over an expired tslock hold (in threads: whole-second
+  # stamps take up to three seconds to expire) and tslock reports a loss.
+  def test_legacy_takeovers_are_losses
+    results = LegacyPeers::ALL.map do |klass|
+      k = "#{key}:#{klass.name}"
+      lock = client.lock(k, ttl: 1, scheme: :bridge, dialect: klass::DIALECT)
+      lock.lock
+      Thread.new do
+        r = Redis.new(path: TslockTestServer::SOCKET)
+        peer = LegacyPeers.make(klass, r, k, 30)
+        deadline = mono + 5
+        sleep 0.05 until peer.try_lock || mono > deadline
+        taken = r.get(k)
+        lost = begin
+          lock.unlock
+          :released
+        rescue Tslock::LostError
+          :lost
+        end
+        kept = r.get(k) == taken
+        peer.unlock
+        r.close
+        [klass, lost, kept]
+      end
+    end.map(&:value)
+    results.each do |klass, lost, kept|
+      assert_equal :lost, lost, "#{klass}: tslock's release after a takeover"
+      assert kept, "#{klass}: tslock deleted the taker's value"
+    end
+  end
+end
