@@ -10,7 +10,7 @@
 # run nor its log can tell: this test runs configure where the source is.
 #
 # The copy holds what configure reads (configure, the .in files,
-# build-aux/, include/tslock.h) and an empty folder for every top-level
+# build-aux/, include/tslock.h, lib/libtslock.map) and an empty folder for every top-level
 # folder of the source tree, since only the names beside configure can
 # collide with what it removes.  configure runs with no options (the
 # README's by-hand route), with the CC and hiredis flags of this build.
@@ -34,6 +34,8 @@ mkdir -p "$copy/include" || exit 99
 for d in "$src"/*/; do
     mkdir -p "$copy/$(basename "$d")" || exit 99
 done
+# configure's summary reads the symbol version nodes from the map.
+cp -p "$src/lib/libtslock.map" "$copy/lib/" || exit 99
 # make distcheck's sources are read-only, and so would the copy be.
 chmod -R u+w "$copy"
 
