@@ -11,13 +11,21 @@
 #              counter): updates lost to an overlap
 #   dupfence   fences handed to two holds (one fence counter per master)
 #   gap_ms     the longest time with no hold open, first grant to last
-# Variables: counter (the counter's final value).
+#              (and in brackets: before the fault, during it, after the
+#              heal)
+# Variables: counter (the counter's final value), fault_at and healed_at
+# (µs, the same clock: every namespace shares the machine's).
 {
     t = $1; kind = $2; c = $3; f = $4
     if (first == "") first = t
     if (kind == "enter") {
         grants++
-        if (open > 0) double++
+        if (open > 0) {
+            double++
+            if (t < fault_at) dpre++
+            else if (t < healed_at) dfault++
+            else dpost++
+        }
         if (open == 0 && idle_since != "" && t - idle_since > gap)
             gap = t - idle_since
         if (!(c in inside)) { inside[c] = 1; open++ }
@@ -32,7 +40,7 @@
     }
 }
 END {
-    printf "grants=%d double=%d writes=%d refused=%d lost=%d dupfence=%d gap_ms=%d\n",
-        grants, double, writes, refused, writes - counter, dupfence,
+    printf "grants=%d double=%d(%d/%d/%d) writes=%d refused=%d lost=%d dupfence=%d gap_ms=%d\n",
+        grants, double, dpre, dfault, dpost, writes, refused, writes - counter, dupfence,
         gap / 1000
 }

@@ -217,7 +217,8 @@ for p in $(cat "$STATE/workers"); do wait "$p"; done
 ask() { in_host chk redis-cli -h 10.45.0.100 --raw "$@"; }
 counter=$(ask GET counter)
 ask LRANGE events 0 -1 >"$STATE/events"
-counts=$(awk -v counter="${counter:-0}" -f "$here/check.awk" "$STATE/events")
+counts=$(awk -v counter="${counter:-0}" -v fault_at="$fault_at" \
+    -v healed_at="$healed_at" -f "$here/check.awk" "$STATE/events")
 failed=$(cat "$STATE"/c?.log | awk '$2 != 0' | wc -l)
 codes=$(cat "$STATE"/c?.log | awk '$2 != 0 { n[$2]++ }
     END { s = ""; for (c in n) s = s (s == "" ? "" : ",") c ":" n[c];
@@ -228,5 +229,10 @@ if [ -n "${PARTITION_KEEP:-}" ]; then
     mkdir -p "$PARTITION_KEEP"
     cp "$STATE/events" "$PARTITION_KEEP/$config-$nemesis-$seed.events"
     cat "$STATE"/c?.log.err >"$PARTITION_KEEP/$config-$nemesis-$seed.err" 2>/dev/null
+    for h in n1 n2 n3; do
+        cat "$STATE/$h/sentinel.log" 2>/dev/null | sed "s/^/$h /"
+    done >"$PARTITION_KEEP/$config-$nemesis-$seed.sentinel"
+    for i in 1 2 3 4 5; do sed "s/\$/ c$i/" "$STATE/c$i.log"; done |
+        sort -n >"$PARTITION_KEEP/$config-$nemesis-$seed.attempts"
+    echo "$fault_at $healed_at" >"$PARTITION_KEEP/$config-$nemesis-$seed.fault"
 fi
-: "$fault_at" "$healed_at"
