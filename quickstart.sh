@@ -41,13 +41,15 @@ top_packages="tmux"
 # stress-ng: make check-stress loads every core while the tests run.
 # prometheus (with promtool), curl: the exporter's test has a real
 # Prometheus scrape tslock exporter and checks its output with promtool.
+# iproute2: make check-partitions builds its hosts from network namespaces
+# (ip netns, veth pairs, bridges) and cuts the network between them.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libssl-dev openssl libcunit1-dev redis-server
           python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
           rpm rpmlint file dh-python python3-venv python3-wheel stress-ng
-          prometheus curl"
+          prometheus curl iproute2"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
