@@ -21,7 +21,9 @@
 # Needs root and ip netns; skips (77) without them.  Everything it makes
 # is torn down on exit, on failure, on a signal and, through a watchdog,
 # on a hang.  Environment: TSLOCK (the tool), PARTITION_LIMIT (seconds
-# before the watchdog ends the run; default 120).
+# before the watchdog ends the run; default 120), PARTITION_SHORT (set:
+# the short fixed schedule), PARTITION_KEEP (a directory: keep each run's
+# events, client logs, sentinel logs and fault times there).
 set -u
 config=${1:?usage: run.sh CONFIG NEMESIS SEED}
 nemesis=${2:?usage: run.sh CONFIG NEMESIS SEED}
@@ -49,6 +51,12 @@ set -- $(awk -v s="$seed" 'BEGIN { srand(s);
 pre_ms=$1
 fault_ms=$2
 post_ms=6000
+# The short form (short.sh): 2 s of calm, a 6 s fault, 3 s after.
+if [ -n "${PARTITION_SHORT:-}" ]; then
+    pre_ms=2000
+    fault_ms=6000
+    post_ms=3000
+fi
 
 P=tsp$$
 STATE=$(mktemp -d /tmp/tslock-partition.XXXXXX) || exit 1
