@@ -43,13 +43,15 @@ top_packages="tmux"
 # Prometheus scrape tslock exporter and checks its output with promtool.
 # ruby-dev, ruby-minitest, ruby-redis: tests/test_ruby.sh builds the Ruby
 # extension with mkmf and runs its minitest suite beside legacy peers.
+# iproute2: make check-partitions builds its hosts from network namespaces
+# (ip netns, veth pairs, bridges) and cuts the network between them.
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libssl-dev openssl libcunit1-dev redis-server
           python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
           rpm rpmlint file dh-python python3-venv python3-wheel stress-ng
-          prometheus curl ruby-dev ruby-minitest ruby-redis"
+          prometheus curl ruby-dev ruby-minitest ruby-redis iproute2"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
@@ -121,6 +123,10 @@ make check-python-sdist || status=$?
 # the weekday, so that every mutant runs over a week (a copy of the tree
 # built once, then a build and a test run per mutant; tests/check-mutants.sh).
 MUTANTS_PICK=daily make check-mutants || status=$?
+# The short partition case (make check-partitions-short, about 30 s, root
+# and ip netns) is not run here yet: its fenced run asserts no lost update,
+# and a Sentinel failover can hand out a fence twice (doc/partitions.md),
+# so it is not yet a check that passes for the right reason every time.
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then
