@@ -43,7 +43,10 @@ int tslock__ts_make_stamp(tslock_lock *l, char *buf, size_t size,
                             "unreadable to every client",
                             now);
     n = tslock__dialect_format(&l->dialect, buf, size, now, ttl_ms, bridge,
-                               tslock__random64(c), lease_end);
+                               tslock__dialect_wants_random(&l->dialect, bridge)
+                                   ? tslock__random64(c)
+                                   : 0,
+                               lease_end);
     if (n < 0)
         return tslock__fail(
             c, TSLOCK_ECLOCK,

@@ -687,7 +687,7 @@ int tslock__dialect_format(const struct tslock__dialect *d, char *buf,
                     lease_end);
     if (n < 0 || buf == NULL || size == 0)
         return TSLOCK_EINVAL;
-    host_name(host, sizeof(host));
+    host[0] = '\0'; /* asked of the kernel only by a dialect with {host} */
     buf[0] = '\0';
     if (d->php) {
         snprintf(num, sizeof(num), "a:%d:{", d->nparts);
@@ -732,6 +732,8 @@ int tslock__dialect_format(const struct tslock__dialect *d, char *buf,
                         d->php ? ";" : "");
             break;
         default:
+            if (host[0] == '\0')
+                host_name(host, sizeof(host));
             if (d->php) {
                 snprintf(num, sizeof(num), "s:%zu:", strlen(host));
                 ok = ok && put(buf, size, &off, "", num, strlen(num), "")
@@ -746,6 +748,16 @@ int tslock__dialect_format(const struct tslock__dialect *d, char *buf,
     if (d->php && !put(buf, size, &off, "", "}", 1, ""))
         return TSLOCK_EINVAL;
     return (int)off;
+}
+
+int tslock__dialect_wants_random(const struct tslock__dialect *d, int bridge)
+{
+    int i;
+
+    for (i = 0; !bridge && i < d->nparts; i++)
+        if (d->part[i].kind == TSLOCK__PART_TID)
+            return 1;
+    return bridge;
 }
 
 /* ------------------------------------------------- public readers */

@@ -171,6 +171,11 @@ int tslock__dialect_parse(const struct tslock__dialect *d, const char *v,
 int tslock__dialect_format(const struct tslock__dialect *d, char *buf,
                            size_t size, int64_t now_ms, int64_t ttl_ms,
                            int bridge, uint64_t random, int64_t *lease_end);
+/*
+ * Whether a value needs random bits: a bridge stamp's offset, or a
+ * {tid} unique to the hold.  A plain timestamp stamp needs none.
+ */
+int tslock__dialect_wants_random(const struct tslock__dialect *d, int bridge);
 /* The preset that reads v, or else the one whose parse got furthest. */
 const char *tslock__dialect_closest(const char *v, size_t len);
 /* "v" in full, or cut with how much was shown. */
