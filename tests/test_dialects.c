@@ -678,6 +678,29 @@ static void test_plain_client_leaves_suffixed_values(void)
     redisFree(raw);
 }
 
+/*
+ * A dialect's fixed text must stand where the format has it: the gem's
+ * shape with PredisLock's ':' (or the other way round) is neither.
+ */
+static void test_fixed_text_must_match(void)
+{
+    int64_t exp;
+    char names[128];
+
+    CU_ASSERT_EQUAL(tslock_dialect_parse("redis-lock-gem",
+                                         "1700000001:27118:520", 20, &exp),
+                    TSLOCK_EUNREADABLE);
+    CU_ASSERT_EQUAL(
+        tslock_dialect_parse("predislock", "1700000001-4242", 15, &exp),
+        TSLOCK_EUNREADABLE);
+    CU_ASSERT_EQUAL(
+        tslock_dialect_parse("{s}:lock:{pid}", "1700000001:lick:1", 17, &exp),
+        TSLOCK_EUNREADABLE);
+    CU_ASSERT_EQUAL(
+        tslock_dialect_match("1700000001-4242", 15, names, sizeof(names), NULL),
+        TSLOCK_EUNREADABLE);
+}
+
 /* A "never expires" sentinel is held for good, and said to be. */
 static void test_never_expires_sentinel(void)
 {
@@ -745,6 +768,8 @@ int main(void)
     CU_add_test(suite, "a peer for every preset", test_a_peer_for_every_preset);
     CU_add_test(suite, "suffixed values need their dialect",
                 test_plain_client_leaves_suffixed_values);
+    CU_add_test(suite, "a dialect's fixed text must match",
+                test_fixed_text_must_match);
     CU_add_test(suite, "a never-expires sentinel is held",
                 test_never_expires_sentinel);
     for (i = 0; i < N_KINDS; i++) {
