@@ -1743,6 +1743,43 @@ TSLOCK_EXTERN int tslock_value_classify(const char *value, size_t len,
                                         tslock_scheme *scheme,
                                         tslock_unit *unit, int64_t *expires_ms);
 
+/* What a stored value is, as tslock_value_name() tells it. */
+typedef enum tslock_value_kind {
+    TSLOCK_VALUE_NOT_A_LOCK = 0,   /* no lock wrote it, by its form */
+    TSLOCK_VALUE_TOKEN = 1,        /* 32 hex digits: tslock's or redis-py's */
+    TSLOCK_VALUE_STAMP = 2,        /* an expiry stamp tslock can read */
+    TSLOCK_VALUE_UNKNOWN_STAMP = 3 /* looks like a lock; nothing reads it */
+} tslock_value_kind;
+
+/*
+ * tslock_value_name - what a stored value is, as tslock's survey, top,
+ * watch and exporter name it: a token; a stamp, in a plain unit
+ * (tslock_value_classify()) or of the presets whose clients could have
+ * written it (tslock_dialect_match()); an unknown stamp (a plausible
+ * number first, or a PHP-serialized array, that no unit or preset
+ * reads); or no lock.  A bare "never expires" sentinel ("1", "true") is
+ * also what a counter or a flag holds: it is a stamp only on a key whose
+ * name holds "lock" in any case, or when key is NULL (a key the caller
+ * knows is a lock).
+ *
+ * key, key_len: the key's name, or NULL.
+ * kind: receives the verdict.  unit, expires_ms: receive a stamp's unit
+ * (of the first preset, for a dialect's stamp) and the last Unix
+ * millisecond it is valid (INT64_MAX: never expires); may be NULL.
+ * dialects, size: receive the presets joined by '/', as
+ * tslock_dialect_match() gives them; "unknown-stamp" for a value that
+ * looks like a lock but no preset reads; "" for tokens and for values
+ * that are no lock.  May be NULL and 0; else size is at least 1.
+ * Returns TSLOCK_OK (whatever the verdict), or TSLOCK_EINVAL (value or
+ * kind NULL, or dialects given with size 0).
+ * Threads: safe from any thread.
+ */
+TSLOCK_EXTERN int tslock_value_name(const char *key, size_t key_len,
+                                    const char *value, size_t len,
+                                    tslock_value_kind *kind, tslock_unit *unit,
+                                    int64_t *expires_ms, char *dialects,
+                                    size_t size);
+
 /* ========================================================== watchdog ==== */
 
 /* Keeps one held lock renewed from a thread of its own.  Opaque. */

@@ -223,6 +223,9 @@ static int reenter(tslock_lock *l)
  * it can be had atomically (SET NX PX, a Lua script, or WATCH), and the
  * timestamp scheme on servers with none of them (Redis 2.0).  Fair mode
  * always takes the token scheme; fair.c says what a server lacks for it.
+ * With a dialect, auto takes the bridge scheme (Lua or WATCH, 2.2 and
+ * later) and the timestamp scheme on 2.0: a token is no value of any
+ * dialect, so its clients would not see the lock.
  */
 static void resolve_scheme(tslock_lock *l)
 {
@@ -231,9 +234,15 @@ static void resolve_scheme(tslock_lock *l)
 
     switch (l->scheme) {
     case TSLOCK_SCHEME_AUTO:
-        l->used = l->fair || (l->client->caps & token_caps)
-                      ? TSLOCK_SCHEME_TOKEN
-                      : TSLOCK_SCHEME_TIMESTAMP;
+        if (!tslock__dialect_is_plain(&l->dialect))
+            /* A dialect is asked for to share locks with its clients. */
+            l->used = l->client->caps & (TSLOCK_CAP_LUA | TSLOCK_CAP_WATCH)
+                          ? TSLOCK_SCHEME_BRIDGE
+                          : TSLOCK_SCHEME_TIMESTAMP;
+        else
+            l->used = l->fair || (l->client->caps & token_caps)
+                          ? TSLOCK_SCHEME_TOKEN
+                          : TSLOCK_SCHEME_TIMESTAMP;
         break;
     default:
         l->used = l->scheme;
@@ -540,6 +549,36 @@ void tslock__count_takeover(tslock_lock *l)
                    l->used, 0, 0);
 }
 
+/*
+ * A dialect names the stamp a legacy library writes; what writes a
+ * random token (the token scheme, fair mode, a read-write lock or a
+ * semaphore) has no stamp to write in it.  Said before anything is sent,
+ * rather than a lock its dialect's clients never see.
+ */
+static int dialect_conflict(tslock_lock *l)
+{
+    const char *what = NULL;
+
+    if (tslock__dialect_is_plain(&l->dialect))
+        return TSLOCK_OK;
+    if (l->scheme == TSLOCK_SCHEME_TOKEN)
+        what = "the token scheme";
+    else if (l->fair)
+        what = "fair mode";
+    else if (l->permits > 0)
+        what = "a semaphore";
+    else if (l->rw != TSLOCK_RW_OFF)
+        what = "a read-write lock";
+    if (what == NULL)
+        return TSLOCK_OK;
+    return tslock__fail(l->client, TSLOCK_EINVAL,
+                        "lock '%s': the dialect '%s' names a legacy stamp, "
+                        "but %s writes a random token; expected the bridge, "
+                        "timestamp or auto scheme with a dialect, or no "
+                        "dialect",
+                        l->key, l->dialect.spec, what);
+}
+
 int tslock_acquire(tslock_lock *l, int64_t wait_ms)
 {
     tslock_client *c;
@@ -555,6 +594,8 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
         return tslock__fail(c, TSLOCK_ESTATE, "lock '%s' is already held",
                             l->key);
     tslock__clear_error(c);
+    if ((rc = dialect_conflict(l)) != TSLOCK_OK)
+        return rc;
     if (wait_ms > 0) {
         int64_t now = tslock__now(c, TSLOCK_CLOCK_MONOTONIC);
         if (now < 0)

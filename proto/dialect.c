@@ -7,6 +7,7 @@
  * unit; what surrounds it (an owner suffix, a PHP-serialized array) and
  * the "never expires" sentinels are read here.
  */
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -803,10 +804,28 @@ const char *tslock__dialect_closest(const char *v, size_t len)
     return best;
 }
 
+/*
+ * The presets compiled once: survey names every key of a server with
+ * them, and compiling ten formats per key cost more than reading it.
+ */
+static struct tslock__dialect compiled[PRESET_COUNT];
+static int compiled_ok[PRESET_COUNT];
+static pthread_once_t compiled_once = PTHREAD_ONCE_INIT;
+
+static void compile_presets(void)
+{
+    size_t i;
+
+    for (i = 0; i < PRESET_COUNT; i++)
+        compiled_ok[i] =
+            tslock__dialect_compile(&compiled[i], presets[i].name, NULL, 0)
+            == TSLOCK_OK;
+}
+
 int tslock_dialect_match(const char *value, size_t len, char *names,
                          size_t size, int64_t *expires_ms)
 {
-    struct tslock__dialect d;
+    const struct tslock__dialect *d;
     char all[PRESET_COUNT * 32];
     size_t i, off = 0, n, cut;
     int found = 0;
@@ -816,9 +835,11 @@ int tslock_dialect_match(const char *value, size_t len, char *names,
     if (value == NULL || names == NULL || size == 0)
         return TSLOCK_EINVAL;
     all[0] = '\0';
+    pthread_once(&compiled_once, compile_presets);
     for (i = 0; i < PRESET_COUNT; i++) {
-        if (tslock__dialect_compile(&d, presets[i].name, NULL, 0) != TSLOCK_OK
-            || tslock__dialect_parse(&d, value, len, &exp, &why, NULL)
+        d = &compiled[i];
+        if (!compiled_ok[i]
+            || tslock__dialect_parse(d, value, len, &exp, &why, NULL)
                    != TSLOCK_OK)
             continue;
         /*
@@ -826,7 +847,7 @@ int tslock_dialect_match(const char *value, size_t len, char *names,
          * Ruby's and Python's floats are written with a '.', so a whole
          * number was not written by a float dialect's own clients.
          */
-        if (d.unit == TSLOCK_UNIT_FLOAT && exp != INT64_MAX
+        if (d->unit == TSLOCK_UNIT_FLOAT && exp != INT64_MAX
             && memchr(value, '.', len) == NULL)
             continue;
         if (!found && expires_ms != NULL)

@@ -28,7 +28,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/tslock-man-ex.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
 failed=0
 for page in tslock_lock_set_dialect tslock_dialect_preset \
-    tslock_dialect_check tslock_dialect_parse tslock_dialect_match; do
+    tslock_dialect_check tslock_dialect_parse tslock_dialect_match \
+    tslock_value_name; do
     # The lines between .nf and .fi of the EXAMPLE section, unescaped.
     sed -n '/^\.SH EXAMPLE/,/^\.SH/p' "$src/doc/man/$page.3" \
         | sed -n '/^\.nf/,/^\.fi/p' | grep -v '^\.' \
@@ -83,6 +84,27 @@ C
 if ! "$cc" -I"$src/include" "$tmp/match.c" -L"$lib" -ltslock -o "$tmp/match" \
     || ! LD_LIBRARY_PATH="$lib" "$tmp/match"; then
     echo "FAIL - tslock_dialect_match(3)'s example does not give \"predislock\""
+    failed=1
+fi
+cat >"$tmp/name.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <tslock.h>
+int main(void)
+{
+    tslock_value_kind kind;
+    char names[128];
+
+    if (tslock_value_name("job_lock", 8, "1", 1, &kind, NULL, NULL, names,
+                          sizeof(names)) != TSLOCK_OK)
+        return 1;
+    /* tslock_value_name(3): a stamp of redis-objects */
+    return kind != TSLOCK_VALUE_STAMP || strcmp(names, "redis-objects") != 0;
+}
+C
+if ! "$cc" -I"$src/include" "$tmp/name.c" -L"$lib" -ltslock -o "$tmp/name" \
+    || ! LD_LIBRARY_PATH="$lib" "$tmp/name"; then
+    echo "FAIL - tslock_value_name(3)'s example does not give a redis-objects stamp"
     failed=1
 fi
 n=$(LD_LIBRARY_PATH="$lib" "$tmp/tslock_dialect_preset" | wc -l)

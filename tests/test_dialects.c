@@ -730,6 +730,88 @@ static void test_never_expires_sentinel(void)
     redisFree(raw);
 }
 
+/*
+ * Auto with a dialect shares the lock with the dialect's clients: the
+ * bridge scheme where the server has Lua or WATCH, the timestamp scheme
+ * on 2.0.  A token is no value of any dialect.
+ */
+static void test_auto_takes_a_stamp(void)
+{
+    static const tslock_scheme expect[N_TARGETS] = {
+        TSLOCK_SCHEME_BRIDGE, TSLOCK_SCHEME_TIMESTAMP, TSLOCK_SCHEME_BRIDGE,
+        TSLOCK_SCHEME_BRIDGE};
+    size_t t;
+
+    for (t = 0; t < N_TARGETS; t++) {
+        tslock_client *c = th_client(targets[t].s);
+        tslock_lock *l = NULL;
+        int64_t exp = 0;
+
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, "dialect:auto") == TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_lock_set_dialect(l, "redis-lock-gem"),
+                        TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        if (tslock_lock_scheme_used(l) != expect[t])
+            fprintf(stderr, "%s: auto with a dialect took scheme %d\n",
+                    targets[t].name, (int)tslock_lock_scheme_used(l));
+        CU_ASSERT_EQUAL(tslock_lock_scheme_used(l), expect[t]);
+        /* What it wrote is the gem's own value. */
+        CU_ASSERT_EQUAL(
+            tslock_dialect_parse("redis-lock-gem", tslock_lock_value(l),
+                                 strlen(tslock_lock_value(l)), &exp),
+            TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        /* Without the dialect, auto is the token scheme where it can be. */
+        CU_ASSERT_EQUAL(tslock_lock_set_unit(l, TSLOCK_UNIT_MS), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_lock_scheme_used(l),
+                        t == 1 ? TSLOCK_SCHEME_TIMESTAMP : TSLOCK_SCHEME_TOKEN);
+        CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        tslock_lock_free(l);
+        tslock_client_free(c);
+    }
+}
+
+/*
+ * What writes a random token has no stamp to write in a dialect: the
+ * token scheme, fair mode, a read-write lock and a semaphore each refuse
+ * a dialect with EINVAL, naming both, and nothing is written.
+ */
+static void test_token_writers_refuse_a_dialect(void)
+{
+    static const char *const what[] = {"the token scheme", "fair mode",
+                                       "a read-write lock", "a semaphore"};
+    redisContext *raw = th_redis(&srv);
+    tslock_client *c = th_client(&srv);
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        tslock_lock *l = NULL;
+        redisReply *r;
+
+        CU_ASSERT_FATAL(tslock_lock_new(&l, c, "dialect:token") == TSLOCK_OK);
+        if (i == 0)
+            tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN);
+        else if (i == 1)
+            tslock_lock_set_fair(l, 1);
+        else if (i == 2)
+            tslock_lock_set_rw(l, TSLOCK_RW_EXCLUSIVE);
+        else
+            tslock_lock_set_permits(l, 2);
+        CU_ASSERT_EQUAL(tslock_lock_set_dialect(l, "predislock"), TSLOCK_OK);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), what[i]));
+        CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c), "predislock"));
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        r = redisCommand(raw, "EXISTS dialect:token");
+        CU_ASSERT_EQUAL(r->integer, 0);
+        freeReplyObject(r);
+        tslock_lock_free(l);
+    }
+    tslock_client_free(c);
+    redisFree(raw);
+}
+
 /* Every preset of the library has its peer here, and no peer is extra. */
 static void test_a_peer_for_every_preset(void)
 {
@@ -772,6 +854,10 @@ int main(void)
                 test_fixed_text_must_match);
     CU_add_test(suite, "a never-expires sentinel is held",
                 test_never_expires_sentinel);
+    CU_add_test(suite, "auto with a dialect takes a stamp",
+                test_auto_takes_a_stamp);
+    CU_add_test(suite, "token writers refuse a dialect",
+                test_token_writers_refuse_a_dialect);
     for (i = 0; i < N_KINDS; i++) {
         snprintf(names[i], sizeof(names[i]),
                  "%s: takeover both ways, naming, exclusion", kinds[i].preset);

@@ -34,6 +34,7 @@ PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH LD_LIBRARY_PATH PYTHONDONTWRITEBYTECODE
 export TSLOCK_OLDREDIS="$top_builddir/tests/oldredis"
 export TSLOCK_SRCDIR="$top_srcdir"
+export TSLOCK_CLI="$top_builddir/tools/tslock"
 # A library built with the sanitizers needs their runtimes loaded first
 # into a python3 built without them; Python's own allocations are not
 # leak-checked.

@@ -155,6 +155,33 @@ static PyObject *mod_dialect_match(PyObject *m, PyObject *args)
     return Py_BuildValue("(sL)", names, (long long)expires);
 }
 
+/*
+ * value_name(key, value) -> (kind, unit, expires_ms, dialects): the
+ * library's verdict on a stored value (tslock_value_name()), the one the
+ * tslock command's survey gives; key None: a key known to be a lock.
+ */
+static PyObject *mod_value_name(PyObject *m, PyObject *args)
+{
+    const char *key = NULL, *value;
+    Py_ssize_t key_len = 0, len;
+    tslock_value_kind kind = TSLOCK_VALUE_NOT_A_LOCK;
+    tslock_unit unit = TSLOCK_UNIT_MS;
+    int64_t expires = 0;
+    char names[512];
+
+    (void)m;
+    if (!PyArg_ParseTuple(args, "z#y#", &key, &key_len, &value, &len))
+        return NULL;
+    if (tslock_value_name(key, (size_t)key_len, value, (size_t)len, &kind,
+                          &unit, &expires, names, sizeof(names))
+        != TSLOCK_OK) {
+        PyErr_SetString(PyExc_ValueError, "value_name: bad arguments");
+        return NULL;
+    }
+    return Py_BuildValue("(iiLs)", (int)kind, (int)unit, (long long)expires,
+                         names);
+}
+
 /* The sentinels of a parsed URL as a list of (host, port). */
 static PyObject *sentinel_list(const struct tslock_url *u)
 {
@@ -556,6 +583,9 @@ static PyMethodDef module_methods[] = {
      "dialects() -> [(preset, format, library)]: the library's presets"},
     {"dialect_match", mod_dialect_match, METH_VARARGS,
      "dialect_match(value) -> (names, expires_ms) or None"},
+    {"value_name", mod_value_name, METH_VARARGS,
+     "value_name(key: bytes | None, value: bytes) -> "
+     "(kind, unit, expires_ms, dialects)"},
     {"classify", mod_classify, METH_VARARGS,
      "classify(value: bytes) -> (scheme, unit, expires_ms) or None"},
     {"parse_url", mod_parse_url, METH_VARARGS,

@@ -592,7 +592,8 @@ class RedlockClient:
 
 #: One key of a survey() walk.
 SurveyEntry = _collections.namedtuple(
-    "SurveyEntry", "key dialect state left_ms ttl_ms value")
+    "SurveyEntry", "key dialect state left_ms ttl_ms value stamp_dialect",
+    defaults=("",))
 
 _COMPANIONS = (b":owner", b":fence", b":queue", b":alive", b":queue-seq")
 _UNIT_NAMES = {0: "ms", 1: "s", 2: "float"}
@@ -757,10 +758,17 @@ class Client(_tslock.Client):
         """Every lock in the server now, read only (SCAN, GET, PTTL).
 
         Returns a list of SurveyEntry(key, dialect, state, left_ms,
-        ttl_ms, value): dialect "token", "timestamp-ms" / "-s" / "-float",
-        "bridge-ms" / ... (a stamp with a tslock owner key beside it) or
-        "not-a-lock"; state "live", "expired", "no-ttl" (a token without
-        a TTL: stuck) or "-".  tslock's own companion keys are left out,
+        ttl_ms, value, stamp_dialect): dialect "token", "timestamp-ms" /
+        "-s" / "-float", "bridge-ms" / ... (a stamp with a tslock owner
+        key beside it), "unknown-stamp" (looks like a lock, but no dialect
+        tslock knows reads it: nothing can take it over) or "not-a-lock";
+        state "live", "expired", "never" (a "never expires" sentinel),
+        "no-ttl" (a token without a TTL: stuck), "unreadable" or "-";
+        stamp_dialect the presets whose clients could have written the
+        stamp, joined by "/" ("redis-lock-gem", "redis-py2/redis-mutex"),
+        as tslock.DIALECTS names them, "unknown-stamp", or "" (the
+        verdict is libtslock's, tslock_value_name(3), as the tslock
+        command's survey gives it).  tslock's own companion keys are left out,
         and values that are not locks too unless ``all_keys``.  Walks the
         one server the Client connects to (not every master of a cluster;
         the tslock command's ``survey`` does that).
@@ -814,24 +822,36 @@ class Client(_tslock.Client):
 
 
 def _survey_entry(key, value, ttl, owned, now_ms):
+    # The verdict is libtslock's (tslock_value_name), as the tslock
+    # command's survey gives it.
     ttl = ttl if isinstance(ttl, int) else -1
-    if isinstance(value, Exception):  # WRONGTYPE: a hash, a set ...
-        return SurveyEntry(key.decode(errors="replace"), "not-a-lock", "-",
-                           None, ttl, None)
-    verdict = _tslock.classify(value)
-    text = value.decode(errors="replace")
     name = key.decode(errors="replace")
-    if verdict is None:
+    if isinstance(value, Exception):  # WRONGTYPE: a hash, a set ...
+        return SurveyEntry(name, "not-a-lock", "-", None, ttl, None)
+    kind, unit, expires_ms, dialects = _tslock.value_name(key, value)
+    text = value.decode(errors="replace")
+    if kind == _VALUE_NOT_A_LOCK:
         return SurveyEntry(name, "not-a-lock", "-", None, ttl, text)
-    scheme, unit, expires_ms = verdict
-    if scheme == _SCHEMES["token"]:
+    if kind == _VALUE_UNKNOWN_STAMP:
+        return SurveyEntry(name, "unknown-stamp", "unreadable", None, ttl,
+                           text, dialects)
+    if kind == _VALUE_TOKEN:
         state = "live" if ttl >= 0 else "no-ttl"
         return SurveyEntry(name, "token", state, ttl if ttl >= 0 else None,
                            ttl, text)
     kind = "bridge" if owned == 1 else "timestamp"
+    if expires_ms == _NEVER:
+        return SurveyEntry(name, "%s-%s" % (kind, _UNIT_NAMES[unit]),
+                           "never", None, ttl, text, dialects)
     left = expires_ms - now_ms
     return SurveyEntry(name, "%s-%s" % (kind, _UNIT_NAMES[unit]),
-                       "live" if left >= 0 else "expired", left, ttl, text)
+                       "live" if left >= 0 else "expired", left, ttl, text,
+                       dialects)
+
+
+# tslock_value_kind, and the "never expires" reading (INT64_MAX).
+_VALUE_NOT_A_LOCK, _VALUE_TOKEN, _VALUE_STAMP, _VALUE_UNKNOWN_STAMP = range(4)
+_NEVER = 2 ** 63 - 1
 
 
 _CERT_REQS = {0: "none", 1: "optional", 2: "required"}  # ssl.CERT_*
