@@ -119,6 +119,19 @@ if command -v openssl >/dev/null 2>&1; then
 fi
 LD_LIBRARY_PATH=$top_builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
+# A library built with the sanitizers needs their runtimes loaded first
+# into a JVM built without them.  The JVM handles SIGSEGV itself (its
+# implicit null checks), so ASan must leave that signal alone, and the
+# JVM's own allocations are not leak-checked.
+asan=$(ldd "$top_builddir/.libs/libtslock.so" 2>/dev/null \
+    | sed -n 's/.*\(libasan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+ubsan=$(ldd "$top_builddir/.libs/libtslock.so" 2>/dev/null \
+    | sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+if [ -n "$asan" ]; then
+    LD_PRELOAD="$asan${ubsan:+ $ubsan}"
+    ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1
+    export LD_PRELOAD ASAN_OPTIONS
+fi
 jvm="${JAVA_OPTS:-} -Dtslock.jni=$jni $props"
 if [ "${1:-}" = --run ]; then
     main=$2

@@ -70,9 +70,14 @@ asan=$(ldd "$lib" 2>/dev/null \
 ubsan=$(ldd "$lib" 2>/dev/null \
     | sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
 if [ -n "$asan" ]; then
-    LD_PRELOAD="$asan${ubsan:+ $ubsan}"
-    ASAN_OPTIONS=detect_leaks=0
-    export LD_PRELOAD ASAN_OPTIONS
+    # Debian's php loads every extension (opcache, phpredis, ours) with
+    # dlopen(RTLD_DEEPBIND), which the sanitizer runtimes refuse
+    # (google/sanitizers#611): a sanitized libtslock cannot be loaded
+    # into it at all.  The plain build runs this test.
+    echo "test_php: skipped in a sanitizer build: php loads extensions" \
+        "with RTLD_DEEPBIND, which ASan cannot serve (the plain build" \
+        "runs it)"
+    exit 77
 fi
 
 # The servers.

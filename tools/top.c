@@ -704,7 +704,8 @@ static void draw(struct top *t)
     size_t i, shown, room;
 
     sort_by = t->sort;
-    qsort(t->rows, t->n, sizeof(*t->rows), compare);
+    if (t->n > 1) /* rows is NULL before the first key */
+        qsort(t->rows, t->n, sizeof(*t->rows), compare);
     (void)reindex(t);
     for (i = 0; i < t->n; i++) {
         locks += t->rows[i].present;
