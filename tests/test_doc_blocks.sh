@@ -16,8 +16,10 @@
 #                                   a Java block (a whole class) compiled
 #                                   against the built jar and run.  It
 #                                   must exit 0 within 20 s
-#   <!-- doc-test: skip REASON -->  shown only; REASON says why (a real
-#                                   fleet, a placeholder host, root)
+#   <!-- doc-test: skip REASON -->  not run here; REASON says why (a real
+#                                   fleet, a placeholder host, root), or
+#                                   "run by TEST" names the test that runs
+#                                   it (counted apart)
 # A block with neither is counted as unmarked and listed, so the blocks
 # not yet run stay in sight; the count of each kind is printed.
 set -u
@@ -57,6 +59,10 @@ for md in "$src/README.md" "$src"/doc/*.md; do
             m = $0; sub(/^<!-- doc-test: */, "", m); sub(/ *-->.*$/, "", m)
             mark = m; markline = FNR; next
         }
+        /^<!-- example: [a-z-]* -->$/ {
+            m = $0; sub(/^<!-- */, "", m); sub(/ *-->.*$/, "", m)
+            mark = m; markline = FNR; next
+        }
         inb && /^```/ { inb = 0; close(f); next }
         inb { print > f; next }
         /^```(sh|shell|c|python|java)$/ {
@@ -66,6 +72,11 @@ for md in "$src/README.md" "$src"/doc/*.md; do
             print n > (out "/count"); close(out "/count")
             f = out "/" n "." lang; printf "" > f; inb = 1
             kind = "unmarked"; why = ""
+            if (markline == FNR - 1 && mark ~ /^example: /) {
+                # the named examples of doc/python.md: pytest runs them
+                # (doc_example() in bindings/python/tests).
+                kind = "skip"; why = "run by pytest as " mark
+            }
             if (markline == FNR - 1 && mark == "run") kind = "run"
             else if (markline == FNR - 1 && mark ~ /^skip/) {
                 kind = "skip"; why = mark; sub(/^skip */, "", why)
@@ -80,6 +91,7 @@ done
 
 ran=0
 skipped=0
+elsewhere=0
 unmarked=0
 fail=0
 # run_block N LANG: the block, as a reader would run it, in work$N.
@@ -122,8 +134,16 @@ while IFS='	' read -r n where kind lang why; do
     fi
     case $kind in
     skip)
-        skipped=$((skipped + 1))
-        echo "skip: $where: $why"
+        case $why in
+        "run by "*)
+            elsewhere=$((elsewhere + 1))
+            echo "elsewhere: $where: $why"
+            ;;
+        *)
+            skipped=$((skipped + 1))
+            echo "skip: $where: $why"
+            ;;
+        esac
         ;;
     unmarked)
         unmarked=$((unmarked + 1))
@@ -145,6 +165,7 @@ while IFS='	' read -r n where kind lang why; do
     esac
 done <"$dir/blocks/index"
 grep '	unmarked	' "$dir/blocks/index" | cut -f2 | sed 's/^/unmarked: /'
-echo "doc blocks: $ran run, $skipped skipped, $unmarked unmarked"
+echo "doc blocks: $ran run here, $elsewhere run by the test their marker" \
+    "names, $skipped shown only (each with its reason), $unmarked unmarked"
 [ "$ran" -gt 0 ] || { echo "FAIL: no block ran"; fail=1; }
 exit $fail
