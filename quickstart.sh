@@ -19,6 +19,20 @@ demo | test) ;;
     ;;
 esac
 
+# A tree configured in place (the by-hand route, ./configure in the
+# source directory) cannot also be built in _build/: configure refuses a
+# second build of a configured source directory.
+if [ -f config.status ]; then
+    echo "quickstart: this source tree was configured in place" \
+        "(./config.status), so it cannot also be built in _build/." >&2
+    echo "  Either run 'make distclean' here and run $0 $what again," >&2
+    if [ "$what" = demo ]; then
+        echo "  or go on in place: make && ./tools/tslock demo" >&2
+    else
+        echo "  or go on in place: make && make check" >&2
+    fi
+    exit 1
+fi
 # faketime, libfaketime: the clock-skew tests shift client wall clocks.
 skew_packages="faketime libfaketime"
 
@@ -45,8 +59,12 @@ top_packages="tmux"
 # extension with mkmf and runs its minitest suite beside legacy peers.
 # iproute2: make check-partitions builds its hosts from network namespaces
 # (ip netns, veth pairs, bridges) and cuts the network between them.
-packages="build-essential autoconf automake libtool pkg-config
-          libhiredis-dev libssl-dev openssl libcunit1-dev redis-server
+# The demo needs only these: a compiler and the autotools, hiredis,
+# OpenSSL (TLS is built in) and the redis-server it starts for itself.
+demo_packages="build-essential autoconf automake libtool pkg-config
+          libhiredis-dev libssl-dev redis-server"
+# Everything below is for the test suite and the packages.
+packages="$demo_packages openssl libcunit1-dev
           python3-redis clang
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
@@ -69,6 +87,11 @@ if [ "$what" = test ]; then
     packages="$packages php-cgi phpunit php-redis php-predis php-symfony-lock"
     command -v node >/dev/null 2>&1 || packages="$packages nodejs"
     command -v npm >/dev/null 2>&1 || packages="$packages npm"
+fi
+if [ "$what" = demo ]; then
+    packages=$demo_packages
+    skew_packages=""
+    top_packages=""
 fi
 missing=""
 for p in $packages $skew_packages $top_packages; do
@@ -99,10 +122,28 @@ if [ "$what" = test ] \
 fi
 
 [ -x configure ] || autoreconf -fi
+# The demo builds the library and the tool; the tests build the bindings
+# too.  A _build/ configured for the demo is configured again for the
+# tests (config.status remembers the options it was given).
+if [ "$what" = demo ]; then
+    flags="--with-tls"
+else
+    flags="--enable-werror --with-tls --enable-python --enable-java"
+fi
+flags="$flags ${TSLOCK_CONFIGURE_FLAGS:-}"
 mkdir -p _build
 cd _build
-[ -f Makefile ] || ../configure --enable-werror --with-tls --enable-python --enable-java \
-    ${TSLOCK_CONFIGURE_FLAGS:-}
+if [ -f Makefile ] && [ -f config.status ]; then
+    had=$(./config.status --config | tr -d "'")
+    for f in $flags; do
+        case " $had " in
+        *" $f "*) ;;
+        *) rm -f Makefile ;;
+        esac
+    done
+fi
+# shellcheck disable=SC2086
+[ -f Makefile ] || ../configure $flags
 make -j"$(nproc)"
 if [ "$what" = demo ]; then
     exec ./tools/tslock demo

@@ -13,7 +13,7 @@
 # build-aux/, include/tslock.h, lib/libtslock.map) and an empty folder for every top-level
 # folder of the source tree, since only the names beside configure can
 # collide with what it removes.  configure runs with no options (the
-# README's by-hand route), with the CC and hiredis flags of this build.
+# the in-place by-hand route of doc/building.md), with the CC and hiredis flags of this build.
 # An error line is any line on stderr but configure's own "WARNING:"
 # lines, which are shown and allowed.  Then the proof: core/ planted in
 # the copy, the same run must show an error line naming it.

@@ -10,7 +10,7 @@
 # with the text the same runs printed.  The pages and screenshots stay in
 # tests/classroom/ of the build tree.  Skipped (77), saying what to run,
 # where chromium, node or puppeteer-core (npm ci in tests/browser) is
-# missing, as after the README's by-hand build; quickstart.sh test
+# missing, as after the by-hand build of doc/building.md; quickstart.sh test
 # installs all three and makes a missing one a failure.
 set -u
 

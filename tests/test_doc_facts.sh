@@ -3,9 +3,9 @@
 # test_doc_facts.sh - the facts the docs state that the build knows: the
 # version (configure's, in every man page footer, tslock(1)'s -V example,
 # include/tslock.h and the built tool's -V), the symbol version nodes
-# (lib/libtslock.map, as README lists them), the Debian packages and
-# build dependencies (debian/control, as README lists them), the RPM build
-# dependencies (the spec, as README's dnf line lists them), and no
+# (lib/libtslock.map, as doc/building.md lists them), the Debian packages and
+# build dependencies (debian/control, as doc/building.md lists them), the RPM build
+# dependencies (the spec, as doc/building.md's dnf line lists them), and no
 # release number typed into a tarball or package name.  Each check runs
 # on the tree, then on a copy with one stale fact planted, which must fail.
 set -u
@@ -36,19 +36,20 @@ check_tree() {
     [ "$v" = "$version $version" ] ||
         { echo "  tslock.1: -V example says '$v', configure $version"; ok=1; }
     nodes=$(sed -n 's/^\(TSLOCK_[0-9.]*\) {.*/\1/p' "$src/lib/libtslock.map" | tr '\n' ' ')
-    listed=$(sed -n '/^## The ABI/,/^## /p' "$t/README.md" | tr '\n' ' ' |
+    b=$t/doc/building.md
+    listed=$(sed -n '/^## The ABI/,/^## /p' "$b" | tr '\n' ' ' |
         sed -n 's/.*versioned by the *release that added it, \(.*\) *(`lib\/libtslock.map`.*/\1/p' |
         grep -o 'TSLOCK_[0-9.]*[0-9]' | tr '\n' ' ')
     [ "$listed" = "$nodes" ] ||
-        { echo "  README: symbol versions '$listed', the map has '$nodes'"; ok=1; }
+        { echo "  doc/building.md: symbol versions '$listed', the map has '$nodes'"; ok=1; }
     pkgs=$(sed -n 's/^Package: //p' "$src/debian/control" | tr '\n' ' ' |
         sed 's/ $//')
-    rpkgs=$(sed -n '/^An operator builds the packages of/,/^```/p' "$t/README.md" |
+    rpkgs=$(sed -n '/^An operator builds the packages of/,/^```/p' "$b" |
         tr '\n' ' ' | sed -n 's/.*(the packages: \([^;]*\);.*/\1/p' |
         tr -d '`,' | tr -s ' ' | sed 's/^ //')
     [ "$rpkgs" = "$pkgs" ] ||
-        { echo "  README: packages '$rpkgs', debian/control has '$pkgs'"; ok=1; }
-    apt=$(sed -n '/^apt-get install build-essential/,/redis-server$/p' "$t/README.md")
+        { echo "  doc/building.md: packages '$rpkgs', debian/control has '$pkgs'"; ok=1; }
+    apt=$(sed -n '/^apt-get install build-essential/,/redis-server$/p' "$b")
     for dep in $(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$src/debian/control" |
         sed 's/^Build-Depends://; /^[A-Z]/d; s/([^)]*)//g' | tr ',' '\n' |
         sed 's/^ *//; s/ *$//; /^$/d'); do
@@ -57,9 +58,9 @@ check_tree() {
         dh-sequence-python3) dep=dh-python ;;
         esac
         echo "$apt" | grep -qw -- "$dep" ||
-            { echo "  README: apt-get line lacks $dep (debian/control)"; ok=1; }
+            { echo "  doc/building.md: apt-get line lacks $dep (debian/control)"; ok=1; }
     done
-    dnf=$(grep '^dnf install rpm-build' "$t/README.md")
+    dnf=$(grep '^dnf install rpm-build' "$b")
     for dep in $(sed -n 's/^BuildRequires: *\([^ ]*\).*/\1/p' \
         "$src/packaging/rpm/tslock.spec"); do
         case $dep in
@@ -67,8 +68,26 @@ check_tree() {
         'pkgconfig(cunit)') dep=CUnit-devel ;;
         esac
         echo "$dnf" | grep -qw -- "$dep" ||
-            { echo "  README: dnf line lacks $dep (the spec)"; ok=1; }
+            { echo "  doc/building.md: dnf line lacks $dep (the spec)"; ok=1; }
     done
+    # "Added in": the release of the symbol version node each later
+    # function is in (lib/libtslock.map), on that function's page.
+    awk '/^TSLOCK_[0-9.]* {/ { n = $1 }
+         /^ *tslock_[a-z_0-9]*;/ { gsub(/[ ;]/, ""); print $0, n }' \
+        "$src/lib/libtslock.map" >"$tmp/nodes"
+    while read -r fn node; do
+        page=$t/doc/man/$fn.3
+        [ -f "$page" ] || { echo "  $fn ($node) has no man page"; ok=1; continue; }
+        so=$(sed -n 's/^\.so man3\///p' "$page")
+        [ -z "$so" ] || page=$t/doc/man/$so
+        rel=${node#TSLOCK_}.0
+        avail=$(sed -n '/^\.SH AVAILABILITY/,/^\.SH/p' "$page" | tr '\n' ' ')
+        case $avail in
+        *"$rel "*"$node"*) ;;
+        *) echo "  ${page##*/}: AVAILABILITY of $fn does not say $rel ($node):" \
+            "$avail"; ok=1 ;;
+        esac
+    done <"$tmp/nodes"
     typed=$(grep -n 'tslock-[0-9][0-9.]*[0-9]\.tar\.gz\|}-[0-9][0-9.]*[0-9]-\*\.rpm' \
         "$t/README.md" "$t"/doc/*.md)
     [ -z "$typed" ] ||
@@ -104,9 +123,10 @@ plant() { # FILE SED-EXPRESSION WHAT
 }
 plant doc/man/tslock.7 '2s/"tslock [0-9.]*"/"tslock 1.0.0"/' "stale man page footer"
 plant doc/man/tslock.1 's/^\\fBtslock [0-9.]* (libtslock/\\fBtslock 1.0.0 (libtslock/' "stale -V example"
-plant README.md 's/`TSLOCK_1.0`, `TSLOCK_1.1` and `TSLOCK_1.2`/`TSLOCK_1.0`/' "stale symbol version list"
-plant README.md 's/`python3-tslock`, //' "package missing from README"
-plant README.md 's/ libssl-dev//' "build dependency missing from apt-get"
-plant README.md 's/ openssl-devel//' "build dependency missing from dnf"
-plant README.md 's/tslock-\*\.tar\.gz/tslock-1.0.0.tar.gz/' "typed tarball version"
+plant doc/building.md 's/`TSLOCK_1.0`, `TSLOCK_1.1` and `TSLOCK_1.2`/`TSLOCK_1.0`/' "stale symbol version list"
+plant doc/building.md 's/`python3-tslock`, //' "package missing from the package list"
+plant doc/building.md 's/ libssl-dev//' "build dependency missing from apt-get"
+plant doc/building.md 's/ openssl-devel//' "build dependency missing from dnf"
+plant doc/building.md 's/tslock-\*\.tar\.gz/tslock-1.0.0.tar.gz/' "typed tarball version"
+plant doc/man/tslock_value_name.3 's/Added in tslock 1.2.0/Added in tslock 1.1.0/' "stale \"Added in\" release"
 exit $fail

@@ -12,7 +12,68 @@ final class Native {
         if (path != null && !path.isEmpty())
             System.load(path);
         else
+            loadFound();
+    }
+
+    /*
+     * java.library.path first (Debian's package puts the library in the
+     * JNI directory, which is on it); else where make install put it, as
+     * the build recorded in jni.properties: relative to this jar (so a
+     * DESTDIR or relocated install works too), then the absolute path.
+     * A from-source install under /usr/local has lib/jni on no default
+     * path, and needs neither -Dtslock.jni nor java.library.path.
+     */
+    private static void loadFound() {
+        UnsatisfiedLinkError first;
+        try {
             System.loadLibrary("tslock-jni");
+            return;
+        } catch (UnsatisfiedLinkError e) {
+            first = e;
+        }
+        java.util.Properties recorded = new java.util.Properties();
+        try (java.io.InputStream in =
+                 Native.class.getResourceAsStream("jni.properties")) {
+            if (in != null)
+                recorded.load(in);
+        } catch (java.io.IOException e) {
+            // nothing recorded: only java.library.path was tried
+        }
+        java.util.List<String> tried = new java.util.ArrayList<>();
+        String relative = recorded.getProperty("relative");
+        if (relative != null) {
+            try {
+                java.nio.file.Path jar = java.nio.file.Paths.get(
+                    Native.class.getProtectionDomain().getCodeSource()
+                        .getLocation().toURI());
+                java.nio.file.Path lib =
+                    jar.getParent().resolve(relative).normalize();
+                tried.add(lib.toString());
+                if (java.nio.file.Files.isRegularFile(lib)) {
+                    System.load(lib.toString());
+                    return;
+                }
+            } catch (java.net.URISyntaxException | SecurityException
+                     | NullPointerException e) {
+                // no jar location to start from
+            }
+        }
+        String absolute = recorded.getProperty("path");
+        if (absolute != null) {
+            tried.add(absolute);
+            if (new java.io.File(absolute).isFile()) {
+                System.load(absolute);
+                return;
+            }
+        }
+        UnsatisfiedLinkError e = new UnsatisfiedLinkError(
+            "libtslock-jni.so: expected on java.library.path ("
+            + System.getProperty("java.library.path")
+            + ") or where make install put it ("
+            + (tried.isEmpty() ? "not recorded" : String.join(", ", tried))
+            + "); name it with -Dtslock.jni=/path/to/libtslock-jni.so");
+        e.initCause(first);
+        throw e;
     }
 
     private Native() {}
