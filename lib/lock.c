@@ -585,9 +585,15 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
     int64_t deadline = 0;
     int rc;
 
-    if (l == NULL || wait_ms < TSLOCK_WAIT_FOREVER)
+    if (l == NULL)
         return TSLOCK_EINVAL;
     c = l->client;
+    if (wait_ms < TSLOCK_WAIT_FOREVER)
+        return tslock__fail(c, TSLOCK_EINVAL,
+                            "lock '%s': wait_ms expected >= 0 (ms) or "
+                            "TSLOCK_WAIT_FOREVER (%d), got %lld",
+                            l->key, (int)TSLOCK_WAIT_FOREVER,
+                            (long long)wait_ms);
     if (l->held && l->reentrant)
         return reenter(l);
     if (l->held)
@@ -670,8 +676,14 @@ int tslock_extend(tslock_lock *l, int64_t ttl_ms)
 {
     int rc;
 
-    if (l == NULL || ttl_ms < 0 || ttl_ms > INT64_C(315360000000))
+    if (l == NULL)
         return TSLOCK_EINVAL;
+    if (ttl_ms < 0 || ttl_ms > INT64_C(315360000000))
+        return tslock__fail(l->client, TSLOCK_EINVAL,
+                            "lock '%s': extend's ttl_ms expected 0 (the "
+                            "lock's lease) to 315360000000 (ten years), "
+                            "got %lld",
+                            l->key, (long long)ttl_ms);
     if (!l->held)
         return tslock__fail(l->client, TSLOCK_ESTATE, "lock '%s' is not held",
                             l->key);

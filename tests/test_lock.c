@@ -586,6 +586,15 @@ static void test_wait_deadline(void)
     CU_ASSERT_EQUAL(tslock_acquire(b, 150), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
     CU_ASSERT_EQUAL(tslock_acquire(b, -2), TSLOCK_EINVAL);
+    /* The error says what was expected and what came. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c2),
+                                  "expected >= 0 (ms) or TSLOCK_WAIT_FOREVER"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c2), "got -2"));
+    CU_ASSERT_EQUAL(tslock_acquire(b, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_extend(b, -1), TSLOCK_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tslock_client_errstr(c2), "got -1"));
+    CU_ASSERT_TRUE(tslock_lock_is_held(b));
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
     tslock_lock_free(a);
     tslock_lock_free(b);
     tslock_client_free(c1);
