@@ -340,7 +340,7 @@ static void library_build(void)
                 library_text[at++] = *p++;
         at += (size_t)snprintf(library_text + at, len - at, " end)\n");
     }
-    /* tslock check's question, for users refused EVAL (tools/check.c). */
+    /* tslock check's question, for users refused EVAL (tools/ops/check.c). */
     snprintf(library_text + at, len - at,
              "redis.register_function{function_name='%s_check', "
              "flags={'no-writes'}, callback=function(KEYS, ARGV) %s end}\n",

@@ -13,7 +13,7 @@ fi
 cd "${top_srcdir:-.}" || exit 1
 status=0
 for f in include/*.h lib/*.c lib/*.h compat/*.c compat/*.h proto/*.c proto/*.h \
-         net/*.c net/*.h tools/*.c \
+         net/*.c net/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h \
          tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h doc/examples/*.c \
          bindings/python/src/*.c bindings/python/src/*.h \
          bindings/java/jni/*.c bindings/php/src/*.c bindings/php/src/*.h \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # check-man-options.sh - every long option `tslock --help` prints, and
-# every one the tool's option table takes (tools/options.c: the
+# every one the tool's option table takes (tools/common/options.c: the
 # subcommands' too, such as the exporter's --match), is documented in
 # tslock(1) (as \fB--OPTION in the roff, the dashes escaped), as curl's
 # manpage-scan does for its tool; every TSLOCK_E* code of include/tslock.h
@@ -37,12 +37,12 @@ for form in dialects; do
     }
 done
 src="${top_srcdir:-.}"
-table=$(grep -ho '{"[a-z][a-z0-9-]*", *[a-z_]*_argument' "$src"/tools/*.c |
+table=$(grep -ho '{"[a-z][a-z0-9-]*", *[a-z_]*_argument' "$src"/tools/*.c "$src"/tools/*/*.c |
     sed 's/{"\([^"]*\)".*/--\1/' | sort -u)
 [ -n "$table" ] || { echo "FAIL - no option table found in tools/"; exit 1; }
 for o in $table; do
     documented "$o" ||
-        { echo "FAIL - $o (tools/options.c) is not in tslock(1)"; missing=1; }
+        { echo "FAIL - $o (tools/common/options.c) is not in tslock(1)"; missing=1; }
 done
 
 # codes PAGE...: the TSLOCK_E* codes of the header that a page lacks.

@@ -12,7 +12,8 @@ build=$(cd "${top_builddir:-.}" && pwd)
 cc=${CC:-cc}
 flags="-std=c99 -pedantic -Werror -Wall -fsyntax-only -D_GNU_SOURCE
     -DTSLOCK_BUILDING -I$build -I$src/include -I$src/lib -I$src/compat
-    -I$src/proto -I$src/net -I$src/tools -I$build/tools ${HIREDIS_CFLAGS:-}"
+    -I$src/proto -I$src/net -I$src/tools -I$src/tools/common
+    -I$src/tools/plumb -I$src/tools/class -I$build/tools ${HIREDIS_CFLAGS:-}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tslock-pedantic.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0

@@ -11,7 +11,7 @@
  * the test clock passing every lease, a client crashing); each one is
  * replayed from a flushed server and a reset clock, and the schedules are
  * enumerated depth first.  The relay, not the step hook, decides when a
- * command reaches the server, so the broken schemes of tools/naive.c and
+ * command reaches the server, so the broken schemes of tools/class/naive.c and
  * the legacy clients of tests/legacy.c, which have no hooks, are explored
  * in exactly the same way; tslock's step hook only counts how many
  * commands a pipeline holds, so that a pipeline goes out as one step, as

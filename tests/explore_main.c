@@ -13,7 +13,7 @@
  * then the shortest counterexample as numbered steps; for the classic
  * release form, the same schedule again with the WATCH form, which must
  * hold.  `--html FILE` also draws every counterexample as the classroom
- * page (tools/classroom.c).  Exit status 1 when a tslock scheme broke a
+ * page (tools/class/classroom.c).  Exit status 1 when a tslock scheme broke a
  * property, a control did not, the WATCH form broke on the classic
  * form's counterexample, or a two-client space was not exhausted.
  */

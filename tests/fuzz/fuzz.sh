@@ -23,11 +23,12 @@ seconds=${FUZZ_SECONDS:-60}
 # Every C file of the library's four layers (lib/, compat/, proto/, net/)
 # is the library's, so the list cannot drift from Makefile.am.
 lib_sources=$(cd "$src" && echo lib/*.c compat/*.c proto/*.c net/*.c)
-tool_sources="tools/options.c tools/session.c tools/signals.c tools/http.c"
-monitor_sources="tools/watch.c tools/stampname.c tools/rawconn.c tools/rawcmd.c
-    tools/escape.c tools/skew.c"
+tool_sources="tools/common/options.c tools/common/session.c tools/common/signals.c tools/ops/http.c"
+monitor_sources="tools/ops/watch.c tools/ops/stampname.c tools/plumb/rawconn.c tools/plumb/rawcmd.c
+    tools/plumb/escape.c tools/ops/skew.c"
 flags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
     -I$src/include -I$src/lib -I$src/compat -I$src/proto -I$src/net
+    -I$src/tools -I$src/tools/common -I$src/tools/plumb -I$src/tools/class
     -I$build ${HIREDIS_CFLAGS:-}"
 
 # The sources a target needs besides its own file.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_monitor.c - the MONITOR line parser that tslock watch, top and
- * the exporter share (tools/watch.c), through its two entries:
+ * the exporter share (tools/ops/watch.c), through its two entries:
  * cli_monitor_line (top's writers) and cli_monitor_legacy_write (the
  * exporter's legacy writes).  Whatever line the server, or something
  * posing as it, sends.

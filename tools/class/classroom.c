@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * classroom.c - writes the race classroom page: the template of
- * tools/classroom.html (compiled in as classroom_page.h) with the scenes
+ * tools/class/classroom.html (compiled in as classroom_page.h) with the scenes
  * embedded as JSON where it says so.  The page draws itself from that
  * JSON, so what it shows is exactly what the runs recorded.
  */

@@ -16,8 +16,7 @@ struct redisReply;
 struct redisReply *cli_raw_command(struct redisContext *ctx, const char *fmt,
                                    ...);
 struct redisReply *cli_raw_command_argv(struct redisContext *ctx, int argc,
-                                        const char **argv,
-                                        const size_t *lens);
+                                        const char **argv, const size_t *lens);
 int cli_raw_append(struct redisContext *ctx, const char *fmt, ...);
 
 #endif
