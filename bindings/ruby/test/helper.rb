@@ -57,7 +57,52 @@ module TslockTestServer
   PID, SOCKET, DIR = start
   URL = "unix://#{SOCKET}"
   MAIN_PID = Process.pid
-  Minitest.after_run { stop(PID, DIR) if Process.pid == MAIN_PID }
+  # The old servers the suite plays through tests/oldredis.
+  OLD_VERSIONS = %w[2.0.5 2.2.15 2.6.0].freeze
+  @proxies = {}
+
+  # tests/oldredis (TSLOCK_OLDREDIS) in front of the server, answering as
+  # Redis version; its socket path, or nil when the proxy is not built.
+  # One proxy per version, started when first asked for, stopped by its
+  # pid when the run ends.
+  def self.proxy(version)
+    bin = ENV.fetch("TSLOCK_OLDREDIS", "")
+    return nil unless File.executable?(bin)
+
+    @proxies[version] ||= begin
+      sock = File.join(DIR, "redis-#{version}.sock")
+      r, w = IO.pipe
+      pid = Process.spawn(bin, "--emulate", version, "--listen", sock,
+                          "--upstream", SOCKET, "--ready-fd", w.fileno.to_s,
+                          w => w, in: File::NULL)
+      w.close
+      line = r.gets.to_s
+      r.close
+      unless line.start_with?("ready")
+        Process.kill(:KILL, pid)
+        Process.wait(pid)
+        raise "oldredis --emulate #{version} did not become ready: #{line}"
+      end
+      [pid, sock]
+    end
+    @proxies[version][1]
+  end
+
+  def self.stop_proxies
+    @proxies.each_value do |pid, _|
+      Process.kill(:TERM, pid)
+      Process.wait(pid)
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    end
+  end
+
+  Minitest.after_run do
+    if Process.pid == MAIN_PID
+      stop_proxies
+      stop(PID, DIR)
+    end
+  end
 end
 
 class TslockTest < Minitest::Test
