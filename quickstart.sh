@@ -42,7 +42,9 @@ top_packages="tmux"
 # prometheus (with promtool), curl: the exporter's test has a real
 # Prometheus scrape tslock exporter and checks its output with promtool.
 # ruby-dev, ruby-minitest, ruby-redis: tests/test_ruby.sh builds the Ruby
-# extension with mkmf and runs its minitest suite beside legacy peers.
+# extension with mkmf and runs its minitest suite beside legacy peers;
+# tests/ruby_gem.sh builds and installs the gem (gem comes with ruby);
+# make deb builds ruby-tslock with ruby-dev.
 # iproute2: make check-partitions builds its hosts from network namespaces
 # (ip netns, veth pairs, bridges) and cuts the network between them.
 packages="build-essential autoconf automake libtool pkg-config
