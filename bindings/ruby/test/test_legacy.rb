@@ -149,4 +149,40 @@ class TestLegacy < TslockTest
       assert kept, "#{what}: tslock deleted the taker's value"
     end
   end
+
+  # doc/ruby.md's migration table: each row's test exists (on every
+  # server), its preset is the library's, and its tslock call, run as
+  # written, holds the key so that the gem's peer reads it as held, and
+  # frees it for the peer after.
+  def test_migration_table
+    page = File.read(File.join(ENV.fetch("TSLOCK_SRCDIR"), "doc", "ruby.md"))
+    table = page[/^\| gem call \|.*?\n\n/m] or flunk "doc/ruby.md: no migration table"
+    rows = table.lines.drop(2).grep(/\S/).map { |l| l.split(" | ").map { |c| c.delete("`|").strip } }
+    assert_equal LegacyPeers::ALL.map { |k| k::DIALECT }.sort, rows.map { |r| r[2] }.sort,
+                 "one row per legacy gem"
+    rows.each do |_, code, preset, test|
+      self.class.targets.each do |suffix, _|
+        assert self.class.method_defined?("#{test}#{suffix}"), "doc/ruby.md names #{test}#{suffix}"
+      end
+      assert Tslock::DIALECTS.key?(preset), "#{preset} is no preset of the library"
+      assert_includes code, "dialect: \"#{preset}\""
+      klass = LegacyPeers::ALL.find { |k| k::DIALECT == preset }
+      k = "#{key}:#{preset}"
+      peer = LegacyPeers.make(klass, redis, k, 5)
+      seen = []
+      inside = -> { seen << peer.try_lock }
+      run = code.sub("{ }", "{ inside.call }")
+      refute_equal code, run, "#{preset}: the row's call takes no block"
+      eval(run, binding_for(client, k, inside)) # rubocop:disable Security/Eval
+      assert_equal [false], seen, "#{preset}: the gem took the key tslock held"
+      assert peer.try_lock, "#{preset}: the gem could not take the key after tslock"
+      peer.unlock
+    end
+  end
+
+  private
+
+  def binding_for(client, key, inside)
+    [client, key, inside] && binding
+  end
 end
