@@ -43,7 +43,8 @@ top_packages="tmux"
 # Prometheus scrape tslock exporter and checks its output with promtool.
 # ruby-dev, ruby-minitest, ruby-redis: tests/test_ruby.sh builds the Ruby
 # extension with mkmf and runs its minitest suite beside legacy peers;
-# tests/ruby_gem.sh builds and installs the gem (gem comes with ruby);
+# ruby-rubygems: gem, with which tests/ruby_gem.sh builds and installs
+# the gem;
 # make deb builds ruby-tslock with ruby-dev.
 # iproute2: make check-partitions builds its hosts from network namespaces
 # (ip netns, veth pairs, bridges) and cuts the network between them.
@@ -53,7 +54,8 @@ packages="build-essential autoconf automake libtool pkg-config
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
           rpm rpmlint file dh-python python3-venv python3-wheel stress-ng
-          prometheus curl ruby-dev ruby-minitest ruby-redis iproute2"
+          prometheus curl ruby-dev ruby-minitest ruby-redis ruby-rubygems
+          iproute2"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.
