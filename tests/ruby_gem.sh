@@ -17,7 +17,7 @@ ruby=${RUBY:-ruby}
 gem=${GEM:-gem}
 if ! command -v "$ruby" >/dev/null 2>&1 || ! command -v "$gem" >/dev/null 2>&1
 then
-    echo "ruby_gem: no ruby or gem (apt-get install ruby-dev)"
+    echo "ruby_gem: no ruby or gem (apt-get install ruby-dev ruby-rubygems)"
     exit 77
 fi
 if ! "$ruby" -rrbconfig -e \
