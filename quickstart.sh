@@ -56,7 +56,10 @@ top_packages="tmux"
 # prometheus (with promtool), curl: the exporter's test has a real
 # Prometheus scrape tslock exporter and checks its output with promtool.
 # ruby-dev, ruby-minitest, ruby-redis: tests/test_ruby.sh builds the Ruby
-# extension with mkmf and runs its minitest suite beside legacy peers.
+# extension with mkmf and runs its minitest suite beside legacy peers;
+# ruby-rubygems: gem, with which tests/ruby_gem.sh builds and installs
+# the gem;
+# make deb builds ruby-tslock with ruby-dev.
 # iproute2: make check-partitions builds its hosts from network namespaces
 # (ip netns, veth pairs, bridges) and cuts the network between them.
 # The demo needs only these: a compiler and the autotools, hiredis,
@@ -69,7 +72,8 @@ packages="$demo_packages openssl libcunit1-dev
           libxml2-utils python3-dev python3-setuptools python3-pytest
           abigail-tools dpkg-dev debhelper lintian fakeroot
           rpm rpmlint file dh-python python3-venv python3-wheel stress-ng
-          prometheus curl ruby-dev ruby-minitest ruby-redis iproute2"
+          prometheus curl ruby-dev ruby-minitest ruby-redis ruby-rubygems
+          iproute2"
 # For the tests, chromium: make check opens the race classroom pages in
 # it, headless, through puppeteer-core (installed below with npm ci, no
 # browser download); nodejs and npm run that test, where node is missing.

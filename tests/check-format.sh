@@ -17,7 +17,8 @@ for f in include/*.h lib/*.c lib/*.h compat/*.c compat/*.h proto/*.c proto/*.h \
          tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h doc/examples/*.c \
          bindings/python/src/*.c bindings/python/src/*.h \
          bindings/java/jni/*.c bindings/php/src/*.c bindings/php/src/*.h \
-         bindings/node/src/*.cc bindings/node/src/*.h; do
+         bindings/node/src/*.cc bindings/node/src/*.h \
+         bindings/ruby/ext/tslock/*.c bindings/ruby/ext/tslock/*.h; do
     [ -f "$f" ] || continue
     if ! "$cf" --style=file --dry-run -Werror "$f" >/dev/null 2>&1; then
         echo "not formatted: $f (run: clang-format -i $f)"

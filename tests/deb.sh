@@ -1,14 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# deb.sh - make deb: the six Debian packages built from the release
+# deb.sh - make deb: the seven Debian packages built from the release
 # tarball, checked by lintian, then installed into a scratch root with
 # dpkg -x (this machine's own packages are never touched) and used from
 # there: doc/examples/basic.c compiled against the installed header with
 # pkg-config, the installed tslock run against a private redis-server,
 # the installed Python module imported by Debian's python3, taking and
 # releasing a lock on that server, a Java program against the
-# installed tslock.jar and its JNI library, and the PHP extension loaded
-# by Debian's php from the scratch root.
+# installed tslock.jar and its JNI library, the PHP extension loaded
+# by Debian's php and the Ruby extension required by Debian's ruby from
+# the scratch root.
 #
 #   deb.sh TARBALL        (make deb passes the one make dist wrote)
 #
@@ -48,7 +49,7 @@ then
 fi
 echo "ok - dpkg-buildpackage -us -uc -b in $(($(date +%s) - start)) s:"
 for p in libtslock1 libtslock-dev tslock python3-tslock libtslock-java \
-    php-tslock; do
+    php-tslock ruby-tslock; do
     deb=$(ls "$out"/${p}_*.deb 2>/dev/null | head -1)
     if [ -z "$deb" ]; then
         echo "FAIL - no $p package"
@@ -94,6 +95,8 @@ check_has libtslock-java 'usr/share/java/tslock-[0-9.]*\.jar$'
 check_has libtslock-java 'jni/libtslock-jni\.so$'
 check_has php-tslock 'usr/lib/php/[0-9]*/tslock\.so$'
 check_has php-tslock 'etc/php/[0-9.]*/mods-available/tslock\.ini$'
+check_has ruby-tslock 'usr/lib/[^/]*/ruby/vendor_ruby/[0-9.]*/tslock/tslock_ext\.so$'
+check_has ruby-tslock 'usr/lib/ruby/vendor_ruby/tslock\.rb$'
 
 # 4. Install into a scratch root and use it (tests/harness.sh).
 root="$out/root"
@@ -167,6 +170,24 @@ if got=$(php -n -d extension="$phpext" -r '
     echo "ok - php-tslock: /usr/bin/php took and released a lock ($got)"
 else
     echo "FAIL - php-tslock from the scratch root: $got"
+    status=1
+fi
+# The Ruby extension as installed, required by Debian's ruby from the
+# scratch root (its vendor directories first on the load path).
+rbarch=$(dirname "$(dirname "$(find "$root/usr/lib" -name tslock_ext.so \
+    | head -1)")")
+if got=$(ruby -w -I "$root/usr/lib/ruby/vendor_ruby" -I "$rbarch" -e '
+    require "tslock"
+    where = $LOADED_FEATURES.grep(/tslock/).join(" ")
+    abort "loaded #{where}" unless $LOADED_FEATURES.grep(/tslock/).all? { |f| f.start_with?(ARGV[1]) }
+    l = Tslock::Client.new(url: ARGV[0]).lock("deb-ruby", ttl: 5)
+    l.synchronize { abort "not owned" unless l.owned? }
+    abort "held after the block" if l.locked?
+    puts "held and released with libtslock #{Tslock.library_version}"
+    ' "unix://$dir/redis.sock" "$root" 2>&1); then
+    echo "ok - ruby-tslock: /usr/bin/ruby took and released a lock ($got)"
+else
+    echo "FAIL - ruby-tslock from the scratch root: $got"
     status=1
 fi
 exit $status

@@ -106,6 +106,8 @@ check_tree "$tmp/tree" || bad "the docs disagree with the build (above)"
     bad "tslock -V: '$("$tool" -V)', configure $version"
 grep -q "^#define TSLOCK_VERSION_STRING \"$version\"" "$src/include/tslock.h" ||
     bad "include/tslock.h's TSLOCK_VERSION_STRING is not $version"
+grep -q "^  VERSION = \"$version\"$" "$src/bindings/ruby/lib/tslock.rb" ||
+    bad "bindings/ruby/lib/tslock.rb's Tslock::VERSION (the gem's) is not $version"
 
 # Each stale fact planted in a copy must fail the same check.
 plant() { # FILE SED-EXPRESSION WHAT

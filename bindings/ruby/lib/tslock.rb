@@ -23,7 +23,9 @@
 require "tslock/tslock_ext"
 
 module Tslock
-  VERSION = "1.1.0"
+  # The version of libtslock this gem is released with (tests/test_doc_facts.sh
+  # holds it to the build's); Tslock.library_version is the one loaded.
+  VERSION = "1.2.0"
 
   SCHEMES = { auto: 0, timestamp: 1, token: 2, bridge: 3 }.freeze
   UNITS = { ms: 0, s: 1, float: 2 }.freeze

@@ -7,58 +7,12 @@
 # connection (Debian's ruby-redis) for looking at keys and for the legacy
 # peers.
 require "minitest/autorun"
-require "fileutils"
 require "securerandom"
-require "socket"
-require "tmpdir"
 require "tslock"
 
-module TslockTestServer
-  def self.ping(path)
-    s = UNIXSocket.new(path)
-    s.write("PING\r\n")
-    ok = s.readpartial(64).start_with?("+PONG")
-    s.close
-    ok
-  rescue SystemCallError, IOError
-    false
-  end
+require "server"
 
-  # Start a redis-server; returns [pid, socket path, dir].
-  def self.start
-    dir = Dir.mktmpdir("tslock-rbtest.")
-    sock = File.join(dir, "redis.sock")
-    conf = File.join(dir, "redis.conf")
-    File.write(conf, "port 0\nunixsocket \"#{sock}\"\nunixsocketperm 700\n" \
-                     "dir \"#{dir}\"\nsave \"\"\nappendonly no\n" \
-                     "daemonize no\n")
-    prog = ENV.fetch("REDIS_SERVER", "").empty? ? "redis-server" : ENV["REDIS_SERVER"]
-    pid = Process.spawn(prog, conf, out: File.join(dir, "redis.log"),
-                                    err: [:child, :out], in: File::NULL)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    until ping(sock)
-      if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-        Process.kill(:KILL, pid)
-        raise "redis-server did not start (log in #{dir})"
-      end
-      sleep 0.01
-    end
-    [pid, sock, dir]
-  end
-
-  def self.stop(pid, dir)
-    Process.kill(:TERM, pid)
-    Process.wait(pid)
-    FileUtils.rm_rf(dir)
-  rescue Errno::ESRCH, Errno::ECHILD
-    FileUtils.rm_rf(dir)
-  end
-
-  PID, SOCKET, DIR = start
-  URL = "unix://#{SOCKET}"
-  MAIN_PID = Process.pid
-  Minitest.after_run { stop(PID, DIR) if Process.pid == MAIN_PID }
-end
+Minitest.after_run { TslockTestServer.stop_all }
 
 class TslockTest < Minitest::Test
   def url

@@ -8,13 +8,14 @@ require "helper"
 require "legacy_peers"
 
 class TestLegacy < TslockTest
-  ROUND_S = 0.8
+  ROUND_S = 0.6
 
-  # Two tslock threads and two legacy threads on one key for ROUND_S;
+  # Two tslock threads and two legacy threads on one key for seconds;
   # returns [overlaps with a tslock holder inside, tslock entries, peer
   # entries].  The peers' leases are 1 s, tslock's 5 s: no lease runs out
   # while its holder is inside.
-  def mixed_run(klass, url, key)
+  def mixed_run(klass, url, key, seconds: ROUND_S,
+                peer: ->(r) { LegacyPeers.make(klass, r, key, 1) })
     guard = Mutex.new
     inside = []
     overlaps = 0
@@ -28,7 +29,7 @@ class TestLegacy < TslockTest
       sleep 0.002
       guard.synchronize { inside.delete_at(inside.index(who)) }
     end
-    stop = mono + ROUND_S
+    stop = mono + seconds
     c = Tslock::Client.new(url: url)
     threads = Array.new(2) do
       lock = c.lock(key, ttl: 5, scheme: :bridge, dialect: klass::DIALECT,
@@ -36,7 +37,10 @@ class TestLegacy < TslockTest
       Thread.new do
         while mono < stop
           begin
-            lock.synchronize(timeout: 2) { enter.call(:tslock) }
+            # A wait may outlast the round: resque-lock-timeout leaves
+            # its whole-second stamp behind when its hold crossed the
+            # second it named, and the stamp reads as held for up to 2 s.
+            lock.synchronize(timeout: 3) { enter.call(:tslock) }
           rescue Tslock::LostError
             # The gems GETSET after reading a key that was just released
             # as expired (nil.to_f is 0.0), overwriting a stamp tslock
@@ -51,11 +55,11 @@ class TestLegacy < TslockTest
     threads += Array.new(2) do
       Thread.new do
         r = Redis.new(path: url.sub("unix://", ""))
-        peer = LegacyPeers.make(klass, r, key, 1)
+        theirs = peer.call(r)
         while mono < stop
-          if peer.try_lock
+          if theirs.try_lock
             enter.call(:legacy)
-            peer.unlock
+            theirs.unlock
           end
           sleep 0.004
         end
@@ -66,25 +70,66 @@ class TestLegacy < TslockTest
     [overlaps, counts[:tslock], counts[:legacy]]
   end
 
-  LegacyPeers::ALL.each do |klass|
-    name = klass.name.split("::").last.downcase
-    define_method("test_bridge_beside_#{name}") do
-      overlaps, ours, theirs = mixed_run(klass, url, key)
-      assert_equal 0, overlaps
-      assert_operator ours, :>, 0
-      assert_operator theirs, :>, 0
+  # The server itself, then tests/oldredis playing each old version.
+  def self.targets
+    [["", nil]] + TslockTestServer::OLD_VERSIONS.map do |v|
+      ["_on_#{v.tr('.', '_')}", v]
     end
   end
 
+  # The socket of version (nil: the server itself); skips when the proxy
+  # is not built.
+  def socket_of(version)
+    return TslockTestServer::SOCKET if version.nil?
+
+    TslockTestServer.proxy(version) or
+      skip "tests/oldredis not built (TSLOCK_OLDREDIS)"
+  end
+
+  LegacyPeers::ALL.each do |klass|
+    name = klass.name.split("::").last.downcase
+    targets.each do |suffix, version|
+      define_method("test_bridge_beside_#{name}#{suffix}") do
+        overlaps, ours, theirs = mixed_run(klass, "unix://#{socket_of(version)}", key,
+                                           seconds: version ? ROUND_S / 2 : ROUND_S)
+        assert_equal 0, overlaps
+        assert_operator ours, :>, 0
+        assert_operator theirs, :>, 0
+      end
+    end
+  end
+
+  # The checker above counts overlaps: beside a peer that ignores the key
+  # (a broken scheme) it must see them.
+  class Ignorer
+    DIALECT = "redis-mutex"
+
+    def try_lock
+      true
+    end
+
+    def unlock; end
+  end
+
+  def test_overlap_count_sees_a_broken_peer
+    overlaps, ours, theirs = mixed_run(Ignorer, url, key, peer: ->(_) { Ignorer.new })
+    assert_operator overlaps, :>, 0
+    assert_operator ours, :>, 0
+    assert_operator theirs, :>, 0
+  end
+
   # Each gem takes over an expired tslock hold (in threads: whole-second
-  # stamps take up to three seconds to expire) and tslock reports a loss.
+  # stamps take up to three seconds to expire) and tslock reports a loss,
+  # on the server and through each old version, all at once.
   def test_legacy_takeovers_are_losses
-    results = LegacyPeers::ALL.map do |klass|
-      k = "#{key}:#{klass.name}"
-      lock = client.lock(k, ttl: 1, scheme: :bridge, dialect: klass::DIALECT)
+    sockets = self.class.targets.map { |_, v| [v || "7", socket_of(v)] }
+    results = sockets.product(LegacyPeers::ALL).map do |(version, sock), klass|
+      k = "#{key}:#{version}:#{klass.name}"
+      c = Tslock::Client.new(url: "unix://#{sock}")
+      lock = c.lock(k, ttl: 1, scheme: :bridge, dialect: klass::DIALECT)
       lock.lock
       Thread.new do
-        r = Redis.new(path: TslockTestServer::SOCKET)
+        r = Redis.new(path: sock)
         peer = LegacyPeers.make(klass, r, k, 30)
         deadline = mono + 5
         sleep 0.05 until peer.try_lock || mono > deadline
@@ -98,12 +143,48 @@ class TestLegacy < TslockTest
         kept = r.get(k) == taken
         peer.unlock
         r.close
-        [klass, lost, kept]
+        ["#{klass} on #{version}", lost, kept]
       end
     end.map(&:value)
-    results.each do |klass, lost, kept|
-      assert_equal :lost, lost, "#{klass}: tslock's release after a takeover"
-      assert kept, "#{klass}: tslock deleted the taker's value"
+    results.each do |what, lost, kept|
+      assert_equal :lost, lost, "#{what}: tslock's release after a takeover"
+      assert kept, "#{what}: tslock deleted the taker's value"
     end
+  end
+
+  # doc/ruby.md's migration table: each row's test exists (on every
+  # server), its preset is the library's, and its tslock call, run as
+  # written, holds the key so that the gem's peer reads it as held, and
+  # frees it for the peer after.
+  def test_migration_table
+    page = File.read(File.join(ENV.fetch("TSLOCK_SRCDIR"), "doc", "ruby.md"))
+    table = page[/^\| gem call \|.*?\n\n/m] or flunk "doc/ruby.md: no migration table"
+    rows = table.lines.drop(2).grep(/\S/).map { |l| l.split(" | ").map { |c| c.delete("`|").strip } }
+    assert_equal LegacyPeers::ALL.map { |k| k::DIALECT }.sort, rows.map { |r| r[2] }.sort,
+                 "one row per legacy gem"
+    rows.each do |_, code, preset, test|
+      self.class.targets.each do |suffix, _|
+        assert self.class.method_defined?("#{test}#{suffix}"), "doc/ruby.md names #{test}#{suffix}"
+      end
+      assert Tslock::DIALECTS.key?(preset), "#{preset} is no preset of the library"
+      assert_includes code, "dialect: \"#{preset}\""
+      klass = LegacyPeers::ALL.find { |k| k::DIALECT == preset }
+      k = "#{key}:#{preset}"
+      peer = LegacyPeers.make(klass, redis, k, 5)
+      seen = []
+      inside = -> { seen << peer.try_lock }
+      run = code.sub("{ }", "{ inside.call }")
+      refute_equal code, run, "#{preset}: the row's call takes no block"
+      eval(run, binding_for(client, k, inside)) # rubocop:disable Security/Eval
+      assert_equal [false], seen, "#{preset}: the gem took the key tslock held"
+      assert peer.try_lock, "#{preset}: the gem could not take the key after tslock"
+      peer.unlock
+    end
+  end
+
+  private
+
+  def binding_for(client, key, inside)
+    [client, key, inside] && binding
   end
 end

@@ -134,8 +134,7 @@ static void make_lock(rbt_lock *l)
     if ((rc = tslock_lock_new(&l->lock, l->conn, l->name)) != TSLOCK_OK)
         rbt_raise(rc, "new lock");
     if ((rc = apply_opts(l)) != TSLOCK_OK) {
-        snprintf(detail, sizeof(detail), "%s",
-                 tslock_client_errstr(l->conn));
+        snprintf(detail, sizeof(detail), "%s", tslock_client_errstr(l->conn));
         rbt_raise(rc, detail);
     }
     l->pid = getpid();
@@ -211,8 +210,7 @@ static void enter(rbt_lock *l, int need_conn)
     if (!c.reconnect) {
         char detail[512];
 
-        snprintf(detail, sizeof(detail), "%s",
-                 tslock_client_errstr(l->conn));
+        snprintf(detail, sizeof(detail), "%s", tslock_client_errstr(l->conn));
         make_lock(l); /* a fresh client for the next try */
         rbt_raise(c.rc, detail);
     }
@@ -374,8 +372,7 @@ static void raise_release(rbt_lock *l, int rc)
     else if (l->wd_lost && l->wd_code == rc)
         snprintf(detail, sizeof(detail), "%s", l->wd_detail);
     else
-        snprintf(detail, sizeof(detail), "%s",
-                 tslock_client_errstr(l->conn));
+        snprintf(detail, sizeof(detail), "%s", tslock_client_errstr(l->conn));
     rbt_raise(rc, detail);
 }
 
@@ -628,8 +625,7 @@ static VALUE lock_value(VALUE self)
 
 static VALUE lock_scheme_used(VALUE self)
 {
-    static const char *const names[] = {"auto", "timestamp", "token",
-                                        "bridge"};
+    static const char *const names[] = {"auto", "timestamp", "token", "bridge"};
     rbt_lock *l = lock_get(self);
     unsigned s;
 

@@ -25,8 +25,8 @@ VALUE rbt_error_new(int code, const char *detail)
     if (detail != NULL && detail[0] != '\0')
         msg = rb_sprintf("%s (%s)", detail, tslock_errname(code));
     else
-        msg = rb_sprintf("%s (%s)", tslock_strerror(code),
-                         tslock_errname(code));
+        msg =
+            rb_sprintf("%s (%s)", tslock_strerror(code), tslock_errname(code));
     exc = rb_exc_new_str(klass, msg);
     rb_ivar_set(exc, id_code, INT2NUM(code));
     rb_ivar_set(exc, id_errname, rb_str_new_cstr(tslock_errname(code)));
@@ -114,8 +114,7 @@ static void init_errors(void)
     map_code(TSLOCK_EREPLICAS, define_error("ReplicasError", server));
     map_code(TSLOCK_ENOQUORUM, define_error("QuorumError", server));
     map_code(TSLOCK_ECANCELED, define_error("CanceledError", rbt_eError));
-    map_code(TSLOCK_EUNSUPPORTED,
-             define_error("UnsupportedError", rbt_eError));
+    map_code(TSLOCK_EUNSUPPORTED, define_error("UnsupportedError", rbt_eError));
     map_code(TSLOCK_ESTATE, define_error("StateError", rbt_eError));
     map_code(TSLOCK_EHOOK, define_error("HookError", rbt_eError));
     map_code(TSLOCK_ECLOCK, define_error("ClockError", rbt_eError));
@@ -179,11 +178,10 @@ void Init_tslock_ext(void)
     init_errors();
     init_codes();
     init_dialects();
-    rb_define_module_function(rbt_mTslock, "library_version",
-                              m_library_version, 0);
+    rb_define_module_function(rbt_mTslock, "library_version", m_library_version,
+                              0);
     rb_define_module_function(rbt_mTslock, "error_for", m_error_for, 2);
-    rb_define_module_function(rbt_mTslock, "dialect_error", m_dialect_error,
-                              1);
+    rb_define_module_function(rbt_mTslock, "dialect_error", m_dialect_error, 1);
     rbt_init_client();
     rbt_init_lock();
     rbt_init_watchdog();

@@ -23,27 +23,27 @@ typedef struct rbt_client {
 
 /* The options of a lock, kept so a fork child can make its own again. */
 typedef struct rbt_opts {
-    int scheme;       /* tslock_scheme */
+    int scheme; /* tslock_scheme */
     int64_t ttl_ms;
-    int unit;         /* tslock_unit, or -1 for the default */
-    char *dialect;    /* NULL for none */
+    int unit;      /* tslock_unit, or -1 for the default */
+    char *dialect; /* NULL for none */
     int fencing, fair, reentrant, wakeup; /* wakeup: -1 default */
-    int rw;           /* tslock_rw */
-    int64_t permits;  /* 0: not a semaphore */
-    int retry_min, retry_max; /* 0: default */
-    int64_t grace_ms, margin_ms; /* -1: default */
+    int rw;                               /* tslock_rw */
+    int64_t permits;                      /* 0: not a semaphore */
+    int retry_min, retry_max;             /* 0: default */
+    int64_t grace_ms, margin_ms;          /* -1: default */
 } rbt_opts;
 
 typedef struct rbt_lock {
-    VALUE client;      /* the Tslock::Client (marked) */
+    VALUE client; /* the Tslock::Client (marked) */
     rbt_client *target;
     char *name;
     rbt_opts opts;
     tslock_client *conn; /* this lock's own connection, made lazily */
     int connected;
     tslock_lock *lock;
-    pid_t pid;          /* the process that made conn and lock */
-    volatile int busy;  /* a call is running without the GVL */
+    pid_t pid;         /* the process that made conn and lock */
+    volatile int busy; /* a call is running without the GVL */
     /* The watchdog (renew:) and how its loss reaches Ruby. */
     tslock_watchdog *wd;
     tslock_client *wd_conn;
