@@ -43,8 +43,11 @@ top_packages="tmux"
 # Prometheus scrape tslock exporter and checks its output with promtool.
 # ruby-dev, ruby-minitest, ruby-redis: tests/test_ruby.sh builds the Ruby
 # extension with mkmf and runs its minitest suite beside legacy peers.
-# iproute2: make check-partitions builds its hosts from network namespaces
-# (ip netns, veth pairs, bridges) and cuts the network between them.
+# iproute2: the partition suite (make check's short case,
+# tests/test_partition_short.sh, about 30 s as root; make
+# check-partitions) builds its hosts from network namespaces (ip netns,
+# veth pairs, bridges) and cuts the network between them; its clock
+# nemesis uses faketime (skew_packages).
 packages="build-essential autoconf automake libtool pkg-config
           libhiredis-dev libssl-dev openssl libcunit1-dev redis-server
           python3-redis clang
@@ -123,10 +126,6 @@ make check-python-sdist || status=$?
 # the weekday, so that every mutant runs over a week (a copy of the tree
 # built once, then a build and a test run per mutant; tests/check-mutants.sh).
 MUTANTS_PICK=daily make check-mutants || status=$?
-# The short partition case (make check-partitions-short, about 30 s, root
-# and ip netns) is not run here yet: its fenced run asserts no lost update,
-# and a Sentinel failover can hand out a fence twice (doc/partitions.md),
-# so it is not yet a check that passes for the right reason every time.
 passed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 failed=$(cat tests/*.trs doc/examples/*.trs 2>/dev/null | grep -c '^:test-result: FAIL\|^:test-result: ERROR' || true)
 if [ "$status" -ne 0 ]; then
