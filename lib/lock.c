@@ -307,8 +307,7 @@ static int take_fence(tslock_lock *l)
     if (rc != TSLOCK_OK)
         return rc;
     if (epoch > 0) {
-        snprintf(floor, sizeof(floor), "%lld",
-                 (long long)((epoch << 32) + 1));
+        snprintf(floor, sizeof(floor), "%lld", (long long)((epoch << 32) + 1));
         rc = tslock__script_run(c, SCRIPT_FENCE_FLOOR, fence_key, 1, args, &r);
     } else {
         argv[1] = fence_key;

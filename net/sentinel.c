@@ -31,6 +31,7 @@ void tslock__sentinel_free(tslock_client *c)
     c->sentinel_ports = NULL;
     c->master_name = NULL;
     c->nsentinels = 0;
+    c->failover_epoch = 0; /* fences from a plain address carry none */
 }
 
 int tslock_client_set_sentinel_auth(tslock_client *c, const char *user,

@@ -776,7 +776,8 @@ static long long sentinel_epoch(const th_server *s)
     if (raw == NULL)
         return -1;
     r = redisCommand(raw, "SENTINEL MASTER %s", topo.name);
-    for (i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+    for (i = 0;
+         r != NULL && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
          i += 2)
         if (strcmp(r->element[i]->str, "config-epoch") == 0)
             epoch = atoll(r->element[i + 1]->str);
@@ -792,8 +793,7 @@ static int64_t fenced_once(tslock_lock *l)
 
     CU_ASSERT_EQUAL(rc, TSLOCK_OK);
     if (rc != TSLOCK_OK) {
-        fprintf(stderr, "fenced acquire: %s\n",
-                tslock_errname(rc));
+        fprintf(stderr, "fenced acquire: %s\n", tslock_errname(rc));
         return -1;
     }
     f = tslock_lock_fence(l);
