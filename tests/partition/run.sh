@@ -18,7 +18,8 @@
 # NEMESIS: none, isolate (the master n1 and the client on n4 cut off from
 #   n2, n3, n5: the sentinels on n2 and n3 promote a replica), halves
 #   ({n1,n2} against {n3,n4,n5}: the master keeps a replica and two of
-#   the three sentinels), pause (the master's redis-server stopped with
+#   the three sentinels), bridge (n4, n5 cut from n1, n2; n3 sees both
+#   sides through a second port), pause (the master's redis-server stopped with
 #   SIGSTOP, then SIGCONT), clock (the clients on n1 and n4 run with their
 #   wall clock jumped ahead by the seed's amount, libfaketime; no cut).
 # SEED picks when the fault starts, how long it lasts and the clock
@@ -261,6 +262,7 @@ case $nemesis in
 none) ;;
 isolate) cut 1 4 ;;
 halves) cut 1 2 ;;
+bridge) cut 4 5 && bridge_up 3 4 5 ;;
 pause) kill -STOP "$master_pid" ;;
 clock) touch "$STATE/jump" ;;
 *)
@@ -285,6 +287,10 @@ if [ -n "${PARTITION_UNTIL:-}" ]; then
 fi
 case $nemesis in
 isolate | halves) heal ;;
+bridge)
+    bridge_down 3
+    heal
+    ;;
 pause) kill -CONT "$master_pid" ;;
 clock) rm -f "$STATE/jump" ;;
 esac

@@ -14,7 +14,7 @@ set -u
 seed=${1:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 configs=${CONFIGS:-nolock short nocad token replicas1 replicas2 fence timestamp bridge redlock}
-nemeses=${NEMESES:-none isolate halves pause clock}
+nemeses=${NEMESES:-none isolate halves bridge pause clock}
 out=$(mktemp /tmp/tslock-partition-table.XXXXXX) || exit 1
 trap 'rm -f "$out"' EXIT
 trap 'exit 130' INT TERM HUP
