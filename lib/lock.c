@@ -277,19 +277,51 @@ static int try_once(tslock_lock *l)
  * The fencing number: INCR of a companion key that never expires, so it
  * only grows.  If it cannot be had, the hold is given back, so a caller
  * that asked for fencing never holds a lock without its number.
+ *
+ * A master that Sentinel promoted continues from the counter as far as
+ * it was replicated, which can be behind what its old master, cut off
+ * but still serving, has handed out: both would hand out the same
+ * numbers (doc/partitions.md).  So when the sentinel named the master
+ * with a config-epoch E > 0 (the failover that made it), the number is
+ * at least E * 2^32 + 1: every master of a later failover hands out
+ * numbers above every master of an earlier one, and two masters never
+ * share a number.  Epoch 0 (no failover yet, no Sentinel, a sentinel
+ * that does not say) is a plain INCR, as before.
  */
+#define FENCE_EPOCH_MAX ((INT64_C(1) << 21) - 1) /* E * 2^32 below 2^53 */
+
 static int take_fence(tslock_lock *l)
 {
     tslock_client *c = l->client;
     char *fence_key = NULL;
     const char *argv[2] = {"INCR", NULL};
+    char floor[24];
+    const char *args[1] = {floor};
     redisReply *r = NULL;
-    int rc = tslock__fence_key(l, &fence_key);
+    int64_t epoch = c->failover_epoch;
+    int rc;
 
+    if (epoch > FENCE_EPOCH_MAX)
+        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                            "fencing: the master's failover epoch is %lld, "
+                            "expected at most %lld (fences carry it above "
+                            "bit 32, within Lua's exact integers)",
+                            (long long)epoch, (long long)FENCE_EPOCH_MAX);
+    if (epoch > 0 && !(c->caps & TSLOCK_CAP_LUA))
+        return tslock__fail(c, TSLOCK_EUNSUPPORTED,
+                            "fencing after a failover (epoch %lld) needs "
+                            "Lua scripts, which this server refuses",
+                            (long long)epoch);
+    rc = tslock__fence_key(l, &fence_key);
     if (rc != TSLOCK_OK)
         return rc;
-    argv[1] = fence_key;
-    rc = tslock__command(c, TSLOCK_STEP_INCR, l->key, 2, argv, &r);
+    if (epoch > 0) {
+        snprintf(floor, sizeof(floor), "%lld", (long long)((epoch << 32) + 1));
+        rc = tslock__script_run(c, SCRIPT_FENCE_FLOOR, fence_key, 1, args, &r);
+    } else {
+        argv[1] = fence_key;
+        rc = tslock__command(c, TSLOCK_STEP_INCR, l->key, 2, argv, &r);
+    }
     if (rc == TSLOCK_OK && r->type == REDIS_REPLY_INTEGER)
         l->fence = r->integer;
     else if (rc == TSLOCK_OK)

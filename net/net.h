@@ -101,6 +101,12 @@ struct tslock_client {
     char *master_name;
     char *sentinel_user;
     char *sentinel_password;
+    /*
+     * The config-epoch the sentinel gave with the master's address (read
+     * before and after it, equal both times), 0 when none or unknown:
+     * the failover epoch that fences from this master carry (lib/lock.c).
+     */
+    int64_t failover_epoch;
     uint64_t rng; /* xorshift state for retry jitter */
     /* Redis Cluster (cluster.c): NULL on a single server. */
     struct tslock__cluster *cluster;

@@ -31,6 +31,7 @@ void tslock__sentinel_free(tslock_client *c)
     c->sentinel_ports = NULL;
     c->master_name = NULL;
     c->nsentinels = 0;
+    c->failover_epoch = 0; /* fences from a plain address carry none */
 }
 
 int tslock_client_set_sentinel_auth(tslock_client *c, const char *user,
@@ -89,14 +90,20 @@ static int connect_sentinel(tslock_client *c, int i, redisContext **ctx,
     return rc;
 }
 
-/* Sends AUTH (when set) and the question in one round trip; *n replies. */
+/*
+ * Sends AUTH (when set) and the questions in one round trip; *n replies.
+ * The address is asked between two SENTINEL MASTER, whose config-epoch
+ * says which failover made that master: the two epochs agree when the
+ * address belongs to that epoch (a sentinel changes both in one step).
+ */
 static int query_sentinel(tslock_client *c, redisContext *ctx, redisReply **r,
                           int *n)
 {
     const char *auth[3] = {"AUTH", c->sentinel_user, c->sentinel_password};
     const char *ask[3] = {"SENTINEL", "get-master-addr-by-name",
                           c->master_name};
-    struct tslock__queued q[2];
+    const char *epoch[3] = {"SENTINEL", "MASTER", c->master_name};
+    struct tslock__queued q[4];
     int k, rc = TSLOCK_OK;
 
     *n = 0;
@@ -109,7 +116,13 @@ static int query_sentinel(tslock_client *c, redisContext *ctx, redisReply **r,
     }
     q[*n].step = TSLOCK_STEP_GET;
     q[*n].argc = 3;
+    q[(*n)++].argv = epoch;
+    q[*n].step = TSLOCK_STEP_GET;
+    q[*n].argc = 3;
     q[(*n)++].argv = ask;
+    q[*n].step = TSLOCK_STEP_GET;
+    q[*n].argc = 3;
+    q[(*n)++].argv = epoch;
     if (tslock__send(ctx, *n, q) != REDIS_OK)
         rc = TSLOCK_EIO;
     for (k = 0; k < *n && rc == TSLOCK_OK; k++) {
@@ -119,6 +132,35 @@ static int query_sentinel(tslock_client *c, redisContext *ctx, redisReply **r,
         r[k] = reply;
     }
     return rc;
+}
+
+/*
+ * The config-epoch of a SENTINEL MASTER answer (a flat list of names and
+ * values), or -1 when the answer has none (an error, an ACL refusal, a
+ * sentinel too old to say).
+ */
+static int64_t config_epoch(const redisReply *a)
+{
+    size_t i;
+
+    if (a == NULL || a->type != REDIS_REPLY_ARRAY)
+        return -1;
+    for (i = 0; i + 1 < a->elements; i += 2) {
+        const redisReply *k = a->element[i], *v = a->element[i + 1];
+        char *end;
+        long long e;
+        if (k->type != REDIS_REPLY_STRING && k->type != REDIS_REPLY_STATUS)
+            continue;
+        if (strcmp(k->str, "config-epoch") != 0)
+            continue;
+        if (v->type == REDIS_REPLY_INTEGER)
+            return v->integer >= 0 ? v->integer : -1;
+        if (v->type != REDIS_REPLY_STRING)
+            return -1;
+        e = strtoll(v->str, &end, 10);
+        return end != v->str && *end == '\0' && e >= 0 ? e : -1;
+    }
+    return -1;
 }
 
 /* Reads the master's host and port from the answer, or says why not. */
@@ -156,16 +198,18 @@ static int read_master(tslock_client *c, const redisReply *a, char *host,
 
 /*
  * Ask sentinel i where the master is: AUTH (when set) and SENTINEL
- * get-master-addr-by-name in one round trip.  TSLOCK_OK with host and
- * port filled, or a code with the reason in why.
+ * get-master-addr-by-name between two SENTINEL MASTER, in one round trip.
+ * TSLOCK_OK with host, port and the master's config-epoch (0 when the
+ * sentinel does not say) filled, or a code with the reason in why.
  */
 static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
-                        int *port, char *why, size_t why_size)
+                        int *port, int64_t *epoch, char *why, size_t why_size)
 {
     redisContext *ctx;
-    redisReply *r[2] = {NULL, NULL};
-    int n, rc;
+    redisReply *r[4] = {NULL, NULL, NULL, NULL};
+    int n, k, rc;
 
+    *epoch = 0;
     rc = connect_sentinel(c, i, &ctx, why, why_size);
     if (rc != TSLOCK_OK)
         return rc;
@@ -173,14 +217,27 @@ static int ask_sentinel(tslock_client *c, int i, char *host, size_t size,
     if (rc != TSLOCK_OK) {
         snprintf(why, why_size, "%s",
                  ctx->errstr[0] ? ctx->errstr : "connection lost");
-    } else if (n == 2 && r[0]->type == REDIS_REPLY_ERROR) {
+    } else if (n == 4 && r[0]->type == REDIS_REPLY_ERROR) {
         snprintf(why, why_size, "AUTH: -%.200s", r[0]->str);
         rc = TSLOCK_EAUTH;
     } else {
-        rc = read_master(c, r[n - 1], host, size, port, why, why_size);
+        rc = read_master(c, r[n - 2], host, size, port, why, why_size);
     }
-    freeReplyObject(r[0]);
-    freeReplyObject(r[1]);
+    if (rc == TSLOCK_OK) {
+        int64_t before = config_epoch(r[n - 3]), after = config_epoch(r[n - 1]);
+        if (before != after) {
+            /* A failover reached this sentinel while it answered. */
+            snprintf(why, why_size,
+                     "its config-epoch went from %lld to %lld while it "
+                     "named the master",
+                     (long long)before, (long long)after);
+            rc = TSLOCK_EIO;
+        } else if (before > 0) {
+            *epoch = before;
+        }
+    }
+    for (k = 0; k < 4; k++)
+        freeReplyObject(r[k]);
     tslock__ctx_free(ctx);
     return rc;
 }
@@ -209,10 +266,13 @@ static int one_pass(tslock_client *c, int (*open_socket)(tslock_client *),
 {
     char host[256], why[300], line[600];
     int i, port = 0, rc, worst = TSLOCK_EIO;
+    int64_t epoch = 0;
 
     for (i = 0; i < c->nsentinels; i++) {
-        rc = ask_sentinel(c, i, host, sizeof(host), &port, why, sizeof(why));
+        rc = ask_sentinel(c, i, host, sizeof(host), &port, &epoch, why,
+                          sizeof(why));
         if (rc == TSLOCK_OK) {
+            c->failover_epoch = epoch;
             rc = tslock__replace_string(&c->host, host);
             if (rc != TSLOCK_OK)
                 return rc;

@@ -245,6 +245,7 @@ enum tslock__script {
     SCRIPT_SHARED_EXTEND,    /* KEYS lock, holders: shared.c */
     SCRIPT_RW_EXCLUSIVE,     /* KEYS lock, readers, intent: rwlock.c */
     SCRIPT_RELEASE_WAKE,     /* KEYS lock, arrival counter: guard.c */
+    SCRIPT_FENCE_FLOOR,      /* KEYS fence, ARGV floor: lib/lock.c */
     SCRIPT_COUNT
 };
 const char *tslock__script_text(enum tslock__script s);

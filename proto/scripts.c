@@ -286,6 +286,17 @@ static const struct {
          "redis.pcall(ARGV[4] == 'sharded' and 'spublish' or 'publish', "
          "ARGV[2], KEYS[1]) return 1",
          "07e7e3b2770f686287947d4bc7ff41954ee9ed0e"},
+    /*
+     * The fence of a master that a failover made (lib/lock.c): INCR of
+     * the counter, raised to ARGV[1] (the first fence of the master's
+     * failover epoch, epoch * 2^32 + 1) when it is lower, so that a
+     * promoted replica never hands out a number its old master did.
+     */
+    [SCRIPT_FENCE_FLOOR] =
+        {"local n = redis.call('incr', KEYS[1]) local f = tonumber(ARGV[1]) "
+         "if n < f then redis.call('set', KEYS[1], ARGV[1]) return f end "
+         "return n",
+         "4124195f53a679c1300603b55c414ca039ed8845"},
 };
 
 /*

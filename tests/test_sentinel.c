@@ -763,6 +763,122 @@ static void test_old_wait_refused(void)
     tslock_client_free(c);
 }
 
+/* ------------------------------------- fences across a failover (#44) */
+
+/* Sentinel s's config-epoch for the topology's master, or -1. */
+static long long sentinel_epoch(const th_server *s)
+{
+    redisContext *raw = th_redis(s);
+    redisReply *r;
+    long long epoch = -1;
+    size_t i;
+
+    if (raw == NULL)
+        return -1;
+    r = redisCommand(raw, "SENTINEL MASTER %s", topo.name);
+    for (i = 0;
+         r != NULL && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+         i += 2)
+        if (strcmp(r->element[i]->str, "config-epoch") == 0)
+            epoch = atoll(r->element[i + 1]->str);
+    freeReplyObject(r);
+    redisFree(raw);
+    return epoch;
+}
+
+static int64_t fenced_once(tslock_lock *l)
+{
+    int64_t f;
+    int rc = tslock_acquire(l, DEADLINE_MS);
+
+    CU_ASSERT_EQUAL(rc, TSLOCK_OK);
+    if (rc != TSLOCK_OK) {
+        fprintf(stderr, "fenced acquire: %s\n", tslock_errname(rc));
+        return -1;
+    }
+    f = tslock_lock_fence(l);
+    CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    return f;
+}
+
+/*
+ * The promoted replica has the fence counter only as far as it was
+ * replicated.  Counted on from there (INCR, the broken form: what tslock
+ * did before), it hands out a number the old master already handed out;
+ * counted from the failover epoch, every number is above every number of
+ * the old master.
+ */
+static void test_fence_failover(void)
+{
+    tslock_client *a = th_topology_client(&topo), *b = NULL;
+    tslock_lock *l = NULL;
+    redisContext *raw;
+    redisReply *reply;
+    char buf[64];
+    int64_t f[5], after, next;
+    long long epoch;
+    int old = topo.node[0].port, now, i;
+
+    if (a == NULL)
+        goto out;
+    CU_ASSERT_EQUAL(sentinel_epoch(&topo.sentinel[0]), 0);
+    l = new_lock(a, "s:fenced", 20000);
+    CU_ASSERT_EQUAL(tslock_lock_set_fencing(l, 1), TSLOCK_OK);
+    /* Epoch 0 (no failover yet): a plain INCR, 1, 2, 3, replicated. */
+    for (i = 0; i < 3; i++)
+        f[i] = fenced_once(l);
+    CU_ASSERT_EQUAL(f[0], 1);
+    CU_ASSERT_EQUAL(f[2], 3);
+    raw = th_redis(&topo.node[0]);
+    reply = redisCommand(raw, "WAIT 1 5000");
+    CU_ASSERT_TRUE(reply != NULL && reply->type == REDIS_REPLY_INTEGER
+                   && reply->integer == 1);
+    freeReplyObject(reply);
+    /* 4 and 5 only on the master: the replica frozen, its link cut. */
+    th_server_pause(&topo.node[1]);
+    reply = redisCommand(raw, "CLIENT KILL TYPE replica");
+    freeReplyObject(reply);
+    redisFree(raw);
+    f[3] = fenced_once(l);
+    f[4] = fenced_once(l);
+    CU_ASSERT_EQUAL(f[4], 5);
+    th_server_kill(&topo.node[0]);
+    th_server_resume(&topo.node[1]);
+    now = th_topology_wait_master(&topo, old, DEADLINE_MS);
+    CU_ASSERT_FATAL(now > 0 && now == topo.node[1].port);
+    epoch = sentinel_epoch(&topo.sentinel[0]);
+    CU_ASSERT_TRUE(epoch >= 1);
+    CU_ASSERT_EQUAL(th_node_get(&topo, now, "s:fenced:fence", buf, sizeof(buf)),
+                    1);
+    CU_ASSERT_STRING_EQUAL(buf, "3");
+
+    /* The broken form: INCR on the new master gives 4 a second time. */
+    raw = th_redis(th_topology_node(&topo, now));
+    reply = redisCommand(raw, "INCR s:fenced:fence");
+    CU_ASSERT_TRUE(reply != NULL && reply->type == REDIS_REPLY_INTEGER
+                   && reply->integer == f[3]);
+    freeReplyObject(reply);
+    redisFree(raw);
+
+    /* tslock: the epoch's first number, then one more; the same for a
+     * client that connects after the failover. */
+    after = fenced_once(l);
+    CU_ASSERT_EQUAL(after, ((int64_t)epoch << 32) + 1);
+    CU_ASSERT_TRUE(after > f[4]);
+    b = th_topology_client(&topo);
+    if (b != NULL) {
+        tslock_lock *m = new_lock(b, "s:fenced", 20000);
+        CU_ASSERT_EQUAL(tslock_lock_set_fencing(m, 1), TSLOCK_OK);
+        next = fenced_once(m);
+        CU_ASSERT_EQUAL(next, after + 1);
+        tslock_lock_free(m);
+    }
+out:
+    tslock_lock_free(l);
+    tslock_client_free(a);
+    tslock_client_free(b);
+}
+
 int main(void)
 {
     CU_pSuite s;
@@ -783,6 +899,10 @@ int main(void)
                      stop_topology);
     CU_add_test(s, "locks, a watchdog and a wait follow the failover",
                 test_master_killed);
+    s = CU_add_suite("sentinel: fences across a failover", start_topology,
+                     stop_topology);
+    CU_add_test(s, "the promoted master counts from the failover epoch",
+                test_fence_failover);
     s = CU_add_suite("sentinel: a demoted master", start_topology,
                      stop_topology);
     CU_add_test(s, "-READONLY sends the client back to the sentinels",

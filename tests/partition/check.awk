@@ -9,7 +9,9 @@
 #   refused    reads and writes the fenced resource refused
 #   lost       accepted writes that the counter does not show (writes -
 #              counter): updates lost to an overlap
-#   dupfence   fences handed to two holds (one fence counter per master)
+#   dupfence   fences handed to two holds
+#   newepoch   holds whose fence carries a failover epoch (2^32 and up:
+#              from a master a failover made)
 #   gap_ms     the longest time with no hold open, first grant to last
 #              (and in brackets: before the fault, during it, after the
 #              heal)
@@ -30,6 +32,7 @@
             gap = t - idle_since
         if (!(c in inside)) { inside[c] = 1; open++ }
         if (f > 0) { seen[f]++; if (seen[f] == 2) dupfence++ }
+        if (f >= 4294967296) newepoch++
     } else if (kind == "exit") {
         if (c in inside) { delete inside[c]; open-- }
         if (open == 0) idle_since = t
@@ -40,7 +43,7 @@
     }
 }
 END {
-    printf "grants=%d double=%d(%d/%d/%d) writes=%d refused=%d lost=%d dupfence=%d gap_ms=%d\n",
+    printf "grants=%d double=%d(%d/%d/%d) writes=%d refused=%d lost=%d dupfence=%d newepoch=%d gap_ms=%d\n",
         grants, double, dpre, dfault, dpost, writes, refused, writes - counter, dupfence,
-        gap / 1000
+        newepoch, gap / 1000
 }

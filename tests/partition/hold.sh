@@ -10,9 +10,16 @@
 #
 # Environment: CHK (checker address), CLIENT (a name), HOLD_S (seconds to
 # hold between read and write), FENCED (0 or 1), TSLOCK_FENCE (tslock
-# --fence; 0 without).
+# --fence; 0 without), HOLD_LOG (where the hold's start and end go).
 set -u
 fence=${TSLOCK_FENCE:-0}
+# The client's own view for the history (history.awk): when the hold
+# began and ended by this host's clock, written to $HOLD_LOG at exit.
+# A client whose clock the nemesis jumped (libfaketime, worker.sh) passes
+# it on; the history and the checker's steps keep the true clock.
+unset LD_PRELOAD FAKETIME
+started=$(date +%s%6N)
+trap 'echo "$started $(date +%s%6N)" >"${HOLD_LOG:-/dev/null}"' EXIT
 
 # KEYS: counter, highest fence, events.  ARGV: client, fence, fenced.
 read_lua='

@@ -76,6 +76,21 @@ cut() {
     done
 }
 
+# bridge_up N: host N sees both sides: a second data port (eth2, b<N>) on
+# brB with its address as a /32, and host routes to the hosts on brB
+# (HOSTS...) through it.  bridge_down N removes the port and the routes.
+bridge_up() {
+    b=$1
+    shift
+    link_up "$(ns "n$b")" eth2 "b$b" brB "10.44.0.$b/32" || return 1
+    for i in "$@"; do
+        ip -n "$(ns "n$b")" route add "10.44.0.$i/32" dev eth2 || return 1
+    done
+}
+bridge_down() {
+    ip -n "$(ns sw)" link del "b$1" 2>/dev/null
+}
+
 # heal: every data port back on brA.
 heal() {
     i=1
