@@ -16,12 +16,19 @@
 #                                   a Java block (a whole class) compiled
 #                                   against the built jar and run.  It
 #                                   must exit 0 within 20 s
+#   <!-- doc-test: compile -->      a C fragment: compiled only, its
+#                                   statements put in a function and the
+#                                   names the pages use (client, lock,
+#                                   rc...) declared around it
 #   <!-- doc-test: skip REASON -->  not run here; REASON says why (a real
 #                                   fleet, a placeholder host, root), or
 #                                   "run by TEST" names the test that runs
 #                                   it (counted apart)
-# A block with neither is counted as unmarked and listed, so the blocks
-# not yet run stay in sight; the count of each kind is printed.
+# A block with none is counted as unmarked and listed, so the blocks
+# not yet run stay in sight; the count of each kind is printed.  The C of
+# every man page's EXAMPLE section (between .nf and .fi) is compiled too
+# (not run: the pages connect to 127.0.0.1:6379); a roff comment
+# (.\" doc-test: skip REASON) before its .nf marks one not to.
 set -u
 src="${top_srcdir:-.}"
 tool="${top_builddir:-.}/tools/tslock"
@@ -77,7 +84,8 @@ for md in "$src/README.md" "$src"/doc/*.md; do
                 # (doc_example() in bindings/python/tests).
                 kind = "skip"; why = "run by pytest as " mark
             }
-            if (markline == FNR - 1 && mark == "run") kind = "run"
+            if (markline == FNR - 1 && (mark == "run" || mark == "compile"))
+                kind = mark
             else if (markline == FNR - 1 && mark ~ /^skip/) {
                 kind = "skip"; why = mark; sub(/^skip */, "", why)
                 if (why == "") why = "(no reason given)"
@@ -89,7 +97,86 @@ for md in "$src/README.md" "$src"/doc/*.md; do
     ' "$md"
 done
 
+# The EXAMPLE sections of the man pages.
+for page in "$src"/doc/man/*.[0-9]; do
+    awk -v out="$dir/blocks" -v name="${page#"$src"/}" '
+        function deroff(t) {
+            gsub(/\\-/, "-", t); gsub(/\\&/, "", t)
+            gsub(/\\\(aq/, "\047", t); gsub(/\\\(dq/, "\"", t)
+            gsub(/\\e/, "\\", t)
+            return t
+        }
+        /^\.SH/ { ex = ($0 ~ /^\.SH "?EXAMPLES?"?/); next }
+        !ex { next }
+        /^\.\\" doc-test: / {
+            m = $0; sub(/^\.\\" doc-test: */, "", m)
+            mark = m; markline = FNR; next
+        }
+        inb && /^\.(fi|EE)/ {
+            inb = 0
+            if (!(txt ~ /#include/ || txt ~ /;\n/)) next  # not C
+            n = 0; while ((getline c < (out "/count")) > 0) n = c
+            close(out "/count"); n++
+            print n > (out "/count"); close(out "/count")
+            f = out "/" n ".c"; printf "%s", txt > f; close(f)
+            # Compiled only: the pages connect to 127.0.0.1:6379, a
+            # server this test does not own.
+            kind = "compile"; why = ""
+            if (markline == start - 1 && mark ~ /^skip/) {
+                kind = "skip"; why = mark; sub(/^skip */, "", why)
+            }
+            printf "%d\t%s:%d\t%s\t%s\t%s\n", n, name, start, kind, "c", \
+                why >> (out "/index")
+            next
+        }
+        inb {
+            if ($0 ~ /^\.(RS|RE|PP|br|sp)/) next
+            txt = txt deroff($0) "\n"; next
+        }
+        /^\.(nf|EX)/ { inb = 1; txt = ""; start = FNR; next }
+    ' "$page"
+done
+
+# c_prepare BLOCK OUT.c: a C fragment as a unit of its own.  Functions
+# and types stay at file scope; the statements between them go into a
+# function; the names the pages' fragments use are declared around it.
+c_prepare() {
+    {
+        grep '^#define' "$1"
+        printf '#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#endif\n'
+        grep -q 'redis[A-Z]' "$1" && printf '#include <hiredis/hiredis.h>\n'
+        printf '#include <inttypes.h>\n#include <stdint.h>\n#include <stdio.h>\n'
+        printf '#include <stdlib.h>\n#include <string.h>\n#include <tslock.h>\n'
+        grep '^#include' "$1"
+        printf 'static tslock_client *client;\nstatic tslock_lock *lock;\n'
+        printf 'static tslock_tls *tls;\nstatic tslock_redlock *rl;\n'
+        printf 'static tslock_stats s;\nstatic int rc;\nvoid run_job(void);\n'
+        printf 'static tslock_client *c;\nstatic tslock_client *clients[3];\n'
+        printf 'static void *sink;\nstatic char err[256];\n'
+        printf 'void record_span(void *, int, const char *, int, int64_t);\n'
+        awk '
+            /^#(include|define)/ { next }
+            depth == 0 && !top && /^(static|typedef) [^{]*;$/ { print; next }
+            depth == 0 && !top && (/^[A-Za-z_][A-Za-z0-9_ *]*\(/ && !/;/ &&
+                !/^(if|for|while|switch|return|else|do)[ (]/ ||
+                /^(static |typedef |struct |enum )[^;]*\{ *$/) { top = 1 }
+            {
+                line = $0
+                o = gsub(/\{/, "{", line); c = gsub(/\}/, "}", line)
+                if (top) print; else body = body $0 "\n"
+                depth += o - c
+                if (top && depth == 0 && /[};] *$/) top = 0
+            }
+            END {
+                int_ = (body ~ /return [^;]/)
+                printf "%s doc_fragment(void);\n%s doc_fragment(void)\n{\n%s}\n",
+                    int_ ? "int" : "void", int_ ? "int" : "void", body
+            }' "$1"
+    } >"$2"
+}
+
 ran=0
+compiled=0
 skipped=0
 elsewhere=0
 unmarked=0
@@ -101,6 +188,15 @@ run_block() {
         PATH="$dir/bin:$PATH" timeout 20 sh -e "$dir/blocks/$1.sh"
         ;;
     c)
+        if [ "$3" = compile ]; then
+            c_prepare "$dir/blocks/$1.c" fragment.c &&
+                ${CC:-cc} -std=c99 -Wall -Werror -Wno-unused-function \
+                    -Wno-unused-variable -Wno-unused-parameter \
+                    -Wno-unused-but-set-variable -Wno-return-type \
+                    -I"$srcdir/include" ${HIREDIS_CFLAGS:-} -c fragment.c \
+                    -o fragment.o
+            return
+        fi
         cp "$dir/blocks/$1.c" main.c &&
             ${CC:-cc} -Wall -Werror -I"$srcdir/include" main.c \
                 -L"$build/.libs" -ltslock -o main &&
@@ -148,12 +244,12 @@ while IFS='	' read -r n where kind lang why; do
     unmarked)
         unmarked=$((unmarked + 1))
         ;;
-    run)
-        ran=$((ran + 1))
+    run | compile)
+        if [ "$kind" = run ]; then ran=$((ran + 1)); else compiled=$((compiled + 1)); fi
         mkdir "$dir/work$n"
         if (cd "$dir/work$n" && REDIS_URL="unix://$sock" \
-            run_block "$n" "$lang") >"$dir/out$n" 2>&1; then
-            echo "ok: $where ($lang)"
+            run_block "$n" "$lang" "$kind") >"$dir/out$n" 2>&1; then
+            echo "ok: $where ($lang, $kind)"
         else
             echo "FAIL: $where ($lang, exit $?):"
             sed 's/^/    /' "$dir/blocks/$n.$lang"
@@ -165,7 +261,8 @@ while IFS='	' read -r n where kind lang why; do
     esac
 done <"$dir/blocks/index"
 grep '	unmarked	' "$dir/blocks/index" | cut -f2 | sed 's/^/unmarked: /'
-echo "doc blocks: $ran run here, $elsewhere run by the test their marker" \
+echo "doc blocks: $ran run here, $compiled compiled only," \
+    "$elsewhere run by the test their marker" \
     "names, $skipped shown only (each with its reason), $unmarked unmarked"
 [ "$ran" -gt 0 ] || { echo "FAIL: no block ran"; fail=1; }
 exit $fail
