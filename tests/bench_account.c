@@ -14,8 +14,8 @@
  * commands a script runs apart (Redis 7.0 logs them too, from a client
  * without an address, and their time is inside their script's): so the
  * server's command time is the sum of the top-level durations, nothing
- * counted twice, and commandstats' usec of the scripts checks it.  Each command the clients sent is put
- * in a step by what it names:
+ * counted twice, and commandstats' usec of the scripts checks it.  Each command
+ * the clients sent is put in a step by what it names:
  *
  *   acquire   SET NX PX, or the SETNX+PEXPIRE script: a first try
  *   join      the line's script with "not in line yet" (its ARGV[8] 0):
@@ -32,8 +32,8 @@
  *
  * The wake message is the PUBLISH/SPUBLISH inside the release script:
  * its calls and time are read from the slow log's inner entries (they
- * are part of the release's time, not added to it).  INFO cpu (the server's user + sys
- * time) and the clients' own CPU (getrusage of each waiter, over the
+ * are part of the release's time, not added to it).  INFO cpu (the server's
+ * user + sys time) and the clients' own CPU (getrusage of each waiter, over the
  * row) are given beside it.  Every row runs twice: on the machine as it
  * is, and with a `nice -n 19` CPU burner on every core, since an idle
  * virtual CPU halts and waking it costs more than the work (the row
@@ -71,9 +71,9 @@ enum step {
     N_STEPS
 };
 
-static const char *const step_names[N_STEPS] = {
-    "acquire", "join", "in line", "release", "leave", "listen", "hold",
-    "other"};
+static const char *const step_names[N_STEPS] = {"acquire", "join",  "in line",
+                                                "release", "leave", "listen",
+                                                "hold",    "other"};
 
 struct acc_shared {
     atomic_int ready, done, failures;
@@ -89,13 +89,13 @@ struct acc_row {
     long calls[N_STEPS];
     long inner[N_STEPS]; /* commands the step's scripts ran */
     double usec[N_STEPS];
-    long scripts;          /* EVALSHA/EVAL/FCALL the clients sent */
-    long inner_calls;      /* commands the scripts ran */
-    long publish_calls;    /* the release's wake or announce messages */
-    double publish_usec;   /* their time, inside the release's */
-    double stats_usec;     /* commandstats: the scripts' usec */
-    double own_usec;       /* commandstats: SET, the subscriber's */
-    long zrem_calls;       /* commandstats: ZREM, scripts' and clients' */
+    long scripts;        /* EVALSHA/EVAL/FCALL the clients sent */
+    long inner_calls;    /* commands the scripts ran */
+    long publish_calls;  /* the release's wake or announce messages */
+    double publish_usec; /* their time, inside the release's */
+    double stats_usec;   /* commandstats: the scripts' usec */
+    double own_usec;     /* commandstats: SET, the subscriber's */
+    long zrem_calls;     /* commandstats: ZREM, scripts' and clients' */
     double zrem_usec;
     double slow_script_us; /* the slow log's: the same calls */
     double cpu_us;         /* INFO cpu, user + sys */
@@ -142,8 +142,7 @@ static void spin_until(atomic_int *flag)
 }
 
 /* One waiter: as bench_contend.c's, between the parent's go and finish. */
-static void acc_worker(int index, const th_server *srv, int fair,
-                       int contended)
+static void acc_worker(int index, const th_server *srv, int fair, int contended)
 {
     tslock_client *c = th_client(srv);
     redisContext *raw = th_redis(srv);
@@ -328,8 +327,9 @@ static int stat_of(const char *info, const char *name, long *calls,
 static void read_commandstats(redisContext *c, struct acc_row *row)
 {
     static const char *const scripts[] = {"evalsha", "eval", "fcall"};
-    static const char *const own[] = {"set", "subscribe", "ssubscribe",
-                                      "unsubscribe", "sunsubscribe", "ping"};
+    static const char *const own[] = {"set",          "subscribe",
+                                      "ssubscribe",   "unsubscribe",
+                                      "sunsubscribe", "ping"};
     redisReply *r = redisCommand(c, "INFO commandstats");
     long calls = 0;
     size_t i;
@@ -388,7 +388,7 @@ static void stop_burners(pid_t *pids, int n)
 static int run_row(th_server *srv, int waiters, int fair, int burner,
                    int slowlog, struct acc_row *row)
 {
-    redisContext *c = th_redis(srv);
+    redisContext *c;
     pid_t pids[ACC_MAX_PROCS], burn[16];
     int i, n_burn = 0, status, contended = waiters > 0;
     int procs = contended ? waiters : 1;
@@ -399,8 +399,6 @@ static int run_row(th_server *srv, int waiters, int fair, int burner,
 
     memset(row, 0, sizeof(*row));
     memset(as, 0, sizeof(*as));
-    if (c == NULL)
-        return -1;
     if (burner)
         n_burn = start_burners(burn);
     fflush(stdout);
@@ -413,6 +411,15 @@ static int run_row(th_server *srv, int waiters, int fair, int burner,
     }
     while (atomic_load(&as->ready) < procs)
         nanosleep(&ms, NULL);
+    /* Connected after the forks, so that no child inherits it. */
+    if ((c = th_redis(srv)) == NULL) {
+        atomic_store(&as->go, 1);
+        atomic_store(&as->finish, 1);
+        for (i = 0; i < procs; i++)
+            waitpid(pids[i], &status, 0);
+        stop_burners(burn, n_burn);
+        return -1;
+    }
     if (slowlog) {
         snprintf(cmd, sizeof(cmd), "CONFIG SET slowlog-max-len %ld", max_len);
         ctl(c, cmd);
@@ -567,8 +574,7 @@ void contend_account_table(th_server *srv)
     n = parse_counts(env != NULL ? env : "8 64", counts, 8);
     if (n == 0)
         return;
-    if ((env = getenv("TSLOCK_BENCH_ACCOUNT_SECONDS")) != NULL
-        && atof(env) > 0)
+    if ((env = getenv("TSLOCK_BENCH_ACCOUNT_SECONDS")) != NULL && atof(env) > 0)
         acc_seconds = atof(env);
     if (modes == NULL)
         modes = "wake fair";
