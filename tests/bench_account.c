@@ -526,13 +526,15 @@ static void print_row(const char *what, const char *machine,
            (double)lock_calls(on) / h, (double)on->scripts / h,
            (double)on->inner_calls / h, (double)on->publish_calls / h,
            off->client_us / ho);
-    printf("  steps (calls/inner commands per %s, %% of command time):",
+    printf("  steps (calls/inner commands per %s, %% of command time, its "
+           "share of cmd us):",
            strcmp(what, "uncontended") == 0 ? "pair" : "handoff");
     for (s = 0; s < N_STEPS; s++)
         if (on->calls[s] > 0 && s != ST_HOLD)
-            printf(" %s %.2f/%.2f %.0f%%", step_names[s], on->calls[s] / h,
-                   on->inner[s] / h,
-                   total_on > 0 ? 100 * on->usec[s] / total_on : 0);
+            printf(" %s %.2f/%.2f %.0f%% %.1fus", step_names[s],
+                   on->calls[s] / h, on->inner[s] / h,
+                   total_on > 0 ? 100 * on->usec[s] / total_on : 0,
+                   total_on > 0 ? lu * on->usec[s] / total_on : 0);
     printf("\n");
     if (on->truncated)
         printf("  (the slow log filled: the counts above are short)\n");
