@@ -49,6 +49,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -365,6 +366,10 @@ static int start_burners(pid_t *pids)
         pids[i] = fork();
         if (pids[i] == 0) {
             volatile unsigned long x = 0;
+            /* A bench killed mid-row must not leave a core spinning. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() == 1)
+                _exit(0);
             if (nice(19) == -1) { /* best effort */
             }
             for (;;)
@@ -405,6 +410,7 @@ static int run_row(th_server *srv, int waiters, int fair, int burner,
     for (i = 0; i < procs; i++) {
         pids[i] = fork();
         if (pids[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             acc_worker(i, srv, fair, contended);
             _exit(0);
         }
