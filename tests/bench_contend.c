@@ -9,7 +9,8 @@
  *
  * Environment: TSLOCK_BENCH_PROCS (8), TSLOCK_BENCH_SECONDS (3);
  * TSLOCK_BENCH_WAITERS ("8 64 256"; empty: no scale table) and those
- * bench_scale.c reads.
+ * bench_scale.c reads; TSLOCK_BENCH_ACCOUNT ("8 64"; empty: no account
+ * table) and those bench_account.c reads.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -343,6 +344,7 @@ int main(void)
                "holding; cmd/hand = server commands (INFO commandstats, the "
                "INCR included) per handoff\n");
     }
+    contend_account_table(&srv);
     if (n_sizes > 0)
         contend_scale_table(&srv, sizes, n_sizes, top_srcdir);
     th_server_stop(&srv);

@@ -50,4 +50,12 @@ const char *contend_find_python(void);
 void contend_scale_table(th_server *srv, const int *waiters, int n_waiters,
                          const char *top_srcdir);
 
+/*
+ * The account table (bench_account.c): the server's command time, CPU,
+ * commands and script calls per handoff at each count of
+ * TSLOCK_BENCH_ACCOUNT ("8 64") and per uncontended acquire + release
+ * pair, step by step, on an idle machine and with a niced CPU burner.
+ */
+void contend_account_table(th_server *srv);
+
 #endif
