@@ -35,6 +35,20 @@ modules=${TSLOCK_NODE_BINDING_MODULES:-$src/node_modules}
     && [ -f "$modules/node-gyp/bin/node-gyp.js" ] \
     || skip "no node-addon-api or node-gyp in $modules" \
         "(cd bindings/node && npm ci)"
+# The published lock libraries test/peers.test.js runs tslock beside
+# (redis-lock, redlock and their Redis clients), as tests/node-peers'
+# lockfile pins them; without them that file says so and skips.
+peers=${TSLOCK_NODE_PEERS:-$top_srcdir/tests/node-peers/node_modules}
+if [ -f "$peers/redis-lock-009/package.json" ] \
+    && [ -f "$peers/redlock-5/package.json" ]; then
+    TSLOCK_NODE_PEERS=$peers
+    export TSLOCK_NODE_PEERS
+else
+    [ "${TSLOCK_NODE_REQUIRED:-}" = 1 ] \
+        && skip "no npm redis-lock or redlock in $peers" \
+            "(cd tests/node-peers && npm ci)"
+    unset TSLOCK_NODE_PEERS
+fi
 
 # The package as npm would unpack it, beside the installed node_modules.
 mkdir -p "$stage" || exit 99

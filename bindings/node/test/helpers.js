@@ -1,6 +1,6 @@
 // helpers.js - what the node:test files share: a private redis-server on
 // a Unix socket in a temporary directory (stopped by its pid), and a
-// plain RESP client over net.Socket for the checks and the legacy peer.
+// plain RESP client over net.Socket for the checks.
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -137,37 +137,4 @@ async function resp(sock) {
   return r;
 }
 
-// The lock of npm redis-lock 0.0.8, written here from its documented
-// behaviour: the stamp is now + timeout + 1 in milliseconds; SETNX takes
-// a free key; else GET, and an expired stamp is taken over with GETSET
-// when the value GETSET returns is still expired; release DELs the key
-// if our own stamp has not run out yet (no owner check).
-class LegacyRedisLock {
-  constructor(r, { timeout = 1000, retryDelay = 50 } = {}) {
-    this.r = r;
-    this.timeout = timeout;
-    this.retryDelay = retryDelay;
-    this.takeovers = 0;
-  }
-  async lock(key) {
-    for (;;) {
-      const stamp = Date.now() + this.timeout + 1;
-      if ((await this.r.call('SETNX', key, stamp)) === 1) return stamp;
-      const seen = await this.r.call('GET', key);
-      if (seen !== null && Number(seen) < Date.now()) {
-        const stamp2 = Date.now() + this.timeout + 1;
-        const old = await this.r.call('GETSET', key, stamp2);
-        if (old === null || Number(old) < Date.now()) {
-          this.takeovers++;
-          return stamp2;
-        }
-      }
-      await sleep(this.retryDelay);
-    }
-  }
-  async unlock(key, stamp) {
-    if (stamp > Date.now()) await this.r.call('DEL', key);
-  }
-}
-
-module.exports = { startServer, startOldRedis, sleep, Resp, resp, LegacyRedisLock };
+module.exports = { startServer, startOldRedis, sleep, Resp, resp };
