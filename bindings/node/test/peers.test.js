@@ -287,6 +287,45 @@ for (const v of Object.keys(REDIS_LOCK)) {
   });
 }
 
+// redis-lock's release is a DEL without an owner check, sent while its
+// own stamp has not run out.  One that reaches the server late (held back
+// here until tslock holds, as a slow network would) deletes tslock's hold:
+// tslock's release then reports the loss instead of a success.
+for (const v of Object.keys(REDIS_LOCK)) {
+  test(`a late redis-lock ${v} DEL of a bridge hold is reported as loss`, async (t) => {
+    if (!PEERS) return t.skip('no TSLOCK_NODE_PEERS');
+    const name = `lateDel:${v}`;
+    const key = `lock.${name}`;
+    const c = Client.fromUrl(server.url);
+    const kind = REDIS_LOCK[v];
+    const { client, close } = await kind.conn(server.sock);
+    const r = await resp(server.sock);
+    try {
+      const seen = watchClient(client, new Count());
+      const got = await kind.make(client, 20, seen)(name, 300);
+      let open;
+      const gate = new Promise((res) => (open = res));
+      const del = client.del;
+      client.del = function (...args) {
+        return gate.then(() => del.apply(this, args));
+      };
+      const unlocked = got.unlock(); // its stamp is still good: it DELs
+      const held = await c.acquire(key, { ...BRIDGE, ttl: 5000, wait: 5000 });
+      assert.ok(Date.now() >= got.leaseEnd, "tslock came in after the peer's lease");
+      assert.strictEqual(await r.call('GET', key), held.value);
+      open();
+      await unlocked;
+      assert.strictEqual(await r.call('EXISTS', key), 0, "the peer's DEL removed tslock's hold");
+      await assert.rejects(held.release(), LockLostError);
+      assert.strictEqual(held.held, false);
+    } finally {
+      r.close();
+      await close();
+      c.close();
+    }
+  });
+}
+
 // The count's control: a peer that enters without any lock is caught.
 test('a peer that ignores the lock is counted as an overlap', async (t) => {
   if (!PEERS) return t.skip('no TSLOCK_NODE_PEERS');
