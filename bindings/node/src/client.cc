@@ -127,12 +127,8 @@ class NativeClient : public Napi::ObjectWrap<NativeClient>
     }
 };
 
-/* The constructor, per environment (a static reference would be
- * deleted after the environment is gone, at exit). */
-struct AddonData {
-    Napi::FunctionReference client_ctor;
-};
-
+/* The constructor is kept per environment (a static reference would be
+ * deleted after the environment is gone, at exit): AddonData. */
 std::shared_ptr<Pool> client_pool(const Napi::Value &value)
 {
     if (!value.IsObject()

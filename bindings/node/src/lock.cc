@@ -1,11 +1,17 @@
 /*
  * lock.cc - NativeLock: one named lock, its borrowed connection, and its
- * watchdog.  Every call that talks to Redis is an AsyncWorker on the libuv
- * pool resolving a promise; cancel() is tslock_lock_cancel() from the main
- * thread; the watchdog's loss reaches JavaScript by a thread-safe function.
+ * watchdog.  Every call that talks to Redis runs on the libuv pool and
+ * settles a promise through one thread-safe function; the pool thread
+ * that answered for a held lock stays for its next call a moment, so a
+ * release right after the critical section skips the pool's queue.
+ * cancel() is tslock_lock_cancel() from the main thread; the watchdog's
+ * loss reaches JavaScript by a thread-safe function.
  */
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <thread>
 
 #include "tslock_node.h"
 
@@ -17,6 +23,8 @@ struct LockOptions {
     bool fair = false, fencing = false;
     std::string dialect;
 };
+
+struct Reply;
 
 class NativeLock : public Napi::ObjectWrap<NativeLock>
 {
@@ -41,6 +49,15 @@ class NativeLock : public Napi::ObjectWrap<NativeLock>
     /* Cleared by the thread-safe function's finalizer: at exit Node may
      * destroy it before this object, and it must not be released twice. */
     std::shared_ptr<std::atomic<bool>> loss_alive;
+
+    /* A pool thread staying for this lock's next call (serve()). */
+    std::mutex cmd_mu;
+    std::condition_variable cmd_cv;
+    bool lingering = false; /* guarded by cmd_mu */
+    Reply *cmd = nullptr;   /* guarded by cmd_mu */
+    std::atomic<bool> posted{false};
+    bool post(Reply *r);
+    void serve(Reply *r, napi_threadsafe_function replies);
 
     int setup(Failure *f);
     void drop();
@@ -193,53 +210,164 @@ int NativeLock::stop_dog()
     return rc;
 }
 
-/* One promise-returning call on the pool: work() runs there, done() on
- * the main thread builds the value it resolves with. */
+/*
+ * One promise-returning call: work() runs on a pool thread, done() on the
+ * main thread builds the value the promise resolves with.  A Reply holds
+ * what settling it needs, and a reference that keeps the lock object
+ * alive until it is settled; every Reply comes back through the one
+ * channel (AddonData::replies) and is settled and freed there.
+ */
+using Work = std::function<void(NativeLock *, Failure *)>;
+using Done = std::function<Napi::Value(Napi::Env, NativeLock *)>;
+
+struct Reply {
+    NativeLock *self;
+    Napi::ObjectReference holder;
+    napi_deferred deferred;
+    Work work;
+    Done done;
+    Failure f;
+};
+
+/* The channel keeps the loop alive while a call is unsettled, whatever
+ * order the loop sees a work item's end and its reply in. */
+static void outstanding(napi_env env, int delta)
+{
+    AddonData *data = Napi::Env(env).GetInstanceData<AddonData>();
+    data->outstanding += delta;
+    if (delta > 0 && data->outstanding == 1)
+        napi_ref_threadsafe_function(env, data->replies);
+    else if (delta < 0 && data->outstanding == 0)
+        napi_unref_threadsafe_function(env, data->replies);
+}
+
+static void settle(napi_env raw, napi_value, void *, void *data)
+{
+    Reply *r = static_cast<Reply *>(data);
+    if (raw == nullptr) {
+        /* The environment is gone (exit): nothing left to settle. */
+        r->holder.SuppressDestruct();
+        delete r;
+        return;
+    }
+    Napi::Env env(raw);
+    Napi::HandleScope scope(env);
+    outstanding(env, -1);
+    if (r->f.code != TSLOCK_OK)
+        napi_reject_deferred(env, r->deferred,
+                             make_error(env, r->f.code, r->f.detail).Value());
+    else
+        napi_resolve_deferred(env, r->deferred,
+                              r->done ? r->done(env, r->self)
+                                      : env.Undefined());
+    delete r;
+}
+
+/* Hand a finished Reply back to the main thread. */
+static void send(napi_threadsafe_function replies, Reply *r)
+{
+    if (napi_call_threadsafe_function(replies, r, napi_tsfn_nonblocking)
+        != napi_ok) {
+        r->holder.SuppressDestruct(); /* not ours to delete off-thread */
+        delete r;
+    }
+}
+
+/*
+ * How long a pool thread that has just answered for a held lock stays
+ * for that lock's next call (release, mostly, which the caller sends as
+ * soon as its critical section ends): first spinning, then asleep.  A
+ * call that finds it there skips the pool's queue and the wake of a
+ * sleeping thread; one that comes later queues as any other.
+ */
+static const auto LINGER_SPIN = std::chrono::microseconds(50);
+static const auto LINGER_WAIT = std::chrono::microseconds(1000);
+
+/* The main thread: give r to this lock's lingering thread, if it is. */
+bool NativeLock::post(Reply *r)
+{
+    std::lock_guard<std::mutex> hold(cmd_mu);
+    if (!lingering)
+        return false;
+    lingering = false;
+    cmd = r;
+    posted.store(true, std::memory_order_release);
+    cmd_cv.notify_one();
+    return true;
+}
+
+/* The pool thread: run r, answer, and while the lock is held stay for
+ * the next call a little. */
+void NativeLock::serve(Reply *r, napi_threadsafe_function replies)
+{
+    for (;;) {
+        r->work(this, &r->f);
+        bool held = lock != nullptr;
+        if (held) {
+            /* Before the answer: the next call may follow it at once. */
+            std::lock_guard<std::mutex> hold(cmd_mu);
+            lingering = true;
+        }
+        send(replies, r);
+        if (!held)
+            return;
+        auto until = std::chrono::steady_clock::now() + LINGER_SPIN;
+        while (!posted.load(std::memory_order_acquire)
+               && std::chrono::steady_clock::now() < until)
+            std::this_thread::yield();
+        std::unique_lock<std::mutex> hold(cmd_mu);
+        if (!posted.load(std::memory_order_acquire))
+            cmd_cv.wait_for(hold, LINGER_WAIT, [this] {
+                return posted.load(std::memory_order_acquire);
+            });
+        if (!posted.load(std::memory_order_acquire)) {
+            lingering = false; /* later calls queue on the pool */
+            return;
+        }
+        posted.store(false, std::memory_order_relaxed);
+        r = cmd;
+        cmd = nullptr;
+    }
+}
+
 class LockWorker : public Napi::AsyncWorker
 {
   public:
-    using Work = std::function<void(NativeLock *, Failure *)>;
-    using Done = std::function<Napi::Value(Napi::Env, NativeLock *)>;
-    LockWorker(NativeLock *self, Napi::Object holder, Work work, Done done)
-        : Napi::AsyncWorker(holder.Env(), "tslock"), self_(self),
-          deferred_(Napi::Promise::Deferred::New(holder.Env())),
-          work_(std::move(work)), done_(std::move(done))
+    LockWorker(Napi::Object holder, Reply *r, napi_threadsafe_function replies)
+        : Napi::AsyncWorker(holder.Env(), "tslock"), r_(r), replies_(replies)
     {
-        holder_ = Napi::Persistent(holder); /* keeps self alive */
-    }
-    Napi::Promise promise()
-    {
-        return deferred_.Promise();
+        /* The lock object outlives the thread that stays for it. */
+        holder_ = Napi::Persistent(holder);
     }
     void Execute() override
     {
-        work_(self_, &f_);
+        r_->self->serve(r_, replies_);
     }
-    void OnOK() override
-    {
-        Napi::Env env = Env();
-        if (f_.code != TSLOCK_OK)
-            deferred_.Reject(make_error(env, f_.code, f_.detail).Value());
-        else
-            deferred_.Resolve(done_ ? done_(env, self_) : env.Undefined());
-    }
+    void OnOK() override {}
 
   private:
-    NativeLock *self_;
+    Reply *r_;
+    napi_threadsafe_function replies_;
     Napi::ObjectReference holder_;
-    Napi::Promise::Deferred deferred_;
-    Work work_;
-    Done done_;
-    Failure f_;
 };
 
-static Napi::Value queue(NativeLock *self, Napi::Object holder,
-                         LockWorker::Work work, LockWorker::Done done)
+static Napi::Value queue(NativeLock *self, Napi::Object holder, Work work,
+                         Done done)
 {
-    auto *w = new LockWorker(self, holder, std::move(work), std::move(done));
-    Napi::Promise p = w->promise();
-    w->Queue();
-    return p;
+    Napi::Env env = holder.Env();
+    napi_value promise;
+    Reply *r = new Reply{self,
+                         Napi::Persistent(holder),
+                         nullptr,
+                         std::move(work),
+                         std::move(done),
+                         Failure()};
+    napi_create_promise(env, &r->deferred, &promise);
+    outstanding(env, 1);
+    if (!self->post(r))
+        (new LockWorker(holder, r, env.GetInstanceData<AddonData>()->replies))
+            ->Queue();
+    return Napi::Value(env, promise);
 }
 
 /* The hold just taken, as acquire() resolves it. */
@@ -404,5 +532,10 @@ Napi::Object init_lock(Napi::Env env, Napi::Object exports)
          NativeLock::InstanceMethod("holders", &NativeLock::holders),
          NativeLock::InstanceMethod("cancel", &NativeLock::cancel)});
     exports.Set("NativeLock", f);
+    AddonData *data = env.GetInstanceData<AddonData>();
+    napi_create_threadsafe_function(
+        env, nullptr, nullptr, Napi::String::New(env, "tslock-reply"), 0, 1,
+        nullptr, nullptr, nullptr, settle, &data->replies);
+    napi_unref_threadsafe_function(env, data->replies);
     return exports;
 }

@@ -63,4 +63,14 @@ Napi::Object init_lock(Napi::Env env, Napi::Object exports);
 /* The NativeClient's pool, for NativeLock's constructor. */
 std::shared_ptr<Pool> client_pool(const Napi::Value &value);
 
+/* What the module keeps per environment: the NativeClient constructor,
+ * and the one channel every pool thread hands its replies back through
+ * (a thread-safe function without a JavaScript function, ref'd while a
+ * call is unsettled). */
+struct AddonData {
+    Napi::FunctionReference client_ctor;
+    napi_threadsafe_function replies = nullptr;
+    long outstanding = 0; /* calls not settled yet (main thread only) */
+};
+
 #endif
