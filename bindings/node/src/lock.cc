@@ -2,8 +2,8 @@
  * lock.cc - NativeLock: one named lock, its borrowed connection, and its
  * watchdog.  Every call that talks to Redis runs on the libuv pool and
  * settles a promise through one thread-safe function; the pool thread
- * that answered for a held lock stays for its next call a moment, so a
- * release right after the critical section skips the pool's queue.
+ * that answered stays for the client's next call a moment (Handoff), so
+ * a release right after the critical section skips the pool's queue.
  * cancel() is tslock_lock_cancel() from the main thread; the watchdog's
  * loss reaches JavaScript by a thread-safe function.
  */
@@ -49,15 +49,6 @@ class NativeLock : public Napi::ObjectWrap<NativeLock>
     /* Cleared by the thread-safe function's finalizer: at exit Node may
      * destroy it before this object, and it must not be released twice. */
     std::shared_ptr<std::atomic<bool>> loss_alive;
-
-    /* A pool thread staying for this lock's next call (serve()). */
-    std::mutex cmd_mu;
-    std::condition_variable cmd_cv;
-    bool lingering = false; /* guarded by cmd_mu */
-    Reply *cmd = nullptr;   /* guarded by cmd_mu */
-    std::atomic<bool> posted{false};
-    bool post(Reply *r);
-    void serve(Reply *r, napi_threadsafe_function replies);
 
     int setup(Failure *f);
     void drop();
@@ -273,60 +264,29 @@ static void send(napi_threadsafe_function replies, Reply *r)
     }
 }
 
-/*
- * How long a pool thread that has just answered for a held lock stays
- * for that lock's next call (release, mostly, which the caller sends as
- * soon as its critical section ends): first spinning, then asleep.  A
- * call that finds it there skips the pool's queue and the wake of a
- * sleeping thread; one that comes later queues as any other.
- */
-static const auto LINGER_SPIN = std::chrono::microseconds(50);
-static const auto LINGER_WAIT = std::chrono::microseconds(1000);
+/* How long a pool thread that answered stays for the client's next
+ * call (Handoff): spinning (yielding), then asleep. */
+static const auto STAY_SPIN = std::chrono::microseconds(50);
+static const auto STAY_SLEEP = std::chrono::microseconds(1000);
 
-/* The main thread: give r to this lock's lingering thread, if it is. */
-bool NativeLock::post(Reply *r)
+/* The pool thread: run r, answer, and stay for the client's next call
+ * a moment.  The pool outlives the loop: the first lock's worker holds a
+ * reference to it, and each later call's Reply to its own lock. */
+static void serve(Reply *r, napi_threadsafe_function replies)
 {
-    std::lock_guard<std::mutex> hold(cmd_mu);
-    if (!lingering)
-        return false;
-    lingering = false;
-    cmd = r;
-    posted.store(true, std::memory_order_release);
-    cmd_cv.notify_one();
-    return true;
-}
-
-/* The pool thread: run r, answer, and while the lock is held stay for
- * the next call a little. */
-void NativeLock::serve(Reply *r, napi_threadsafe_function replies)
-{
+    Pool *pool = r->self->pool.get();
+    Handoff::Slot slot;
     for (;;) {
-        r->work(this, &r->f);
-        bool held = lock != nullptr;
-        if (held) {
-            /* Before the answer: the next call may follow it at once. */
-            std::lock_guard<std::mutex> hold(cmd_mu);
-            lingering = true;
-        }
+        r->work(r->self, &r->f);
+        /* Before the answer: the next call may follow it at once. */
+        bool stay = pool->handoff.offer(&slot);
         send(replies, r);
-        if (!held)
+        if (!stay)
             return;
-        auto until = std::chrono::steady_clock::now() + LINGER_SPIN;
-        while (!posted.load(std::memory_order_acquire)
-               && std::chrono::steady_clock::now() < until)
-            std::this_thread::yield();
-        std::unique_lock<std::mutex> hold(cmd_mu);
-        if (!posted.load(std::memory_order_acquire))
-            cmd_cv.wait_for(hold, LINGER_WAIT, [this] {
-                return posted.load(std::memory_order_acquire);
-            });
-        if (!posted.load(std::memory_order_acquire)) {
-            lingering = false; /* later calls queue on the pool */
+        r = static_cast<Reply *>(
+            pool->handoff.next(&slot, STAY_SPIN, STAY_SLEEP));
+        if (r == nullptr)
             return;
-        }
-        posted.store(false, std::memory_order_relaxed);
-        r = cmd;
-        cmd = nullptr;
     }
 }
 
@@ -336,12 +296,13 @@ class LockWorker : public Napi::AsyncWorker
     LockWorker(Napi::Object holder, Reply *r, napi_threadsafe_function replies)
         : Napi::AsyncWorker(holder.Env(), "tslock"), r_(r), replies_(replies)
     {
-        /* The lock object outlives the thread that stays for it. */
+        /* The lock object (and its client's pool) outlives the thread
+         * that stays for the next call. */
         holder_ = Napi::Persistent(holder);
     }
     void Execute() override
     {
-        r_->self->serve(r_, replies_);
+        serve(r_, replies_);
     }
     void OnOK() override {}
 
@@ -364,7 +325,7 @@ static Napi::Value queue(NativeLock *self, Napi::Object holder, Work work,
                          Failure()};
     napi_create_promise(env, &r->deferred, &promise);
     outstanding(env, 1);
-    if (!self->post(r))
+    if (!self->pool->handoff.post(r))
         (new LockWorker(holder, r, env.GetInstanceData<AddonData>()->replies))
             ->Queue();
     return Napi::Value(env, promise);
