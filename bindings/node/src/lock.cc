@@ -269,12 +269,12 @@ static void send(napi_threadsafe_function replies, Reply *r)
 static const auto STAY_SPIN = std::chrono::microseconds(50);
 static const auto STAY_SLEEP = std::chrono::microseconds(1000);
 
-/* The pool thread: run r, answer, and stay for the client's next call
- * a moment.  The pool outlives the loop: the first lock's worker holds a
- * reference to it, and each later call's Reply to its own lock. */
-static void serve(Reply *r, napi_threadsafe_function replies)
+/* A pool thread, or a waiting call's own: run r, answer, and stay for
+ * the client's next call a moment.  Each Reply keeps its lock object
+ * alive until settled; the thread keeps the client's pool. */
+static void serve(Reply *r, napi_threadsafe_function replies,
+                  std::shared_ptr<Pool> pool)
 {
-    Pool *pool = r->self->pool.get();
     Handoff::Slot slot;
     for (;;) {
         r->work(r->self, &r->f);
@@ -293,27 +293,32 @@ static void serve(Reply *r, napi_threadsafe_function replies)
 class LockWorker : public Napi::AsyncWorker
 {
   public:
-    LockWorker(Napi::Object holder, Reply *r, napi_threadsafe_function replies)
-        : Napi::AsyncWorker(holder.Env(), "tslock"), r_(r), replies_(replies)
+    LockWorker(Napi::Env env, Reply *r, napi_threadsafe_function replies)
+        : Napi::AsyncWorker(env, "tslock"), r_(r), replies_(replies),
+          pool_(r->self->pool)
     {
-        /* The lock object (and its client's pool) outlives the thread
-         * that stays for the next call. */
-        holder_ = Napi::Persistent(holder);
     }
     void Execute() override
     {
-        serve(r_, replies_);
+        serve(r_, replies_, pool_);
     }
     void OnOK() override {}
 
   private:
     Reply *r_;
     napi_threadsafe_function replies_;
-    Napi::ObjectReference holder_;
+    std::shared_ptr<Pool> pool_;
 };
 
+/*
+ * Start a call.  One that may wait (an acquire with a wait) runs on a
+ * thread of its own: on the libuv pool, a few waits would hold every
+ * pool thread, and the release they wait for would queue behind them
+ * (as would fs, dns and crypto work).  Any other call goes to the thread
+ * staying for the client's next call, else onto the libuv pool.
+ */
 static Napi::Value queue(NativeLock *self, Napi::Object holder, Work work,
-                         Done done)
+                         Done done, bool waits = false)
 {
     Napi::Env env = holder.Env();
     napi_value promise;
@@ -325,9 +330,12 @@ static Napi::Value queue(NativeLock *self, Napi::Object holder, Work work,
                          Failure()};
     napi_create_promise(env, &r->deferred, &promise);
     outstanding(env, 1);
-    if (!self->pool->handoff.post(r))
-        (new LockWorker(holder, r, env.GetInstanceData<AddonData>()->replies))
-            ->Queue();
+    napi_threadsafe_function replies =
+        env.GetInstanceData<AddonData>()->replies;
+    if (waits)
+        std::thread(serve, r, replies, self->pool).detach();
+    else if (!self->pool->handoff.post(r))
+        (new LockWorker(env, r, replies))->Queue();
     return Napi::Value(env, promise);
 }
 
@@ -367,7 +375,7 @@ Napi::Value NativeLock::acquire(const Napi::CallbackInfo &info)
                 s->drop();
             }
         },
-        hold_info);
+        hold_info, wait != 0);
 }
 
 Napi::Value NativeLock::release(const Napi::CallbackInfo &info)

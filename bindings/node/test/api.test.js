@@ -164,3 +164,21 @@ test('semaphores, read-write locks and fair waits', async () => {
   await (await w2).release();
   assert.deepStrictEqual(order, [1, 2]);
 });
+
+test('8 waiters on one client hand the lock round 400 times, one at a time', async () => {
+  let inside = 0;
+  let overlaps = 0;
+  let rounds = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (rounds < 400) {
+      const lock = await client.acquire('api:contend', { wait: Infinity, ttl: 5000 });
+      if (++inside > 1) overlaps++;
+      await sleep(0);
+      inside--;
+      rounds++;
+      await lock.release();
+    }
+  }));
+  assert.strictEqual(overlaps, 0);
+  assert.strictEqual(await r.call('EXISTS', 'api:contend'), 0);
+});

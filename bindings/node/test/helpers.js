@@ -13,7 +13,10 @@ async function startServer() {
   const sock = path.join(dir, 'redis.sock');
   const bin = process.env.REDIS_SERVER || 'redis-server';
   const proc = spawn(bin, ['--port', '0', '--unixsocket', sock, '--unixsocketperm', '700',
-    '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    '--dir', dir, '--save', '', '--appendonly', 'no',
+    // 1,000 waits connect at once (waits.test.js): a Unix socket refuses
+    // connections past the listen backlog (EAGAIN) instead of retrying.
+    '--tcp-backlog', '2048'], { stdio: 'ignore' });
   for (let i = 0; i < 200 && !fs.existsSync(sock); i++) await sleep(25);
   const r = new Resp(sock);
   for (let i = 0; ; i++) {

@@ -142,16 +142,26 @@ const REDIS_LOCK = {
 
 // ------------------------------------------------------ the mixed run
 
+// A legacy worker, connected, waits here for the run's clock to start.
+async function started(until) {
+  while (until.at === Infinity) await sleep(1);
+}
+
 // Two tslock workers and two of the peer's on one key for about ms:
 // sections of 1 ms, and once each side a holder that stalls past its
 // lease (ttl 300 ms, stalls 450 ms), so takeovers happen both ways.
 async function mixed({ client, key, ttl = 300, ms = 1200, opts, legacyWorker, label, stall = true }) {
   const count = new Count();
   const stats = { tslock: 0, legacy: 0, lost: 0, unreported: 0 };
-  const until = Date.now() + ms;
+  // The clock starts once every legacy worker has connected (a slow
+  // connect under load must not leave a side without its rounds).
+  const until = { at: Infinity, ready: null };
+  let ready = 0;
+  const allReady = new Promise((res) => (until.ready = () => ++ready === 2 && res()));
   let tslockStalled = !stall;
   const tslockWorker = async () => {
-    while (Date.now() < until) {
+    await allReady;
+    do {
       const lock = await client.acquire(key, { ...opts, ttl, wait: 10000 });
       const h = count.enter('tslock', lock.expires);
       const stall = !tslockStalled;
@@ -164,7 +174,7 @@ async function mixed({ client, key, ttl = 300, ms = 1200, opts, legacyWorker, la
       // A hold another came into after its lease ran out must be lost.
       if (h.takenOver && !err) stats.unreported++;
       stats.tslock++;
-    }
+    } while (Date.now() < until.at);
   };
   const legacy = { stalled: !stall };
   const section = async (leaseEnd, stall) => {
@@ -173,6 +183,7 @@ async function mixed({ client, key, ttl = 300, ms = 1200, opts, legacyWorker, la
     count.leave(h);
     stats.legacy++;
   };
+  allReady.then(() => (until.at = Date.now() + ms));
   await Promise.all([tslockWorker(), tslockWorker(),
     legacyWorker(count, section, legacy, until, ttl), legacyWorker(count, section, legacy, until, ttl)]);
   console.log(`${label} on ${key}: ${stats.tslock} tslock and ${stats.legacy} legacy rounds; ` +
@@ -189,14 +200,16 @@ function redisLockWorker(v, sock, name) {
     const { client, close } = await kind.conn(sock);
     const seen = watchClient(client, count);
     const lock = kind.make(client, 50, seen);
+    until.ready();
+    await started(until);
     try {
-      while (Date.now() < until) {
+      do {
         const { leaseEnd, unlock } = await lock(name, ttl);
         const stall = !legacy.stalled;
         legacy.stalled = true;
         await section(leaseEnd, stall);
         await unlock();
-      }
+      } while (Date.now() < until.at);
     } finally {
       await close();
     }
@@ -334,7 +347,10 @@ test('a peer that ignores the lock is counted as an overlap', async (t) => {
     const res = await mixed({
       client: c, key: 'reckless', opts: BRIDGE, ms: 300, label: 'a reckless peer',
       legacyWorker: async (count, section, legacy, until) => {
-        while (Date.now() < until) await section(Date.now() + 10000, false);
+        until.ready();
+        await started(until);
+        do await section(Date.now() + 10000, false);
+        while (Date.now() < until.at);
       },
     });
     assert.ok(res.count.overlaps > 0, 'the reckless peer overlapped tslock');
@@ -377,12 +393,14 @@ for (const v of Object.keys(REDLOCK)) {
           const client = new Redis({ path: server.sock, lazyConnect: true, maxRetriesPerRequest: 0 });
           await client.connect();
           const lock = REDLOCK[v](client);
+          until.ready();
+          await started(until);
           try {
-            while (Date.now() < until) {
+            do {
               const { leaseEnd, unlock } = await lock(key, ttl);
               await section(leaseEnd, false);
               await unlock();
-            }
+            } while (Date.now() < until.at);
           } finally {
             client.disconnect();
           }
