@@ -14,7 +14,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const path = require('path');
 const { startServer, startOldRedis, sleep, resp } = require('./helpers');
-const { Client, LockLostError } = require('..');
+const { Client, LockLostError, LockBusyError } = require('..');
 
 const PEERS = process.env.TSLOCK_NODE_PEERS;
 const peer = (name) => require(path.join(PEERS, name));
@@ -410,6 +410,103 @@ for (const v of Object.keys(REDLOCK)) {
       assert.strictEqual(res.count.blindDel, 0);
     } finally {
       c.close();
+    }
+  });
+}
+
+// ------------------------------------ doc/node.md's migration table, row by row
+
+// Each row's tslock call and the legacy call it replaces, on one key, as
+// the published package makes it: neither gets in while the other holds.
+// Ordered by events: the legacy call waiting on tslock's hold may only
+// resolve after tslock's release; tslock's try while the legacy one holds
+// is LockBusyError, and succeeds once it released.
+async function excludeEachOther({ key, tslockOpts, legacyTake }) {
+  const c = Client.fromUrl(server.url);
+  try {
+    const held = await c.acquire(key, { ...tslockOpts, ttl: 5000 });
+    let released = false;
+    const waiting = legacyTake().then((l) => {
+      assert.ok(released, 'the legacy call got in only after tslock released');
+      return l;
+    });
+    await sleep(100); // let the legacy call try and retry
+    released = true;
+    await held.release();
+    const legacy = await waiting;
+    await assert.rejects(c.acquire(key, { ...tslockOpts, ttl: 5000 }), LockBusyError);
+    await legacy.release();
+    await (await c.acquire(key, { ...tslockOpts, ttl: 5000 })).release();
+  } finally {
+    c.close();
+  }
+}
+
+const ROWS = [
+  ['npm redis-lock 0.0.x', '0.0.9', BRIDGE],
+  ['npm redis-lock 0.1 / 1.0 (bridge while old clients run)', '0.1.4', BRIDGE],
+  ['npm redis-lock 0.1 / 1.0 (bridge while old clients run)', '1.0.0', BRIDGE],
+  ['npm redis-lock 0.1 / 1.0 (then the token scheme)', '1.0.0', { scheme: 'token' }],
+];
+for (const [row, v, opts] of ROWS) {
+  test(`migration row "${row}": beside redis-lock ${v}`, async (t) => {
+    if (!PEERS) return t.skip('no TSLOCK_NODE_PEERS');
+    const kind = REDIS_LOCK[v];
+    const { client, close } = await kind.conn(server.sock);
+    try {
+      const lock = kind.make(client, 20, watchClient(client, new Count()));
+      const name = `row:${v}:${opts.scheme}`;
+      await excludeEachOther({
+        key: `lock.${name}`, tslockOpts: opts,
+        legacyTake: async () => {
+          const got = await lock(name, 5000);
+          return { release: got.unlock };
+        },
+      });
+    } finally {
+      await close();
+    }
+  });
+}
+
+for (const v of Object.keys(REDLOCK)) {
+  test(`migration rows "node-redlock": redlock ${v}'s acquire, release, extend, using and errors`, async (t) => {
+    if (!PEERS) return t.skip('no TSLOCK_NODE_PEERS');
+    const Redis = peer('ioredis');
+    const rc = new Redis({ path: server.sock, lazyConnect: true });
+    await rc.connect();
+    const c = Client.fromUrl(server.url);
+    try {
+      const lock = REDLOCK[v](rc);
+      const key = `row:redlock:${v}`;
+      await excludeEachOther({
+        key, tslockOpts: { ttl: 5000 },
+        legacyTake: async () => {
+          const got = await lock(key, 5000);
+          return { release: got.unlock };
+        },
+      });
+      // redlock's "not acquired" while tslock holds is LockBusyError's row.
+      const Redlock = v.startsWith('4') ? peer('redlock-4') : peer('redlock-5').default;
+      const once = new Redlock([rc], { retryCount: 0 });
+      const held = await c.acquire(key, { ttl: 5000 });
+      const take = v.startsWith('4') ? once.lock(key, 1000) : once.acquire([key], 1000);
+      const e = await take.then(() => null, (x) => x);
+      assert.ok(e && /LockError|ExecutionError/.test(e.name || e.constructor.name), String(e));
+      // tslock's extend keeps the key from redlock; using() likewise.
+      await held.extend(5000);
+      assert.ok(await (v.startsWith('4') ? once.lock(key, 1000) : once.acquire([key], 1000)).then(() => false, () => true));
+      await held.release();
+      await c.using(key, { ttl: 2000 }, async (signal) => {
+        assert.strictEqual(signal.aborted, false);
+        assert.ok(await (v.startsWith('4') ? once.lock(key, 1000) : once.acquire([key], 1000)).then(() => false, () => true),
+          'redlock is kept out while using() runs');
+      });
+      const after = await (v.startsWith('4') ? once.lock(key, 1000) : once.acquire([key], 1000));
+      await (v.startsWith('4') ? after.unlock() : after.release());
+    } finally {
+      c.close();
+      rc.disconnect();
     }
   });
 }
