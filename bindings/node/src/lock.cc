@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <system_error>
 #include <thread>
 
 #include "tslock_node.h"
@@ -332,10 +333,17 @@ static Napi::Value queue(NativeLock *self, Napi::Object holder, Work work,
     outstanding(env, 1);
     napi_threadsafe_function replies =
         env.GetInstanceData<AddonData>()->replies;
-    if (waits)
-        std::thread(serve, r, replies, self->pool).detach();
-    else if (!self->pool->handoff.post(r))
-        (new LockWorker(env, r, replies))->Queue();
+    if (waits) {
+        try {
+            std::thread(serve, r, replies, self->pool).detach();
+            return Napi::Value(env, promise);
+        } catch (const std::system_error &) {
+            /* No thread to be had: wait on the pool after all. */
+        }
+    } else if (self->pool->handoff.post(r)) {
+        return Napi::Value(env, promise);
+    }
+    (new LockWorker(env, r, replies))->Queue();
     return Napi::Value(env, promise);
 }
 
