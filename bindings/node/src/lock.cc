@@ -376,6 +376,15 @@ Napi::Value NativeLock::acquire(const Napi::CallbackInfo &info)
             }
             if (s->setup(f) != TSLOCK_OK)
                 return;
+            /* Aborted before its thread began: not even the first try
+             * (a cancel only ends a wait, and the key may be free by
+             * now).  An abort from here on cancels through setup's lock. */
+            if (s->cancel_wanted.load()) {
+                f->code = TSLOCK_ECANCELED;
+                f->detail = "aborted before the wait began";
+                s->drop();
+                return;
+            }
             f->code = tslock_acquire(s->lock, wait);
             if (f->code != TSLOCK_OK) {
                 /* Nothing held: the connection goes back at once. */
