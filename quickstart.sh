@@ -127,6 +127,13 @@ if [ "$what" = test ] \
     echo "quickstart: npm ci in bindings/node"
     (cd bindings/node && npm ci --ignore-scripts --no-audit --no-fund)
 fi
+# The published lock libraries the Node binding is tested beside (npm
+# redis-lock 0.0.9, 0.1.4, 1.0.0, redlock 4 and 5, their Redis clients).
+if [ "$what" = test ] \
+    && [ ! -f tests/node-peers/node_modules/redlock-5/package.json ]; then
+    echo "quickstart: npm ci in tests/node-peers"
+    (cd tests/node-peers && npm ci --ignore-scripts --no-audit --no-fund)
+fi
 
 [ -x configure ] || autoreconf -fi
 # The demo builds the library and the tool; the tests build the bindings

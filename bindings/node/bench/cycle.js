@@ -5,7 +5,6 @@
 // 100k-cycle memory check (the RSS after the cycles, against after a
 // 10k warm-up).  Usage: node bench/cycle.js PATH/TO/bench_binding
 'use strict';
-process.env.UV_THREADPOOL_SIZE = process.env.UV_THREADPOOL_SIZE || '1024';
 const { execFileSync } = require('child_process');
 const { monitorEventLoopDelay } = require('perf_hooks');
 const { startServer, sleep } = require('../test/helpers');

@@ -2,6 +2,8 @@
  * client.cc - NativeClient: a parsed URL (the library's one parser) and
  * the pool of connections its locks borrow.
  */
+#include <thread>
+
 #include "tslock_node.h"
 
 Pool::~Pool()
@@ -90,6 +92,50 @@ void Pool::close()
         tslock_client_free(c);
 }
 
+bool Handoff::offer(Slot *slot)
+{
+    std::lock_guard<std::mutex> hold(mu_);
+    if (staying_ != nullptr)
+        return false;
+    slot->posted.store(false, std::memory_order_relaxed);
+    slot->call = nullptr;
+    staying_ = slot;
+    return true;
+}
+
+void *Handoff::next(Slot *slot, std::chrono::microseconds spin,
+                    std::chrono::microseconds sleep)
+{
+    auto until = std::chrono::steady_clock::now() + spin;
+    while (!slot->posted.load(std::memory_order_acquire)
+           && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    std::unique_lock<std::mutex> hold(mu_);
+    slot->cv.wait_for(hold, sleep, [slot] {
+        return slot->posted.load(std::memory_order_acquire);
+    });
+    if (!slot->posted.load(std::memory_order_acquire)) {
+        /* Nothing came: later calls queue on the pool. */
+        if (staying_ == slot)
+            staying_ = nullptr;
+        return nullptr;
+    }
+    return slot->call;
+}
+
+bool Handoff::post(void *call)
+{
+    std::lock_guard<std::mutex> hold(mu_);
+    Slot *slot = staying_;
+    if (slot == nullptr)
+        return false;
+    staying_ = nullptr;
+    slot->call = call;
+    slot->posted.store(true, std::memory_order_release);
+    slot->cv.notify_one();
+    return true;
+}
+
 class NativeClient : public Napi::ObjectWrap<NativeClient>
 {
   public:
@@ -127,12 +173,8 @@ class NativeClient : public Napi::ObjectWrap<NativeClient>
     }
 };
 
-/* The constructor, per environment (a static reference would be
- * deleted after the environment is gone, at exit). */
-struct AddonData {
-    Napi::FunctionReference client_ctor;
-};
-
+/* The constructor is kept per environment (a static reference would be
+ * deleted after the environment is gone, at exit): AddonData. */
 std::shared_ptr<Pool> client_pool(const Napi::Value &value)
 {
     if (!value.IsObject()

@@ -1,11 +1,18 @@
 /*
  * lock.cc - NativeLock: one named lock, its borrowed connection, and its
- * watchdog.  Every call that talks to Redis is an AsyncWorker on the libuv
- * pool resolving a promise; cancel() is tslock_lock_cancel() from the main
- * thread; the watchdog's loss reaches JavaScript by a thread-safe function.
+ * watchdog.  Every call that talks to Redis runs on the libuv pool and
+ * settles a promise through one thread-safe function; the pool thread
+ * that answered stays for the client's next call a moment (Handoff), so
+ * a release right after the critical section skips the pool's queue.
+ * cancel() is tslock_lock_cancel() from the main thread; the watchdog's
+ * loss reaches JavaScript by a thread-safe function.
  */
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <system_error>
+#include <thread>
 
 #include "tslock_node.h"
 
@@ -17,6 +24,8 @@ struct LockOptions {
     bool fair = false, fencing = false;
     std::string dialect;
 };
+
+struct Reply;
 
 class NativeLock : public Napi::ObjectWrap<NativeLock>
 {
@@ -193,53 +202,149 @@ int NativeLock::stop_dog()
     return rc;
 }
 
-/* One promise-returning call on the pool: work() runs there, done() on
- * the main thread builds the value it resolves with. */
+/*
+ * One promise-returning call: work() runs on a pool thread, done() on the
+ * main thread builds the value the promise resolves with.  A Reply holds
+ * what settling it needs, and a reference that keeps the lock object
+ * alive until it is settled; every Reply comes back through the one
+ * channel (AddonData::replies) and is settled and freed there.
+ */
+using Work = std::function<void(NativeLock *, Failure *)>;
+using Done = std::function<Napi::Value(Napi::Env, NativeLock *)>;
+
+struct Reply {
+    NativeLock *self;
+    Napi::ObjectReference holder;
+    napi_deferred deferred;
+    Work work;
+    Done done;
+    Failure f;
+};
+
+/* The channel keeps the loop alive while a call is unsettled, whatever
+ * order the loop sees a work item's end and its reply in. */
+static void outstanding(napi_env env, int delta)
+{
+    AddonData *data = Napi::Env(env).GetInstanceData<AddonData>();
+    data->outstanding += delta;
+    if (delta > 0 && data->outstanding == 1)
+        napi_ref_threadsafe_function(env, data->replies);
+    else if (delta < 0 && data->outstanding == 0)
+        napi_unref_threadsafe_function(env, data->replies);
+}
+
+static void settle(napi_env raw, napi_value, void *, void *data)
+{
+    Reply *r = static_cast<Reply *>(data);
+    if (raw == nullptr) {
+        /* The environment is gone (exit): nothing left to settle. */
+        r->holder.SuppressDestruct();
+        delete r;
+        return;
+    }
+    Napi::Env env(raw);
+    Napi::HandleScope scope(env);
+    outstanding(env, -1);
+    if (r->f.code != TSLOCK_OK)
+        napi_reject_deferred(env, r->deferred,
+                             make_error(env, r->f.code, r->f.detail).Value());
+    else
+        napi_resolve_deferred(env, r->deferred,
+                              r->done ? r->done(env, r->self)
+                                      : env.Undefined());
+    delete r;
+}
+
+/* Hand a finished Reply back to the main thread. */
+static void send(napi_threadsafe_function replies, Reply *r)
+{
+    if (napi_call_threadsafe_function(replies, r, napi_tsfn_nonblocking)
+        != napi_ok) {
+        r->holder.SuppressDestruct(); /* not ours to delete off-thread */
+        delete r;
+    }
+}
+
+/* How long a pool thread that answered stays for the client's next
+ * call (Handoff): spinning (yielding), then asleep. */
+static const auto STAY_SPIN = std::chrono::microseconds(50);
+static const auto STAY_SLEEP = std::chrono::microseconds(1000);
+
+/* A pool thread, or a waiting call's own: run r, answer, and stay for
+ * the client's next call a moment.  Each Reply keeps its lock object
+ * alive until settled; the thread keeps the client's pool. */
+static void serve(Reply *r, napi_threadsafe_function replies,
+                  std::shared_ptr<Pool> pool)
+{
+    Handoff::Slot slot;
+    for (;;) {
+        r->work(r->self, &r->f);
+        /* Before the answer: the next call may follow it at once. */
+        bool stay = pool->handoff.offer(&slot);
+        send(replies, r);
+        if (!stay)
+            return;
+        r = static_cast<Reply *>(
+            pool->handoff.next(&slot, STAY_SPIN, STAY_SLEEP));
+        if (r == nullptr)
+            return;
+    }
+}
+
 class LockWorker : public Napi::AsyncWorker
 {
   public:
-    using Work = std::function<void(NativeLock *, Failure *)>;
-    using Done = std::function<Napi::Value(Napi::Env, NativeLock *)>;
-    LockWorker(NativeLock *self, Napi::Object holder, Work work, Done done)
-        : Napi::AsyncWorker(holder.Env(), "tslock"), self_(self),
-          deferred_(Napi::Promise::Deferred::New(holder.Env())),
-          work_(std::move(work)), done_(std::move(done))
+    LockWorker(Napi::Env env, Reply *r, napi_threadsafe_function replies)
+        : Napi::AsyncWorker(env, "tslock"), r_(r), replies_(replies),
+          pool_(r->self->pool)
     {
-        holder_ = Napi::Persistent(holder); /* keeps self alive */
-    }
-    Napi::Promise promise()
-    {
-        return deferred_.Promise();
     }
     void Execute() override
     {
-        work_(self_, &f_);
+        serve(r_, replies_, pool_);
     }
-    void OnOK() override
-    {
-        Napi::Env env = Env();
-        if (f_.code != TSLOCK_OK)
-            deferred_.Reject(make_error(env, f_.code, f_.detail).Value());
-        else
-            deferred_.Resolve(done_ ? done_(env, self_) : env.Undefined());
-    }
+    void OnOK() override {}
 
   private:
-    NativeLock *self_;
-    Napi::ObjectReference holder_;
-    Napi::Promise::Deferred deferred_;
-    Work work_;
-    Done done_;
-    Failure f_;
+    Reply *r_;
+    napi_threadsafe_function replies_;
+    std::shared_ptr<Pool> pool_;
 };
 
-static Napi::Value queue(NativeLock *self, Napi::Object holder,
-                         LockWorker::Work work, LockWorker::Done done)
+/*
+ * Start a call.  One that may wait (an acquire with a wait) runs on a
+ * thread of its own: on the libuv pool, a few waits would hold every
+ * pool thread, and the release they wait for would queue behind them
+ * (as would fs, dns and crypto work).  Any other call goes to the thread
+ * staying for the client's next call, else onto the libuv pool.
+ */
+static Napi::Value queue(NativeLock *self, Napi::Object holder, Work work,
+                         Done done, bool waits = false)
 {
-    auto *w = new LockWorker(self, holder, std::move(work), std::move(done));
-    Napi::Promise p = w->promise();
-    w->Queue();
-    return p;
+    Napi::Env env = holder.Env();
+    napi_value promise;
+    Reply *r = new Reply{self,
+                         Napi::Persistent(holder),
+                         nullptr,
+                         std::move(work),
+                         std::move(done),
+                         Failure()};
+    napi_create_promise(env, &r->deferred, &promise);
+    outstanding(env, 1);
+    napi_threadsafe_function replies =
+        env.GetInstanceData<AddonData>()->replies;
+    if (waits) {
+        try {
+            std::thread(serve, r, replies, self->pool).detach();
+            return Napi::Value(env, promise);
+        } catch (const std::system_error &) {
+            /* No thread to be had: wait on the pool after all. */
+        }
+    } else if (self->pool->handoff.post(r)) {
+        return Napi::Value(env, promise);
+    }
+    (new LockWorker(env, r, replies))->Queue();
+    return Napi::Value(env, promise);
 }
 
 /* The hold just taken, as acquire() resolves it. */
@@ -271,6 +376,15 @@ Napi::Value NativeLock::acquire(const Napi::CallbackInfo &info)
             }
             if (s->setup(f) != TSLOCK_OK)
                 return;
+            /* Aborted before its thread began: not even the first try
+             * (a cancel only ends a wait, and the key may be free by
+             * now).  An abort from here on cancels through setup's lock. */
+            if (s->cancel_wanted.load()) {
+                f->code = TSLOCK_ECANCELED;
+                f->detail = "aborted before the wait began";
+                s->drop();
+                return;
+            }
             f->code = tslock_acquire(s->lock, wait);
             if (f->code != TSLOCK_OK) {
                 /* Nothing held: the connection goes back at once. */
@@ -278,7 +392,7 @@ Napi::Value NativeLock::acquire(const Napi::CallbackInfo &info)
                 s->drop();
             }
         },
-        hold_info);
+        hold_info, wait != 0);
 }
 
 Napi::Value NativeLock::release(const Napi::CallbackInfo &info)
@@ -404,5 +518,10 @@ Napi::Object init_lock(Napi::Env env, Napi::Object exports)
          NativeLock::InstanceMethod("holders", &NativeLock::holders),
          NativeLock::InstanceMethod("cancel", &NativeLock::cancel)});
     exports.Set("NativeLock", f);
+    AddonData *data = env.GetInstanceData<AddonData>();
+    napi_create_threadsafe_function(
+        env, nullptr, nullptr, Napi::String::New(env, "tslock-reply"), 0, 1,
+        nullptr, nullptr, nullptr, settle, &data->replies);
+    napi_unref_threadsafe_function(env, data->replies);
     return exports;
 }

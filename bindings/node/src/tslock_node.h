@@ -7,6 +7,9 @@
 #ifndef TSLOCK_NODE_H
 #define TSLOCK_NODE_H
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,6 +17,36 @@
 
 #include <napi.h>
 #include <tslock.h>
+
+/*
+ * A pool thread that has just answered a call stays a moment for the
+ * client's next one (release, mostly, sent as soon as a critical section
+ * ends, or the next acquire): a call that finds it there skips the
+ * libuv pool's queue and the wake of a sleeping thread.  One thread at a
+ * time stays; a call that comes later queues as any other.
+ */
+class Handoff
+{
+  public:
+    /* Where one staying thread is handed its next call. */
+    struct Slot {
+        std::atomic<bool> posted{false};
+        void *call = nullptr; /* guarded by Handoff's mutex */
+        std::condition_variable cv;
+    };
+    /* Pool thread: stay at slot (false: another thread stays). */
+    bool offer(Slot *slot);
+    /* Pool thread, after offer(slot): the next call, or nullptr when none
+     * came within spin (yielding) and then sleep. */
+    void *next(Slot *slot, std::chrono::microseconds spin,
+               std::chrono::microseconds sleep);
+    /* Main thread: hand call to the thread that stays, if one does. */
+    bool post(void *call);
+
+  private:
+    std::mutex mu_;
+    Slot *staying_ = nullptr; /* guarded by mu_ */
+};
 
 /*
  * Connections to one server, as one URL names it.  A tslock_client is
@@ -40,6 +73,8 @@ class Pool
     /* Free the idle connections; borrowed ones are freed when returned. */
     void close();
 
+    Handoff handoff;
+
   private:
     std::mutex mu_;
     struct tslock_url url_ = {};
@@ -62,5 +97,15 @@ Napi::Object init_lock(Napi::Env env, Napi::Object exports);
 
 /* The NativeClient's pool, for NativeLock's constructor. */
 std::shared_ptr<Pool> client_pool(const Napi::Value &value);
+
+/* What the module keeps per environment: the NativeClient constructor,
+ * and the one channel every pool thread hands its replies back through
+ * (a thread-safe function without a JavaScript function, ref'd while a
+ * call is unsettled). */
+struct AddonData {
+    Napi::FunctionReference client_ctor;
+    napi_threadsafe_function replies = nullptr;
+    long outstanding = 0; /* calls not settled yet (main thread only) */
+};
 
 #endif

@@ -65,3 +65,15 @@ test('tsc --noEmit: the examples against index.d.ts', { skip: !fs.existsSync(tsc
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// The packages doc/node.md says the rows run beside are the ones the
+// peers' lockfile installs (tests/node-peers/package.json).
+test('doc/node.md names the npm versions tests/node-peers installs', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(top, 'tests/node-peers/package.json'), 'utf8'));
+  const pinned = Object.values(pkg.dependencies)
+    .map((spec) => /^npm:(redis-lock|redlock)@(.+)$/.exec(spec))
+    .filter(Boolean);
+  assert.ok(pinned.length >= 5, 'redis-lock and redlock versions pinned');
+  for (const [, name, version] of pinned)
+    assert.ok(page.includes(version), `doc/node.md names ${name} ${version}`);
+});

@@ -1,6 +1,7 @@
 // exit.test.js - a process that exits with locks held: it exits at once
-// (a renewing watchdog does not keep it alive), nothing is released for
-// it, and its leases run out by themselves (doc/node.md).
+// (a renewing watchdog does not keep it alive, nor, at process.exit(), a
+// wait still pending), nothing is released for it, and its leases run out
+// by themselves (doc/node.md).
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
@@ -15,6 +16,7 @@ const child = (url, how) => `
     await c.acquire('exit:plain', { ttl: 1500 });
     const w = await c.acquire('exit:watched', { ttl: 1500 });
     await w.watch({ interval: 100, onLost: () => {} });
+    ${how === 'exit' ? "c.acquire('exit:plain', { wait: Infinity }).catch(() => {}); // a wait on its own thread" : ''}
     console.log('held');
     ${how === 'exit' ? 'process.exit(0);' : '/* the script ends */'}
   })();`;

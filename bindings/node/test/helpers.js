@@ -1,6 +1,6 @@
 // helpers.js - what the node:test files share: a private redis-server on
 // a Unix socket in a temporary directory (stopped by its pid), and a
-// plain RESP client over net.Socket for the checks and the legacy peer.
+// plain RESP client over net.Socket for the checks.
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -13,7 +13,10 @@ async function startServer() {
   const sock = path.join(dir, 'redis.sock');
   const bin = process.env.REDIS_SERVER || 'redis-server';
   const proc = spawn(bin, ['--port', '0', '--unixsocket', sock, '--unixsocketperm', '700',
-    '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    '--dir', dir, '--save', '', '--appendonly', 'no',
+    // 1,000 waits connect at once (waits.test.js): a Unix socket refuses
+    // connections past the listen backlog (EAGAIN) instead of retrying.
+    '--tcp-backlog', '2048'], { stdio: 'ignore' });
   for (let i = 0; i < 200 && !fs.existsSync(sock); i++) await sleep(25);
   const r = new Resp(sock);
   for (let i = 0; ; i++) {
@@ -137,37 +140,4 @@ async function resp(sock) {
   return r;
 }
 
-// The lock of npm redis-lock 0.0.8, written here from its documented
-// behaviour: the stamp is now + timeout + 1 in milliseconds; SETNX takes
-// a free key; else GET, and an expired stamp is taken over with GETSET
-// when the value GETSET returns is still expired; release DELs the key
-// if our own stamp has not run out yet (no owner check).
-class LegacyRedisLock {
-  constructor(r, { timeout = 1000, retryDelay = 50 } = {}) {
-    this.r = r;
-    this.timeout = timeout;
-    this.retryDelay = retryDelay;
-    this.takeovers = 0;
-  }
-  async lock(key) {
-    for (;;) {
-      const stamp = Date.now() + this.timeout + 1;
-      if ((await this.r.call('SETNX', key, stamp)) === 1) return stamp;
-      const seen = await this.r.call('GET', key);
-      if (seen !== null && Number(seen) < Date.now()) {
-        const stamp2 = Date.now() + this.timeout + 1;
-        const old = await this.r.call('GETSET', key, stamp2);
-        if (old === null || Number(old) < Date.now()) {
-          this.takeovers++;
-          return stamp2;
-        }
-      }
-      await sleep(this.retryDelay);
-    }
-  }
-  async unlock(key, stamp) {
-    if (stamp > Date.now()) await this.r.call('DEL', key);
-  }
-}
-
-module.exports = { startServer, startOldRedis, sleep, Resp, resp, LegacyRedisLock };
+module.exports = { startServer, startOldRedis, sleep, Resp, resp };
