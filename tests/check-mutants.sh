@@ -40,12 +40,23 @@ if [ -n "${MUTANTS:-}" ]; then
 fi
 total=$(echo $all | wc -w)
 [ "$total" -gt 0 ] || { echo "check-mutants: no mutants"; exit 2; }
-if [ "${MUTANTS_PICK:-}" = daily ]; then
+# pick DAY: the mutants of weekday DAY (1..7), a seventh of them rounded up.
+pick() {
     per=$(((total + 6) / 7))
+    first=$((($1 - 1) * per % total))
+    echo $all | tr ' ' '\n' | awk -v f=$first -v n=$per -v t=$total \
+        '{ i = NR - 1; if ((i - f + t) % t < n) print }'
+}
+if [ "${MUTANTS_PICK:-}" = daily ]; then
+    # The week's seven picks together name every mutant, or CI would
+    # never run some of them.
+    week=$(for d in 1 2 3 4 5 6 7; do pick $d; done | sort -u | wc -l)
+    if [ "$week" -ne "$total" ]; then
+        echo "check-mutants: a week of daily picks runs $week of $total mutants"
+        exit 2
+    fi
     day=$(date -u +%u) # 1..7
-    first=$(((day - 1) * per % total))
-    all=$(echo $all | tr ' ' '\n' | awk -v f=$first -v n=$per -v t=$total \
-        '{ i = NR - 1; if ((i - f + t) % t < n) print }')
+    all=$(pick "$day")
     echo "# daily pick: $(echo $all | wc -w) of $total mutants (day $day)"
 fi
 
