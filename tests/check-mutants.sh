@@ -73,11 +73,21 @@ for m in $all; do
     fi
 done
 
-# The copy: the tracked files as they are in the source tree now (tar
-# keeps their times, so an unchanged file is not rebuilt on a second run).
+# The copy: the tracked files as they are in the source tree now.  Only
+# a file whose content changed is written, stamped with the time of this
+# run, so an unchanged file is not rebuilt on a second run and a changed
+# one always is (its own time may be older than an object the last run
+# built from the file before it changed).
 mkdir -p "$work/src" "$work/build" || exit 2
-(cd "$src" && git ls-files -z | xargs -0 tar cf -) | tar xf - -C "$work/src" ||
+rm -rf "$work/stage" && mkdir -p "$work/stage" || exit 2
+(cd "$src" && git ls-files -z | xargs -0 tar cf -) | tar xf - -C "$work/stage" ||
     exit 2
+(cd "$work/stage" && find . -type f) | while IFS= read -r f; do
+    cmp -s "$work/stage/$f" "$work/src/$f" && continue
+    mkdir -p "$(dirname "$work/src/$f")" && rm -f "$work/src/$f" &&
+        cp "$work/stage/$f" "$work/src/$f" || exit 2
+done || exit 2
+rm -rf "$work/stage"
 log=$work/log
 : >"$log"
 echo "# copy of the tree in $work/src, built in $work/build (log: $log)"
