@@ -7,7 +7,8 @@
 # machine), exit 124, with "HANG: proof/a planted hang exceeded 2 s",
 # the server and the child gone.  The same for a shell test through
 # tests/harness.sh, and for a pytest test through tests/pytest_hang.py.
-# And a leak is a failure: a shell test whose cleanup forgets a server.
+# And a leak is a failure: a C program that leaves a child running, and
+# a shell test whose cleanup forgets a server.
 set -u
 
 . "${top_srcdir:-.}/tests/harness.sh"
@@ -44,6 +45,35 @@ child=$(sed -n 's/^server [0-9]* child \([0-9]*\)$/\1/p' "$out")
 check "C: the pids were printed" eval '[ -n "$server" ] && [ -n "$child" ]'
 check "C: its redis-server is stopped" gone "${server:-0}"
 check "C: its child process is killed" gone "${child:-0}"
+
+# Nothing outlives a C test program: "hang_proof leak" passes its test
+# but leaves a forked child and a th_track()ed grandchild running; the
+# harness's exit check names both, kills them and fails the program.
+# "hang_proof tidy" stops them itself and passes.
+"$prog" leak >"$out" 2>"$err"
+rc=$?
+server=$(sed -n 's/^server \([0-9]*\) child.*/\1/p' "$out")
+child=$(sed -n 's/.* child \([0-9]*\) grandchild.*/\1/p' "$out")
+grand=$(sed -n 's/.* grandchild \([0-9]*\)$/\1/p' "$out")
+check "C leak: the pids were printed" \
+    eval '[ -n "$server" ] && [ -n "$child" ] && [ -n "$grand" ]'
+check "C leak: its test passed" has "^Run Summary" "$out"
+check "C leak: the program fails (exit $rc)" [ $rc -eq 1 ]
+check "C leak: the child is named" \
+    has "^FAIL - process $child (.*hang_proof leak) outlived hang_proof: not stopped by its pid$" "$err"
+check "C leak: the tracked grandchild is named" \
+    has "^FAIL - process $grand (.*) outlived hang_proof" "$err"
+check "C leak: the server (stopped by the harness) is not named" \
+    eval '! grep -q "process $server " "$err"'
+check "C leak: the child is gone afterwards" gone "${child:-0}"
+check "C leak: the grandchild is gone afterwards" gone "${grand:-0}"
+check "C leak: the server is gone afterwards" gone "${server:-0}"
+"$prog" tidy >"$out" 2>"$err"
+rc=$?
+check "C tidy: the program that stops its processes passes (exit $rc)" \
+    [ $rc -eq 0 ]
+check "C tidy: nothing named" eval '! grep -q outlived "$err"'
+# (The same for a hung program: the watchdog kills its children above.)
 
 # The shell harness: a check that runs a command that never ends.
 cat >"$dir/hung.sh" <<EOT

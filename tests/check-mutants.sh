@@ -40,12 +40,23 @@ if [ -n "${MUTANTS:-}" ]; then
 fi
 total=$(echo $all | wc -w)
 [ "$total" -gt 0 ] || { echo "check-mutants: no mutants"; exit 2; }
-if [ "${MUTANTS_PICK:-}" = daily ]; then
+# pick DAY: the mutants of weekday DAY (1..7), a seventh of them rounded up.
+pick() {
     per=$(((total + 6) / 7))
+    first=$((($1 - 1) * per % total))
+    echo $all | tr ' ' '\n' | awk -v f=$first -v n=$per -v t=$total \
+        '{ i = NR - 1; if ((i - f + t) % t < n) print }'
+}
+if [ "${MUTANTS_PICK:-}" = daily ]; then
+    # The week's seven picks together name every mutant, or CI would
+    # never run some of them.
+    week=$(for d in 1 2 3 4 5 6 7; do pick $d; done | sort -u | wc -l)
+    if [ "$week" -ne "$total" ]; then
+        echo "check-mutants: a week of daily picks runs $week of $total mutants"
+        exit 2
+    fi
     day=$(date -u +%u) # 1..7
-    first=$(((day - 1) * per % total))
-    all=$(echo $all | tr ' ' '\n' | awk -v f=$first -v n=$per -v t=$total \
-        '{ i = NR - 1; if ((i - f + t) % t < n) print }')
+    all=$(pick "$day")
     echo "# daily pick: $(echo $all | wc -w) of $total mutants (day $day)"
 fi
 
@@ -62,11 +73,21 @@ for m in $all; do
     fi
 done
 
-# The copy: the tracked files as they are in the source tree now (tar
-# keeps their times, so an unchanged file is not rebuilt on a second run).
+# The copy: the tracked files as they are in the source tree now.  Only
+# a file whose content changed is written, stamped with the time of this
+# run, so an unchanged file is not rebuilt on a second run and a changed
+# one always is (its own time may be older than an object the last run
+# built from the file before it changed).
 mkdir -p "$work/src" "$work/build" || exit 2
-(cd "$src" && git ls-files -z | xargs -0 tar cf -) | tar xf - -C "$work/src" ||
+rm -rf "$work/stage" && mkdir -p "$work/stage" || exit 2
+(cd "$src" && git ls-files -z | xargs -0 tar cf -) | tar xf - -C "$work/stage" ||
     exit 2
+(cd "$work/stage" && find . -type f) | while IFS= read -r f; do
+    cmp -s "$work/stage/$f" "$work/src/$f" && continue
+    mkdir -p "$(dirname "$work/src/$f")" && rm -f "$work/src/$f" &&
+        cp "$work/stage/$f" "$work/src/$f" || exit 2
+done || exit 2
+rm -rf "$work/stage"
 log=$work/log
 : >"$log"
 echo "# copy of the tree in $work/src, built in $work/build (log: $log)"

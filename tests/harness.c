@@ -787,6 +787,106 @@ static void kill_children(void)
     closedir(d);
 }
 
+/* ------------------------------------------------- nothing outlives */
+
+#define MAX_TRACKED 64
+static pid_t tracked[MAX_TRACKED];
+static int n_tracked;
+static pid_t outlived_owner; /* forked children run the handler too */
+
+void th_track(pid_t pid)
+{
+    if (pid > 0 && n_tracked < MAX_TRACKED)
+        tracked[n_tracked++] = pid;
+}
+
+/* Running, and not a zombie waiting to be reaped (by us or by init). */
+static int alive(const char *name)
+{
+    char path[PATH_SIZE], buf[512], *close_paren, state = '?';
+    FILE *f;
+    size_t n = 0;
+
+    snprintf(path, sizeof(path), "/proc/%s/stat", name);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    close_paren = strrchr(buf, ')');
+    if (close_paren == NULL || sscanf(close_paren, ") %c", &state) != 1)
+        return 0;
+    return state != 'Z' && state != 'X';
+}
+
+/* Name the process, kill it and reap it when it is ours. */
+static void outlived(const char *name)
+{
+    char path[PATH_SIZE], cmd[256];
+    FILE *f;
+    size_t n = 0, i;
+    pid_t pid = (pid_t)atol(name);
+
+    snprintf(path, sizeof(path), "/proc/%s/cmdline", name);
+    if ((f = fopen(path, "r")) != NULL) {
+        n = fread(cmd, 1, sizeof(cmd) - 1, f);
+        fclose(f);
+    }
+    while (n > 0 && cmd[n - 1] == '\0')
+        n--;
+    for (i = 0; i < n; i++)
+        if (cmd[i] == '\0')
+            cmd[i] = ' ';
+    cmd[n] = '\0';
+    fprintf(stderr,
+            "FAIL - process %ld (%s) outlived %s: not stopped by its pid\n",
+            (long)pid, cmd, program_invocation_short_name);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/*
+ * The last exit handler (registered before main, so run after every
+ * other): the servers, proxies and sentinels have been stopped by their
+ * own handlers, so whatever this program started and is still running
+ * was forgotten.  It fails the program, as a hang does.
+ */
+static void outlived_check(void)
+{
+    char name[32];
+    DIR *d;
+    struct dirent *e;
+    long me = (long)getpid();
+    int found = 0, i;
+
+    if (outlived_owner != getpid() || (d = opendir("/proc")) == NULL)
+        return;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9'
+            && parent_of(e->d_name) == me && alive(e->d_name)) {
+            outlived(e->d_name);
+            found = 1;
+        }
+    closedir(d);
+    for (i = 0; i < n_tracked; i++) {
+        snprintf(name, sizeof(name), "%ld", (long)tracked[i]);
+        if (alive(name)) {
+            outlived(name);
+            found = 1;
+        }
+    }
+    if (found) {
+        fflush(NULL);
+        _exit(1);
+    }
+}
+
+__attribute__((constructor)) static void outlived_install(void)
+{
+    outlived_owner = getpid();
+    atexit(outlived_check);
+}
+
 /*
  * The watchdog: a thread that looks at CUnit's current test every 100 ms
  * (CU_basic_run_tests installs its own test start handler, so the thread

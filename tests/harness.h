@@ -124,8 +124,20 @@ void th_clock_advance(th_clock *c, int64_t ms);
  * runs longer than th_hang_bound_s(), printing "HANG: SUITE/TEST exceeded
  * N s" on stderr, stopping the servers started here, killing this
  * process's children and exiting 124.
+ *
+ * Nothing a test program starts outlives it: at exit, after the servers
+ * and proxies are stopped by their exit handlers, any child of the
+ * program still running (a redis-server, proxy or sentinel started by
+ * hand, a forked worker, a spawned tool) and any process handed to
+ * th_track() is named on stderr ("FAIL - process PID (COMMAND) outlived
+ * PROGRAM: not stopped by its pid"), killed, and the exit status turns
+ * to 1.  tests/harness.sh checks its scripts the same way.
  */
 int th_run_all(void);
+
+/* Note a process the program started that is not its child (a daemon, a
+ * grandchild), for the exit check above. */
+void th_track(pid_t pid);
 
 /*
  * The bound on one test, in seconds: $TSLOCK_TEST_TIMEOUT (default

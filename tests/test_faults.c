@@ -763,6 +763,66 @@ static void test_extend_reply_lost(void)
     }
 }
 
+/* ---------------------------------------- a lost acquire reply */
+
+/*
+ * The reply to a token acquire is lost after the server took the SET:
+ * the next acquire of the same object sends the same token and, finding
+ * the key busy, reclaims it only when the key still holds that token.
+ * Once the key holds our token (the hold is ours: good outcome), once
+ * another client's (our key expired and someone took it meanwhile: the
+ * retry must say busy and hold nothing).
+ */
+static void test_acquire_reply_lost(void)
+{
+    static const char *const key = "faults:lost-acquire";
+    int other;
+
+    for (other = 0; other <= 1; other++) {
+        tslock_client *c = th_client(&gens[0].proxy);
+        redisContext *ctl = th_redis(&gens[0].proxy), *direct = th_redis(&srv);
+        tslock_lock *l = live_lock(c, key, TSLOCK_SCHEME_TOKEN);
+        redisReply *r;
+        char token[128];
+
+        freeReplyObject(redisCommand(direct, "DEL %s", key));
+        tslock_lock_set_reconnect(l, 0);
+        CU_ASSERT_FATAL(th_fault_arm(ctl, "drop-after", 1, 0) == 0);
+        CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EIO);
+        CU_ASSERT_EQUAL(th_fault_fired(ctl), 1);
+        CU_ASSERT_FALSE(tslock_lock_is_held(l));
+        r = redisCommand(direct, "GET %s", key);
+        CU_ASSERT_FATAL(r != NULL && r->type == REDIS_REPLY_STRING);
+        snprintf(token, sizeof(token), "%s", r->str);
+        freeReplyObject(r);
+        if (other)
+            freeReplyObject(
+                redisCommand(direct, "SET %s %s", key, "someone-elses-token"));
+        CU_ASSERT_EQUAL_FATAL(tslock_client_reconnect(c), TSLOCK_OK);
+        if (other) {
+            CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EBUSY);
+            CU_ASSERT_FALSE(tslock_lock_is_held(l));
+            r = redisCommand(direct, "GET %s", key);
+            CU_ASSERT(r != NULL && r->type == REDIS_REPLY_STRING
+                      && strcmp(r->str, "someone-elses-token") == 0);
+            freeReplyObject(r);
+        } else {
+            CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
+            CU_ASSERT_STRING_EQUAL(tslock_lock_value(l), token);
+        }
+        printf("\n    a lost acquire reply, the key then holding %s: %s",
+               other ? "another token" : "ours",
+               tslock_lock_is_held(l) ? "held" : "not held");
+        if (!other)
+            CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+        freeReplyObject(redisCommand(direct, "DEL %s", key));
+        redisFree(ctl);
+        redisFree(direct);
+        tslock_lock_free(l);
+        tslock_client_free(c);
+    }
+}
+
 /* ------------------------------------------------- the watchdog */
 
 /* What the renewing thread tells the test, under mu. */
@@ -1143,6 +1203,8 @@ static void add_suites(void)
     CU_add_test(walk, "the checker flags fake reports",
                 test_checker_flags_fake_reports);
     CU_add_test(walk, "an extend whose reply is lost", test_extend_reply_lost);
+    CU_add_test(walk, "an acquire whose reply is lost",
+                test_acquire_reply_lost);
     CU_add_test(walk, "a watchdog's renewal loses its connection",
                 test_watchdog_drop);
     real = CU_add_suite("real servers", live_init, live_clean);

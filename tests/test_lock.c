@@ -683,6 +683,17 @@ static void test_fencing(void)
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_OK);
     CU_ASSERT_TRUE(tslock_lock_fence(l) > first);
     CU_ASSERT_EQUAL(tslock_release(l), TSLOCK_OK);
+    /* No number, no hold: a fence key of the wrong type gives the lock
+     * back, and the lock key is free for the next client. */
+    raw_do("DEL %s", "lock:fenced:fence", NULL);
+    raw_do("HSET %s f v", "lock:fenced:fence", NULL);
+    CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EWRONGTYPE);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    CU_ASSERT_EQUAL(tslock_lock_fence(l), 0);
+    CU_ASSERT_TRUE(holds("lock:fenced", NULL));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(tslock_client_errstr(c), "the hold was given back"));
+    raw_do("DEL %s", "lock:fenced:fence", NULL);
     tslock_lock_free(l);
     tslock_client_free(c);
 }
