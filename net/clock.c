@@ -16,6 +16,12 @@
 
 #include "net.h"
 
+struct timeval tslock__ms_to_timeval(int ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    return tv;
+}
+
 int64_t tslock__system_ms(tslock_clock_id which)
 {
     struct timespec ts;

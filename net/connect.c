@@ -12,12 +12,6 @@
 
 #include "net.h"
 
-struct timeval tslock__ms_to_timeval(int ms)
-{
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    return tv;
-}
-
 int tslock__replace_string(char **slot, const char *value)
 {
     char *copy = NULL;

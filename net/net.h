@@ -196,32 +196,39 @@ int tslock__unexpected(tslock_client *c, const char *what, const char *expected,
                        const redisReply *r);
 
 /*
- * ---- tls.c: TLS with OpenSSL.  A TLS context keeps its state in its
- * reader's privdata (NULL on a plain one), so the plain path costs one
- * pointer test: tslock__write, tslock__get_reply and tslock__buffer_read
- * stand for send(2), redisGetReply and redisBufferRead on every context
- * the library made, and tslock__ctx_free for redisFree.
+ * ---- the transport under wire.c.  A plain socket is hiredis's own
+ * context; any other (TLS, tls.c) hangs its state on the context's
+ * reader's privdata, whose first member points to the functions that
+ * move its bytes.  wire.c reads and writes through them and knows no
+ * transport by name, so the plain path costs one pointer test, as
+ * before: tslock__write, tslock__get_reply and tslock__buffer_read stand
+ * for send(2), redisGetReply and redisBufferRead on every context the
+ * library made, and tslock__ctx_free for redisFree.
  */
-#ifdef TSLOCK_HAVE_TLS
-int tslock__tls_write(redisContext *ctx, const char *buf, size_t len);
-int tslock__tls_get_reply(redisContext *ctx, void **reply);
-int tslock__tls_buffer_read(redisContext *ctx);
-#define TSLOCK__IS_TLS(ctx) ((ctx)->reader->privdata != NULL)
-#else
-#define TSLOCK__IS_TLS(ctx)              0
-#define tslock__tls_write(ctx, buf, len) REDIS_ERR
-#define tslock__tls_get_reply(ctx, r)    REDIS_ERR
-#define tslock__tls_buffer_read(ctx)     REDIS_ERR
-#endif
+struct tslock__io {
+    int (*write)(redisContext *ctx, const char *buf, size_t len);
+    int (*read)(redisContext *ctx); /* as redisBufferRead */
+    int (*get_reply)(redisContext *ctx, void **reply);
+    void (*close)(redisContext *ctx); /* its state only: not redisFree */
+};
+/* ctx's transport, NULL for a plain socket. */
+#define TSLOCK__TRANSPORT(ctx)                                                 \
+    ((ctx)->reader->privdata == NULL                                           \
+         ? (const struct tslock__io *)0                                        \
+         : *(const struct tslock__io *const *)(ctx)->reader->privdata)
+#define TSLOCK__IS_TLS(ctx) (TSLOCK__TRANSPORT(ctx) != NULL)
 #define tslock__get_reply(ctx, r)                                              \
-    (TSLOCK__IS_TLS(ctx) ? tslock__tls_get_reply((ctx), (r))                   \
+    (TSLOCK__IS_TLS(ctx) ? TSLOCK__TRANSPORT(ctx)->get_reply((ctx), (r))       \
                          : redisGetReply((ctx), (r)))
 #define tslock__buffer_read(ctx)                                               \
-    (TSLOCK__IS_TLS(ctx) ? tslock__tls_buffer_read(ctx) : redisBufferRead(ctx))
+    (TSLOCK__IS_TLS(ctx) ? TSLOCK__TRANSPORT(ctx)->read(ctx)                   \
+                         : redisBufferRead(ctx))
 /* Write len bytes on ctx, plain (send, MSG_NOSIGNAL) or TLS. */
 int tslock__write(redisContext *ctx, const char *buf, size_t len);
+/* Its transport closed (wire.c), then redisFree. */
 void tslock__ctx_free(redisContext *ctx);
 /*
+ * ---- tls.c: TLS with OpenSSL, a transport.
  * With the client's TLS settings (none: nothing to do), the handshake on
  * a connection just made to host:port.  TSLOCK_ETLS with the reason in
  * the client's errstr; the caller frees ctx.
@@ -233,6 +240,7 @@ int tslock__reconnect_ctx(redisContext *ctx, const struct tslock__peer *peer,
                           int connect_ms);
 
 /* ---- connect.c: a new connection, and helpers of every connecting file */
+/* (clock.c) ms as a timeval, for redisSetTimeout and redisConnect*. */
 struct timeval tslock__ms_to_timeval(int ms);
 /*
  * A connection just opened made ready: close-on-exec, the command

@@ -208,11 +208,6 @@ int tslock__tls_attach(tslock_client *c, redisContext *ctx, const char *host,
     return TSLOCK_OK;
 }
 
-void tslock__ctx_free(redisContext *ctx)
-{
-    redisFree(ctx);
-}
-
 int tslock__reconnect_ctx(redisContext *ctx, const struct tslock__peer *peer,
                           int connect_ms)
 {
@@ -223,6 +218,7 @@ int tslock__reconnect_ctx(redisContext *ctx, const struct tslock__peer *peer,
 
 /* One TLS connection: what its context's reader's privdata points to. */
 struct tls_conn {
+    const struct tslock__io *io; /* first: see net.h */
     SSL *ssl;
     BIO_METHOD *meth; /* ours: send(MSG_NOSIGNAL), so no SIGPIPE */
     int fd;
@@ -238,6 +234,7 @@ struct tls_conn {
 };
 
 #define CONN(ctx) ((struct tls_conn *)(ctx)->reader->privdata)
+static const struct tslock__io tls_io; /* at the end of the file */
 
 /*
  * OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a
@@ -621,6 +618,7 @@ static int handshake(SSL_CTX *sc, redisContext *ctx, const char *host,
         conn_free(t);
         return TSLOCK_ETLS;
     }
+    t->io = &tls_io;
     ctx->reader->privdata = t;
     return TSLOCK_OK;
 }
@@ -663,20 +661,18 @@ int tslock__tls_attach(tslock_client *c, redisContext *ctx, const char *host,
     return rc == TSLOCK_OK ? rc : tslock__fail(c, rc, "%s", why);
 }
 
-void tslock__ctx_free(redisContext *ctx)
+static void tls_close(redisContext *ctx)
 {
-    if (ctx != NULL && ctx->reader != NULL) {
-        struct tls_conn *t = CONN(ctx);
-        ctx->reader->privdata = NULL;
-        /*
-         * No close_notify: closing sends nothing, as on a plain
-         * connection, so a child after fork() closing its copy of a
-         * parent's connection (the Python module's pool does) leaves the
-         * parent's TLS session intact.  Redis needs none.
-         */
-        conn_free(t);
-    }
-    redisFree(ctx);
+    struct tls_conn *t = CONN(ctx);
+
+    ctx->reader->privdata = NULL;
+    /*
+     * No close_notify: closing sends nothing, as on a plain connection,
+     * so a child after fork() closing its copy of a parent's connection
+     * (the Python module's pool does) leaves the parent's TLS session
+     * intact.  Redis needs none.
+     */
+    conn_free(t);
 }
 
 /*
@@ -758,7 +754,7 @@ static int tls_io_error(redisContext *ctx, SSL *ssl, int ret)
     return REDIS_ERR;
 }
 
-int tslock__tls_write(redisContext *ctx, const char *buf, size_t len)
+static int tls_write(redisContext *ctx, const char *buf, size_t len)
 {
     SSL *ssl = CONN(ctx)->ssl;
 
@@ -773,7 +769,7 @@ int tslock__tls_write(redisContext *ctx, const char *buf, size_t len)
     return REDIS_OK;
 }
 
-int tslock__tls_buffer_read(redisContext *ctx)
+static int tls_buffer_read(redisContext *ctx)
 {
     SSL *ssl = CONN(ctx)->ssl;
     char buf[16384];
@@ -805,46 +801,20 @@ static int reader_reply(redisContext *ctx, void **reply)
     return REDIS_ERR;
 }
 
-int tslock__tls_get_reply(redisContext *ctx, void **reply)
+static int tls_get_reply(redisContext *ctx, void **reply)
 {
     *reply = NULL;
     if (reader_reply(ctx, reply) != REDIS_OK)
         return REDIS_ERR;
     while (*reply == NULL) {
-        if (tslock__tls_buffer_read(ctx) != REDIS_OK
+        if (tls_buffer_read(ctx) != REDIS_OK
             || reader_reply(ctx, reply) != REDIS_OK)
             return REDIS_ERR;
     }
     return REDIS_OK;
 }
 
+static const struct tslock__io tls_io = {tls_write, tls_buffer_read,
+                                         tls_get_reply, tls_close};
+
 #endif /* TSLOCK_HAVE_TLS */
-
-/* ------------------------------------------ the public context calls */
-
-int tslock_conn_write(redisContext *ctx, const char *buf, size_t len)
-{
-    if (ctx == NULL || (buf == NULL && len > 0))
-        return TSLOCK_EINVAL;
-    return tslock__write(ctx, buf, len) == REDIS_OK ? TSLOCK_OK : TSLOCK_EIO;
-}
-
-int tslock_conn_get_reply(redisContext *ctx, void **reply)
-{
-    if (ctx == NULL || reply == NULL)
-        return TSLOCK_EINVAL;
-    *reply = NULL;
-    return tslock__get_reply(ctx, reply) == REDIS_OK ? TSLOCK_OK : TSLOCK_EIO;
-}
-
-int tslock_conn_read(redisContext *ctx)
-{
-    if (ctx == NULL)
-        return TSLOCK_EINVAL;
-    return tslock__buffer_read(ctx) == REDIS_OK ? TSLOCK_OK : TSLOCK_EIO;
-}
-
-void tslock_conn_free(redisContext *ctx)
-{
-    tslock__ctx_free(ctx);
-}

@@ -58,9 +58,9 @@ int tslock__io_failure(tslock_client *c, const char *what)
 /*
  * Write the whole of buf with send(MSG_NOSIGNAL), so a connection the
  * server closed gives EPIPE and never SIGPIPE, at no cost in system
- * calls; on a TLS context, through OpenSSL (tls.c), likewise.  hiredis's own
- * writer uses write(2), which raises SIGPIPE.  The socket's send timeout (set
- * with the command timeout) bounds a stall.
+ * calls; on a TLS context, through its transport (tls.c), likewise.  hiredis's
+ * own writer uses write(2), which raises SIGPIPE.  The socket's send timeout
+ * (set with the command timeout) bounds a stall.
  */
 static int write_plain(redisContext *ctx, const char *buf, size_t len)
 {
@@ -83,8 +83,45 @@ static int write_plain(redisContext *ctx, const char *buf, size_t len)
 
 int tslock__write(redisContext *ctx, const char *buf, size_t len)
 {
-    return TSLOCK__IS_TLS(ctx) ? tslock__tls_write(ctx, buf, len)
-                               : write_plain(ctx, buf, len);
+    const struct tslock__io *t = TSLOCK__TRANSPORT(ctx);
+
+    return t != NULL ? t->write(ctx, buf, len) : write_plain(ctx, buf, len);
+}
+
+void tslock__ctx_free(redisContext *ctx)
+{
+    if (ctx != NULL && ctx->reader != NULL && TSLOCK__IS_TLS(ctx))
+        TSLOCK__TRANSPORT(ctx)->close(ctx);
+    redisFree(ctx);
+}
+
+/* ------------------------------------------ the public context calls */
+
+int tslock_conn_write(redisContext *ctx, const char *buf, size_t len)
+{
+    if (ctx == NULL || (buf == NULL && len > 0))
+        return TSLOCK_EINVAL;
+    return tslock__write(ctx, buf, len) == REDIS_OK ? TSLOCK_OK : TSLOCK_EIO;
+}
+
+int tslock_conn_get_reply(redisContext *ctx, void **reply)
+{
+    if (ctx == NULL || reply == NULL)
+        return TSLOCK_EINVAL;
+    *reply = NULL;
+    return tslock__get_reply(ctx, reply) == REDIS_OK ? TSLOCK_OK : TSLOCK_EIO;
+}
+
+int tslock_conn_read(redisContext *ctx)
+{
+    if (ctx == NULL)
+        return TSLOCK_EINVAL;
+    return tslock__buffer_read(ctx) == REDIS_OK ? TSLOCK_OK : TSLOCK_EIO;
+}
+
+void tslock_conn_free(redisContext *ctx)
+{
+    tslock__ctx_free(ctx);
 }
 
 char *tslock__i64_str(char out[TSLOCK__I64_STR], int64_t v)
@@ -166,8 +203,9 @@ int tslock__send(redisContext *ctx, int n, const struct tslock__queued *q)
         }
     }
     /* The plain writer inlined, as before TLS: one pointer test more. */
-    rc = TSLOCK__IS_TLS(ctx) ? tslock__tls_write(ctx, buf, (size_t)(p - buf))
-                             : write_plain(ctx, buf, (size_t)(p - buf));
+    rc = TSLOCK__IS_TLS(ctx)
+             ? TSLOCK__TRANSPORT(ctx)->write(ctx, buf, (size_t)(p - buf))
+             : write_plain(ctx, buf, (size_t)(p - buf));
     if (buf != stack)
         free(buf);
     return rc;

@@ -7,6 +7,9 @@
 #   - proto/names.c including compat/compat.h (one layer up);
 #   - a net/ object calling tslock__fair_try of lib/fair.c;
 #   - a compat/ object calling tslock__guarded of lib/guard.c;
+#   - a circle inside one layer: a net/ object calling tslock__send of
+#     net/wire.c, and wire.c calling that object back;
+#   - a known circle grown by a file;
 # and the clean copy passes before and after.
 set -u
 src=${top_srcdir:-.}
@@ -82,6 +85,34 @@ plant compat planted tslock__guarded
 expect fail "a compat/ object calls tslock__guarded of lib/" \
     "FAIL compat/planted.c calls tslock__guarded of lib/guard.c"
 unplant compat planted
+
+# A circle: net/planted.c calls tslock__send (wire.c), and wire.c calls
+# planted_net back (wire.c's object rebuilt from its copy, plus a call).
+plant net planted tslock__send
+cp "$work/build/net/libnet_la-wire.o" "$work/wire.o.orig"
+printf 'int planted_net(void);\nint tslock__planted_back(void) { return planted_net(); }\n' \
+    >"$work/back.c"
+"$CC" -c -o "$work/back.o" "$work/back.c" || exit 99
+ld -r -o "$work/build/net/libnet_la-wire.o" "$work/wire.o.orig" "$work/back.o" || {
+    echo "FAIL - ld -r could not join the planted call to wire.c's object"
+    exit 99
+}
+expect fail "net/planted.c and net/wire.c call each other" \
+    "FAIL circle of 2 files (net/planted.c net/wire.c)"
+cp "$work/wire.o.orig" "$work/build/net/libnet_la-wire.o"
+unplant net planted
+
+# A known circle (lib/rwlock.c and lib/shared.c) grown by a file.
+plant lib planted tslock__rw_exclusive_ops
+cp "$work/build/lib/libtslock_la-shared.o" "$work/shared.o.orig"
+printf 'int planted_lib(void);\nint tslock__planted_back(void) { return planted_lib(); }\n' \
+    >"$work/back.c"
+"$CC" -c -o "$work/back.o" "$work/back.c" || exit 99
+ld -r -o "$work/build/lib/libtslock_la-shared.o" "$work/shared.o.orig" "$work/back.o" || exit 99
+expect fail "a known circle grown by lib/planted.c" \
+    "FAIL circle of 3 files (lib/planted.c lib/rwlock.c lib/shared.c)"
+cp "$work/shared.o.orig" "$work/build/lib/libtslock_la-shared.o"
+unplant lib planted
 
 expect pass "the copy restored"
 exit $status
