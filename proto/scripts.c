@@ -123,7 +123,12 @@ static const struct {
      * the head may take a free key; otherwise any waiter may (a lapsed
      * entry is dropped by the release that reaches it).  Taken: out of
      * the line.  Busy: join at the tail (once) and refresh.  {1,0,0}
-     * taken, else {0, holder's PTTL, our rank (fair mode) or -1}.
+     * taken, else {0, holder's PTTL, our rank (fair mode) or -1}.  The
+     * busy path's GET, whose value is not returned, is the type check:
+     * SETNX and PTTL succeed on a key of any type, so without it a
+     * waiting acquire of a list waits on (tests/test_lock.c's wrong-type
+     * test hangs) where it must fail at once with WRONGTYPE; the same
+     * holds for SCRIPT_SETNX_PEXPIRE's.
      */
     [SCRIPT_QUEUE_TRY] =
         {"local fair = ARGV[7] == '1' if fair then local dead = "
@@ -236,7 +241,9 @@ static const struct {
      * the line.  Only then is the line ("<line>:queue", the counter's name
      * without "-seq") read: the counter is put back (SETNX, since every
      * user with a line has it) at the last arrival number with the line's
-     * TTL, and the first live listening entry of
+     * TTL (a SET with PX would save the PEXPIRE, but needs 2.6.12 where
+     * this script runs from 2.6.0, and PSETEX is not in the documented
+     * ACL rules, doc/acl.md), and the first live listening entry of
      * the first four is woken alone, on its own channel, the wake prefix
      * beside the key's channel ("<name>:wake:<entry>"): a classic
      * listener ('w') with PUBLISH, a sharded one ('s') with SPUBLISH.  An
