@@ -175,7 +175,7 @@ static int br_try_acquire(tslock_lock *l)
             l->held = 1;
             l->proof = 1;
             if (expired)
-                tslock__count_takeover(l);
+                tslock__count_takeover(l->stats_client, l->key, l->used);
         }
         if (rc != 1)
             break;

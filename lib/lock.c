@@ -574,13 +574,6 @@ void tslock__count_hold_end(tslock_lock *l, int rc)
                    l->key, rc, held, l->used, legacy, l->in_watchdog);
 }
 
-void tslock__count_takeover(tslock_lock *l)
-{
-    TSLOCK__COUNT(l->stats_client, takeovers);
-    tslock__notify(l->stats_client, TSLOCK_EVENT_TAKEOVER, l->key, TSLOCK_OK, 0,
-                   l->used, 0, 0);
-}
-
 /*
  * A dialect names the stamp a legacy library writes; what writes a
  * random token (the token scheme, fair mode, a read-write lock or a

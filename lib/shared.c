@@ -13,37 +13,6 @@
 
 #include "tslock_int.h"
 
-int64_t tslock__server_now(tslock_client *c)
-{
-    int64_t now = tslock__now(c, TSLOCK_CLOCK_WALL);
-
-    /*
-     * TSLOCK_TIME_SERVER has added the offset already; a test clock
-     * plays the server's clock too (the offset was measured against the
-     * real one).
-     */
-    if (c->clock == NULL && c->time_source != TSLOCK_TIME_SERVER)
-        now += tslock_client_clock_offset(c);
-    return now;
-}
-
-/*
- * The now a script is given: empty where the script can read the
- * server's TIME itself and write after it (Redis 3.2 and later, with
- * redis.replicate_commands()), so no client's offset enters; else the
- * server's time as this client knows it (2.6 - 3.0 refuse a write after
- * TIME in a script).  A test clock is always passed on.
- */
-void tslock__script_now(tslock_client *c, char *buf, size_t size)
-{
-    int v32 = c->version[0] > 3 || (c->version[0] == 3 && c->version[1] >= 2);
-
-    if (c->clock == NULL && v32)
-        buf[0] = '\0';
-    else
-        snprintf(buf, size, "%lld", (long long)tslock__server_now(c));
-}
-
 int tslock__kind_names(tslock_lock *l)
 {
     int rc = tslock__companion(l, &l->holders_key,

@@ -102,7 +102,7 @@ static int take_over(tslock_lock *l, const char *seen)
                && TSLOCK__REPLY_LEN(r) == strlen(seen)) {
         rc = hold(l, lease_end);
         if (rc == TSLOCK_OK)
-            tslock__count_takeover(l);
+            tslock__count_takeover(l->stats_client, l->key, l->used);
     } else if (r->type == REDIS_REPLY_STRING) {
         /* Another client's GETSET came first: it holds the lock. */
         if (tslock__dialect_parse(&l->dialect, r->str, r->len, &exp,

@@ -16,7 +16,6 @@ void tslock__drain_cancel(tslock_lock *l);
 /* Count the end of a hold (released or lost) and tell the observer. */
 void tslock__count_hold_end(tslock_lock *l, int rc);
 /* Count a takeover of an expired stamp and tell the observer. */
-void tslock__count_takeover(tslock_lock *l);
 
 /* ---- replicas.c: WAIT after a write */
 /*
@@ -53,9 +52,7 @@ int tslock__kind_try(tslock_lock *l);
 /* A waiting exclusive side that gave up withdraws its intent. */
 void tslock__rw_leave(tslock_lock *l);
 /* Now on the server's clock as this client knows it (TIME at connect). */
-int64_t tslock__server_now(tslock_client *c);
 /* The now given to a shared-hold script: "" to read TIME there. */
-void tslock__script_now(tslock_client *c, char *buf, size_t size);
 /* The holders set and the intent key, named once. */
 int tslock__kind_names(tslock_lock *l);
 extern const struct tslock__scheme_ops tslock__shared_ops;

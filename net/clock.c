@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef HAVE_SYS_RANDOM_H

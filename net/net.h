@@ -150,9 +150,14 @@ void tslock__hist_observe(struct tslock__hist *h, int64_t ms);
 void tslock__notify(tslock_client *c, tslock_event_type type, const char *key,
                     int result, int64_t duration_ms, tslock_scheme scheme,
                     int legacy, int from_watchdog);
+/* A legacy holder taken over: counted, and told to the observer. */
+void tslock__count_takeover(tslock_client *c, const char *key,
+                            tslock_scheme scheme);
 
 /* ---- clock.c */
 int64_t tslock__now(tslock_client *c, tslock_clock_id which);
+int64_t tslock__server_now(tslock_client *c);
+void tslock__script_now(tslock_client *c, char *buf, size_t size);
 int64_t tslock__system_ms(tslock_clock_id which);
 uint64_t tslock__random64(tslock_client *c);
 int tslock__random_bytes(void *buf, size_t len);

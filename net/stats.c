@@ -144,3 +144,10 @@ int tslock_client_set_observer(tslock_client *client, tslock_observer_fn fn,
     client->observer_ud = userdata;
     return TSLOCK_OK;
 }
+
+void tslock__count_takeover(tslock_client *c, const char *key,
+                            tslock_scheme scheme)
+{
+    TSLOCK__COUNT(c, takeovers);
+    tslock__notify(c, TSLOCK_EVENT_TAKEOVER, key, TSLOCK_OK, 0, scheme, 0, 0);
+}
