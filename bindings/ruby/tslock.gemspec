@@ -22,7 +22,8 @@ Gem::Specification.new do |s|
   s.license = "BSD-3-Clause"
   s.required_ruby_version = ">= 2.6"
   s.files = %w[tslock.gemspec lib/tslock.rb ext/tslock/extconf.rb
-               ext/tslock/rbtslock.h ext/tslock/client.c ext/tslock/lock.c
+               ext/tslock/rbtslock.h ext/tslock/errors.c ext/tslock/client.c
+               ext/tslock/lock.c
                ext/tslock/module.c ext/tslock/watchdog.c]
   s.extensions = ["ext/tslock/extconf.rb"]
   s.require_paths = ["lib"]

@@ -63,6 +63,7 @@ rbt_client *rbt_client_get(VALUE self);
 /* Connect c to the client's target; runs without the GVL. */
 int rbt_client_connect(const rbt_client *t, tslock_client *c);
 
+void rbt_init_errors(void);
 void rbt_init_client(void);
 void rbt_init_lock(void);
 void rbt_init_watchdog(void);
