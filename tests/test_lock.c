@@ -100,6 +100,62 @@ static void test_acquire_busy_release(void)
     tslock_client_free(c2);
 }
 
+/*
+ * The token scheme's acquire, busy and release: a second client's try on
+ * a held key is EBUSY, holds nothing and leaves the holder's token; the
+ * key is free after the release.
+ */
+static void test_token_busy(void)
+{
+    tslock_client *c1 = th_client(&srv), *c2 = th_client(&srv);
+    tslock_lock *a = NULL, *b = NULL;
+    char token[64];
+
+    CU_ASSERT_FATAL(tslock_lock_new(&a, c1, "lock:tokbusy") == TSLOCK_OK);
+    CU_ASSERT_FATAL(tslock_lock_new(&b, c2, "lock:tokbusy") == TSLOCK_OK);
+    tslock_lock_set_scheme(a, TSLOCK_SCHEME_TOKEN);
+    tslock_lock_set_scheme(b, TSLOCK_SCHEME_TOKEN);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(a, 0), TSLOCK_OK);
+    snprintf(token, sizeof(token), "%s", tslock_lock_value(a));
+    CU_ASSERT_EQUAL(tslock_acquire(b, 0), TSLOCK_EBUSY);
+    CU_ASSERT_FALSE(tslock_lock_is_held(b));
+    CU_ASSERT_TRUE(holds("lock:tokbusy", token));
+    CU_ASSERT_EQUAL(tslock_release(a), TSLOCK_OK);
+    CU_ASSERT_TRUE(holds("lock:tokbusy", NULL));
+    CU_ASSERT_EQUAL(tslock_acquire(b, 0), TSLOCK_OK);
+    CU_ASSERT_EQUAL(tslock_release(b), TSLOCK_OK);
+    tslock_lock_free(a);
+    tslock_lock_free(b);
+    tslock_client_free(c1);
+    tslock_client_free(c2);
+}
+
+/*
+ * An extend of a token lock another owner took is refused (ELOST) and
+ * leaves that owner's lease as it was: nothing renews a key not ours.
+ */
+static void test_token_extend_taken(void)
+{
+    tslock_client *c = th_client(&srv);
+    tslock_lock *l = NULL;
+    redisReply *ttl;
+
+    CU_ASSERT_FATAL(tslock_lock_new(&l, c, "lock:tokext") == TSLOCK_OK);
+    tslock_lock_set_scheme(l, TSLOCK_SCHEME_TOKEN);
+    tslock_lock_set_ttl(l, 600);
+    CU_ASSERT_EQUAL_FATAL(tslock_acquire(l, 0), TSLOCK_OK);
+    raw_do("SET %s %s PX 5000", "lock:tokext", "another-owner");
+    CU_ASSERT_EQUAL(tslock_extend(l, 60000), TSLOCK_ELOST);
+    CU_ASSERT_FALSE(tslock_lock_is_held(l));
+    CU_ASSERT_TRUE(holds("lock:tokext", "another-owner"));
+    ttl = raw_cmd("PTTL %s", "lock:tokext", NULL);
+    CU_ASSERT_TRUE(ttl->integer > 0 && ttl->integer <= 5000);
+    freeReplyObject(ttl);
+    raw_do("DEL %s", "lock:tokext", NULL);
+    tslock_lock_free(l);
+    tslock_client_free(c);
+}
+
 static void test_units_written(void)
 {
     static const struct {
@@ -1140,6 +1196,9 @@ int main(void)
         return 1;
     s = CU_add_suite("timestamp lock", NULL, NULL);
     CU_add_test(s, "acquire, busy, release", test_acquire_busy_release);
+    CU_add_test(s, "token: acquire, busy, release", test_token_busy);
+    CU_add_test(s, "token: extend of a lock another owner took",
+                test_token_extend_taken);
     CU_add_test(s, "stamps written in each unit", test_units_written);
     CU_add_test(s, "legacy stamps read in each unit", test_legacy_stamps_read);
     CU_add_test(s, "a wall clock before 2000 writes no stamp",

@@ -219,8 +219,15 @@ static void test_counts(void)
     l = new_lock(c, "m:b", TSLOCK_SCHEME_TIMESTAMP);
     tslock_lock_set_retry(l, 1, 1);
     CU_ASSERT_EQUAL(tslock_acquire(l, 0), TSLOCK_EBUSY);
+    /* Each counted as what it was: a try is busy, a wait times out. */
+    CU_ASSERT_EQUAL(tslock_client_stats(c, &s, sizeof(s)), TSLOCK_OK);
+    CU_ASSERT_EQUAL(s.busy, 1);
+    CU_ASSERT_EQUAL(s.timed_out, 0);
     tslock_lock_set_wakeup(l, 0);
     CU_ASSERT_EQUAL(tslock_acquire(l, 100), TSLOCK_EBUSY);
+    CU_ASSERT_EQUAL(tslock_client_stats(c, &s, sizeof(s)), TSLOCK_OK);
+    CU_ASSERT_EQUAL(s.busy, 1);
+    CU_ASSERT_EQUAL(s.timed_out, 1);
     tslock_lock_set_wakeup(l, 1);
     tslock_lock_set_retry(l, 60000, 60000); /* only the wake ends a sleep */
     wake_script = 1;

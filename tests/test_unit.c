@@ -680,6 +680,35 @@ static void test_url_sentinel_rejected(void)
  * the parser's line in the client's error and without $REDISCLI_AUTH
  * (only the tool asks for it).
  */
+/*
+ * A database number of several digits, in the path and in ?db=: each
+ * digit counts (a parser that kept one would select another database).
+ */
+static void test_url_db_digits(void)
+{
+    static const struct {
+        const char *url;
+        int db;
+    } cases[] = {{"redis://h/12", 12},
+                 {"redis://h:6380/105", 105},
+                 {"unix:///tmp/r.sock?db=15", 15},
+                 {"rediss://h/2147483647", 2147483647}};
+    struct tslock_url u;
+    char err[256] = "";
+    size_t i;
+
+    unsetenv("REDISCLI_AUTH");
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        CU_ASSERT_EQUAL_FATAL(cli_url_parse(cases[i].url, &u, err, sizeof(err)),
+                              0);
+        if (u.db != cases[i].db)
+            fprintf(stderr, "  %s: db %d, expected %d\n", cases[i].url, u.db,
+                    cases[i].db);
+        CU_ASSERT_EQUAL(u.db, cases[i].db);
+        tslock_url_free(&u);
+    }
+}
+
 static void test_url_connect_refused(void)
 {
     tslock_client *c = NULL;
@@ -772,6 +801,7 @@ static const struct {
     {"redis+sentinel:// URLs refused", test_url_sentinel_rejected},
     {"redis+sentinel:// passwords scrubbed", test_url_sentinel_scrub},
     {"connect_url refuses a bad URL", test_url_connect_refused},
+    {"URL database numbers of several digits", test_url_db_digits},
     {"redis+sentinel:// described", test_url_sentinel_describe},
 };
 
