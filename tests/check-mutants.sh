@@ -12,9 +12,10 @@
 # each mutant in turn is applied to the copy, built, its tests run under
 # timeout(1) with a bound of $MUTANT_BOUND s (default 600), and reverted.
 # The table says, for each: caught, hang (named: the bound ran out, or
-# the harness's watchdog saw one), survived, or broken (the patch does
-# not apply or the mutant does not build).  Exits 0 only when every
-# mutant was caught or hung.  A survivor means a test is missing: add
+# the harness's watchdog saw one), survived, broken (the patch does not
+# apply or the mutant does not build), or skipped (its test ran nothing,
+# exit 77: it proves nothing).  Exits 0 only when every mutant was caught
+# or hung.  A survivor means a test is missing: add
 # the test, never delete the mutant.
 #
 # MUTANTS: the mutants to run (file names or paths), default all.
@@ -88,6 +89,12 @@ rm -rf "$work/stage" && mkdir -p "$work/stage" || exit 2
         cp "$work/stage/$f" "$work/src/$f" || exit 2
 done || exit 2
 rm -rf "$work/stage"
+# The npm packages the Node and browser tests use are not tracked: the
+# copy sees the source tree's, so a test of them runs rather than skips.
+for d in bindings/node/node_modules tests/node-peers/node_modules \
+    tests/browser/node_modules; do
+    [ -d "$src/$d" ] && [ ! -e "$work/src/$d" ] && ln -s "$src/$d" "$work/src/$d"
+done
 log=$work/log
 : >"$log"
 echo "# copy of the tree in $work/src, built in $work/build (log: $log)"
@@ -104,7 +111,8 @@ build_copy() {
 }
 
 # run_test PROGRAM FILTER NAME: its log in $work/NAME.log; prints the
-# verdict: pass, fail or hang.
+# verdict: pass, fail, hang, or skip (the test ran nothing: exit 77, so
+# it proves nothing either way).
 run_test() {
     TSLOCK_TEST_ONLY=$2 timeout -k 20 "$bound" "$make" -C "$work/build" \
         check TESTS="$1" >"$work/$3.make.log" 2>&1
@@ -114,6 +122,9 @@ run_test() {
     if [ $rc -eq 124 ] || [ $rc -eq 137 ] ||
         grep -q "^HANG: " "$work/$3.log" 2>/dev/null; then
         echo hang
+    elif [ $rc -eq 0 ] && grep -q '^:test-result: SKIP' \
+        "$work/build/${1%.sh}.trs" 2>/dev/null; then
+        echo skip
     elif [ $rc -eq 0 ]; then
         echo pass
     else
@@ -130,16 +141,18 @@ for pair in $(for m in $all; do printf '%s|%s\n' "$(program "$m")" \
     f=$(echo "${pair#*|}" | tr '\001' ' ')
     v=$(run_test "$p" "$f" "baseline-$(basename "$p")")
     echo "# baseline $p${f:+ \"$f\"}: $v"
+    # A skipped baseline proves nothing: its mutants could not be caught.
     [ "$v" = pass ] || status=1
 done
 if [ $status -ne 0 ]; then
-    echo "check-mutants: a named test fails without any mutant; fix it first"
+    echo "check-mutants: a named test fails or skips without any mutant;" \
+        "fix it (or install what it needs) first"
     exit 1
 fi
 
 table=$work/table.txt
 printf '%-32s %-9s %s\n' MUTANT VERDICT "TEST -- BEHAVIOUR" >"$table"
-caught=0 hung=0 survived=0 broken=0
+caught=0 hung=0 survived=0 broken=0 skipped=0
 for m in $all; do
     name=$(basename "$m" .patch)
     p=$(program "$m")
@@ -150,7 +163,7 @@ for m in $all; do
         (cd "$work/src" && patch -p1 -s <"$m") >>"$log" 2>&1
         if build_copy; then
             v=$(run_test "$p" "$f" "$name")
-            case $v in pass) v=survived ;; fail) v=caught ;; esac
+            case $v in pass) v=survived ;; fail) v=caught ;; skip) v=skipped ;; esac
         else
             v=broken
         fi
@@ -164,6 +177,7 @@ for m in $all; do
     hang) hung=$((hung + 1)) ;;
     survived) survived=$((survived + 1)) ;;
     broken) broken=$((broken + 1)) ;;
+    skipped) skipped=$((skipped + 1)) ;;
     esac
     line=$(printf '%-32s %-9s %s%s -- %s' "$name" "$v" "$p" \
         "${f:+ \"$f\"}" "$(behaviour "$m")")
@@ -172,6 +186,7 @@ for m in $all; do
 done
 # The copy is left as the tree is: rebuilt now, a later run starts clean.
 build_copy >/dev/null 2>&1
-echo "# $caught caught, $hung hang, $survived survived, $broken broken" \
+echo "# $caught caught, $hung hang, $survived survived, $broken broken," \
+    "$skipped skipped" \
     "of $(echo $all | wc -w) (table: $table)"
-[ $survived -eq 0 ] && [ $broken -eq 0 ]
+[ $survived -eq 0 ] && [ $broken -eq 0 ] && [ $skipped -eq 0 ]
