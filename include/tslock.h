@@ -1376,7 +1376,8 @@ TSLOCK_EXTERN int tslock_lock_time_left(tslock_lock *lock, int64_t *ms_left);
  *
  * Async-signal-safe: may be called from a signal handler or another
  * thread.  A cancel that arrives while no wait is running cancels the
- * next wait.  Returns TSLOCK_OK or TSLOCK_EINVAL.
+ * next wait, before its first try: that wait takes nothing, even on a
+ * free key.  Returns TSLOCK_OK or TSLOCK_EINVAL.
  */
 TSLOCK_EXTERN int tslock_lock_cancel(tslock_lock *lock);
 

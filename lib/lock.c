@@ -636,6 +636,17 @@ int tslock_acquire(tslock_lock *l, int64_t wait_ms)
     l->waiting = wait_ms != 0;
     l->reconnect_tries = 0;
     l->woken = 0;
+    /*
+     * A cancel that came while no wait ran cancels this wait, before its
+     * first try: a wait canceled before it began never takes the lock.
+     */
+    if (l->waiting && l->cancel_flag) {
+        l->waiting = 0;
+        resolve_scheme(l); /* the scheme its events name */
+        rc = canceled(l);
+        count_acquire(l, wait_ms, rc);
+        return rc;
+    }
     if (l->waiting)
         tslock__listen(l); /* before the first try: no release is missed */
     rc = acquire_loop(l, wait_ms, deadline);
