@@ -38,6 +38,14 @@ need_server
 tool=$(cd "$(dirname "$tool")" && pwd)/tslock
 build=$(cd "${top_builddir:-.}" && pwd)
 srcdir=$(cd "$src" && pwd)
+# A library built with the sanitizers needs their runtimes loaded first
+# into the programs built here without them, and into the JVM (which
+# keeps SIGSEGV for itself).
+asan=$(ldd "$build/.libs/libtslock.so" 2>/dev/null |
+    sed -n 's/.*\(libasan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+ubsan=$(ldd "$build/.libs/libtslock.so" 2>/dev/null |
+    sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+preload=${asan:+$asan${ubsan:+ $ubsan}}
 jar=$build/bindings/java/tslock.jar
 jni=$build/bindings/java/.libs/libtslock-jni.so
 
@@ -200,7 +208,8 @@ run_block() {
         cp "$dir/blocks/$1.c" main.c &&
             ${CC:-cc} -Wall -Werror -I"$srcdir/include" main.c \
                 -L"$build/.libs" -ltslock -o main &&
-            LD_LIBRARY_PATH="$build/.libs" timeout 20 ./main
+            LD_LIBRARY_PATH="$build/.libs" LD_PRELOAD="$preload" \
+                ASAN_OPTIONS=detect_leaks=0 timeout 20 ./main
         ;;
     python)
         cp "$dir/blocks/$1.python" main.py &&
@@ -213,8 +222,9 @@ run_block() {
         [ -n "$class" ] || { echo "a Java block is a public class"; return 1; }
         cp "$dir/blocks/$1.java" "$class.java" &&
             javac -cp "$jar" -d . "$class.java" &&
-            LD_LIBRARY_PATH="$build/.libs" timeout 20 \
-                java -Dtslock.jni="$jni" -cp "$jar:." "$class"
+            LD_LIBRARY_PATH="$build/.libs" LD_PRELOAD="$preload" \
+                ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1 \
+                timeout 20 java -Dtslock.jni="$jni" -cp "$jar:." "$class"
         ;;
     *)
         echo "no way to run a block of language '$2'"

@@ -55,6 +55,17 @@ cd "$dir" || exit 99
 # after a real install.
 LD_LIBRARY_PATH=$libdir
 export LD_LIBRARY_PATH
+# A library built with the sanitizers needs their runtimes loaded first
+# into the JVM, which keeps SIGSEGV for itself.
+asan=$(ldd "$top_builddir/.libs/libtslock.so" 2>/dev/null |
+    sed -n 's/.*\(libasan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+ubsan=$(ldd "$top_builddir/.libs/libtslock.so" 2>/dev/null |
+    sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
+if [ -n "$asan" ]; then
+    LD_PRELOAD="$asan${ubsan:+ $ubsan}"
+    ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1
+    export LD_PRELOAD ASAN_OPTIONS
+fi
 if javac -cp "$jar" App.java 2>"$dir/javac.err" &&
     REDIS_URL="unix://$dir/redis.sock" java -cp "$jar:." App \
         >"$dir/out" 2>&1 && grep -q "holding orders:42" "$dir/out"; then

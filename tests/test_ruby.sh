@@ -58,7 +58,9 @@ ubsan=$(ldd "$lib" 2>/dev/null \
     | sed -n 's/.*\(libubsan\.so[^ ]*\) => \([^ ]*\).*/\2/p')
 if [ -n "$asan" ]; then
     LD_PRELOAD="$asan${ubsan:+ $ubsan}"
-    ASAN_OPTIONS=detect_leaks=0
+    # Ruby unmaps its threads' signal stacks itself; ASan's own
+    # alternate stack then fails to unmap at thread exit.
+    ASAN_OPTIONS=detect_leaks=0:use_sigaltstack=0
     export LD_PRELOAD ASAN_OPTIONS
 fi
 if [ "${1:-}" = --run ]; then
